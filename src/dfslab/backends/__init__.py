@@ -1,0 +1,50 @@
+"""What runs: a filesystem backend deploys its daemons through a `Runtime`, waits for
+health, and reports status. To add a filesystem (gluster, external): implement `Backend`
+in a new module or package and register it in `BACKENDS`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from importlib import import_module
+from typing import Any, Callable
+
+from ..runtime import Runtime
+from ..spec import ClusterSpec
+
+# progress(step, detail): backends report what they are doing; the CLI decides how to show it.
+Progress = Callable[[str, str], None]
+
+
+class BackendError(RuntimeError):
+    """A backend step failed; the message names the daemon and its log."""
+
+
+class Backend(ABC):
+    name: str = "?"
+
+    def __init__(self, runtime: Runtime, spec: ClusterSpec):
+        self.runtime = runtime
+        self.spec = spec
+        self.state = runtime.state
+
+    @abstractmethod
+    def deploy(self, progress: Progress, timeout: float) -> None:
+        """Create and start every daemon, then wait until the cluster is healthy."""
+
+    @abstractmethod
+    def status(self) -> dict[str, Any]:
+        """Health, daemons, pools, PG states: a JSON-able dict."""
+
+    def close(self) -> None:
+        """Release client-side handles (not the cluster)."""
+
+
+BACKENDS = {
+    "ceph": "dfslab.backends.ceph:CephBackend",
+}
+
+
+def backend_for(spec: ClusterSpec, runtime: Runtime) -> Backend:
+    module, _, cls = BACKENDS[spec.filesystem].partition(":")
+    return getattr(import_module(module), cls)(runtime, spec)

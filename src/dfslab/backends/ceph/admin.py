@@ -1,0 +1,84 @@
+"""Talks to the cluster's monitors and manager through `helper.py` on the client node."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from ...procs import ENV_MARK
+from ...runtime import CLIENT, Runtime
+from .. import BackendError
+from .conf import CephLayout
+
+
+class CephAdmin:
+    def __init__(self, runtime: Runtime, layout: CephLayout):
+        self.runtime = runtime
+        self.layout = layout
+        self._proc: subprocess.Popen | None = None
+        self._lines: queue.Queue = queue.Queue()
+
+    def start(self, timeout: float = 60) -> None:
+        argv = [sys.executable, "-m", "dfslab.backends.ceph.helper", str(self.layout.conf), str(self.layout.admin_keyring)]
+        log = open(self.runtime.state.logs_dir / "admin-helper.out", "ab")
+        self._proc = subprocess.Popen(
+            self.runtime.command(CLIENT, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+            text=True, env={**os.environ, ENV_MARK: self.runtime.state.name}, start_new_session=True,
+        )
+        log.close()
+        threading.Thread(target=self._read, daemon=True).start()
+        reply = self._next(timeout, "connecting to the monitors")
+        if not reply.get("ready"):
+            raise BackendError(f"admin client did not connect: {reply}")
+
+    def _read(self) -> None:
+        assert self._proc and self._proc.stdout
+        for line in self._proc.stdout:
+            self._lines.put(json.loads(line))
+        self._lines.put(None)
+
+    def _next(self, timeout: float, what: str) -> dict:
+        try:
+            reply = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise BackendError(f"no answer from the monitors within {timeout:.0f} s while {what}; "
+                               f"see {self.runtime.state.logs_dir}/admin-helper.out and the ceph-mon logs") from None
+        if reply is None:
+            raise BackendError(f"admin client exited while {what}; see {self.runtime.state.logs_dir}/admin-helper.out")
+        return reply
+
+    def raw(self, prefix: str, *, target: str = "mon", inbuf: str = "", timeout: float = 60, **args: Any) -> tuple[int, str, str]:
+        if self._proc is None:
+            self.start()
+        assert self._proc and self._proc.stdin
+        cmd = {"prefix": prefix, "format": "json", **args}
+        self._proc.stdin.write(json.dumps({"cmd": cmd, "target": target, "inbuf": inbuf}) + "\n")
+        self._proc.stdin.flush()
+        reply = self._next(timeout, f"running `{prefix}`")
+        return reply["ret"], reply["out"], reply["err"]
+
+    def cmd(self, prefix: str, **kw: Any) -> Any:
+        """Run a command; parsed JSON output (or None). Raises BackendError on failure."""
+        ret, out, err = self.raw(prefix, **kw)
+        if ret != 0:
+            raise BackendError(f"`ceph {prefix}` failed ({ret}): {err.strip()}")
+        try:
+            return json.loads(out) if out.strip() else None
+        except json.JSONDecodeError:
+            return out
+
+    def close(self) -> None:
+        if self._proc is not None:
+            try:
+                if self._proc.stdin:
+                    self._proc.stdin.close()
+                self._proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None

@@ -1,0 +1,41 @@
+"""Monitors: monmap, mkfs, start. The admin key is born here, in the mon keyring."""
+
+from __future__ import annotations
+
+import subprocess
+
+from .. import BackendError
+from .conf import ADMIN_CAPS, gen_key, keyring_text, mon_addrvec, mon_placement
+from .context import CephContext
+
+
+def _run(argv: list[str]) -> None:
+    res = subprocess.run(argv, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise BackendError(f"`{' '.join(argv)}` failed: {res.stderr.strip() or res.stdout.strip()}")
+
+
+def create(ctx: CephContext) -> None:
+    layout = ctx.layout
+    mons = mon_placement(ctx.spec)
+    conf_dir = layout.conf.parent
+    monmap = conf_dir / "monmap"
+    argv = ["monmaptool", "--create", "--clobber", "--fsid", ctx.fsid]
+    for mon_id, node in mons.items():
+        argv += ["--addv", mon_id, mon_addrvec(ctx.addresses[node])]
+    _run(argv + [str(monmap)])
+
+    admin = keyring_text("client.admin", gen_key(), ADMIN_CAPS)
+    layout.admin_keyring.write_text(admin)
+    mon_keyring = conf_dir / "mon.keyring"
+    mon_keyring.write_text(keyring_text("mon.", gen_key(), {"mon": "allow *"}) + admin)
+
+    for mon_id, node in mons.items():
+        data = layout.data(f"mon.{mon_id}")
+        data.mkdir(parents=True, exist_ok=True)
+        # mkfs touches only the local store; run on the node anyway so a container runtime works alike.
+        res = ctx.runtime.run(node, ["ceph-mon", "--mkfs", "-i", mon_id, "-c", str(layout.conf),
+                                     "--monmap", str(monmap), "--keyring", str(mon_keyring)], check=False)
+        if res.returncode != 0:
+            raise BackendError(f"ceph-mon --mkfs for mon.{mon_id} failed: {res.stderr.strip()}")
+        ctx.start_daemon("mon", mon_id, node)

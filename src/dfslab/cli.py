@@ -1,0 +1,196 @@
+"""The `dfslab` command: thin, it parses arguments and shows progress; the work is elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from . import __version__, cluster
+from .backends import BackendError
+from .runtime import RuntimeError_
+from .spec import SpecError, load_spec
+from .state import list_clusters
+from .units import human_bytes
+
+app = typer.Typer(
+    help="Deploy, measure and break distributed filesystems from one declarative file.\n\n"
+    "Typical session:  dfslab up examples/ceph-small.yaml;  dfslab status;  "
+    "dfslab exec small -- ceph -s;  dfslab down small",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_)
+
+
+def fail(exc: Exception) -> None:
+    console.print(f"[bold red]error:[/] {exc}", highlight=False)
+    raise typer.Exit(2)
+
+
+class LiveProgress:
+    """One spinner line: the current step, its detail and the elapsed time."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.step, self.detail = "starting", ""
+        self.live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
+
+    def _render(self):
+        elapsed = time.monotonic() - self.start
+        return Spinner("dots", Text.assemble((f"[{elapsed:5.1f}s] ", "dim"), (self.step, "bold"), "  ", self.detail[:160]))
+
+    def __call__(self, step: str, detail: str) -> None:
+        if step != self.step and self.step != "starting":
+            console.print(f"[green]✓[/] {self.step} [dim]({time.monotonic() - self.start:.1f}s)[/]")
+        if step == "warning":
+            console.print(f"[yellow]warning:[/] {detail}")
+            return
+        self.step, self.detail = step, detail
+        self.live.update(self._render())
+
+    def __enter__(self):
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.live.__exit__(*exc)
+
+
+@app.command()
+def up(
+    spec_file: Path = typer.Argument(..., help="cluster spec (YAML); see README.md 'Spec reference'"),
+    name: Optional[str] = typer.Option(None, help="override the spec's name (run several copies side by side)"),
+    timeout: float = typer.Option(300, help="seconds to wait for HEALTH_OK before giving up and tearing down"),
+    keep_on_failure: bool = typer.Option(False, help="leave a failed cluster in place to debug it (remove with `dfslab down`)"),
+) -> None:
+    """Bring a real cluster up from SPEC_FILE and wait until it is healthy.
+
+    Nothing is started if the spec is invalid. If anything fails, or you press Ctrl-C,
+    everything made so far is removed and the daemons' logs are kept for you.
+    """
+    try:
+        spec = load_spec(spec_file, name)
+        with LiveProgress() as progress:
+            addresses = cluster.up(spec, progress, timeout, keep_on_failure)
+            elapsed = time.monotonic() - progress.start
+    except USER_ERRORS as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: everything started was removed[/]")
+        raise typer.Exit(130)
+    console.print(f"[bold green]cluster {spec.name} is up[/] (HEALTH_OK in {elapsed:.1f}s) — "
+                  f"nodes: {', '.join(f'{n}={a}' for n, a in addresses.items())}")
+    console.print(f"next: dfslab status {spec.name} · dfslab exec {spec.name} -- ceph -s · dfslab down {spec.name}")
+
+
+@app.command()
+def status(
+    name: Optional[str] = typer.Argument(None, help="cluster name (may be left out when only one is up)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Health, every daemon (pid, node, address, RSS), pools and PG states."""
+    try:
+        info = cluster.status(cluster.resolve_name(name))
+    except USER_ERRORS as exc:
+        fail(exc)
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return
+    out = Console()
+    colour = {"HEALTH_OK": "green", "HEALTH_WARN": "yellow"}.get(info.get("health", ""), "red")
+    out.print(f"[bold]{info['name']}[/] ({info['filesystem']} on {info['runtime']}) "
+              f"[{colour}]{info.get('health', info.get('phase'))}[/]  state: {info['state_dir']}")
+    for check, msg in info.get("checks", {}).items():
+        out.print(f"  [yellow]{check}[/]: {msg}")
+    table = Table("daemon", "node", "address", "pid", "state", "RSS", box=None)
+    for d in info["daemons"]:
+        table.add_row(d["name"], d["node"], d["address"], str(d["pid"]),
+                      "[green]running[/]" if d["alive"] else "[red]dead[/]",
+                      human_bytes(d["rss_bytes"]) if d["rss_bytes"] else "-")
+    out.print(table)
+    if "pools" in info:
+        pools = Table("pool", "size", "min_size", "PGs", "application", box=None)
+        for p in info["pools"]:
+            pools.add_row(p["name"], str(p["size"]), str(p["min_size"]), str(p["pg_num"]), ",".join(p["application"]))
+        out.print(pools)
+        pgs = info["pgs"]
+        states = ", ".join(f"{n} {s}" for s, n in pgs["by_state"].items())
+        out.print(f"PGs: {pgs['total']}/{pgs['expected']} — {states}; OSDs {info['osds']['up']}/{info['osds']['total']} up, "
+                  f"{info['osds']['in']} in")
+
+
+@app.command()
+def down(
+    name: Optional[str] = typer.Argument(None, help="cluster name (may be left out when only one is up)"),
+    all_: bool = typer.Option(False, "--all", help="tear down every cluster dfslab knows of"),
+) -> None:
+    """Remove every process, mount, namespace, bridge and data file of a cluster.
+
+    Works from the state directory alone, so it also cleans up after a dfslab that was killed.
+    """
+    try:
+        names = list_clusters() if all_ else [name or cluster.resolve_name(None)]
+    except USER_ERRORS as exc:
+        fail(exc)
+    for n in names:
+        result = cluster.down(n)
+        left = cluster.leftovers(n)
+        console.print(f"[green]✓[/] {n}: stopped {len(result['killed'])} process(es), removed "
+                      f"{len(result['namespaces'])} namespace(s)" + (f"; [red]left: {left}[/]" if left else ""))
+        if left:
+            raise typer.Exit(1)
+    if not names:
+        console.print("no clusters")
+
+
+@app.command("list")
+def list_() -> None:
+    """Clusters that are up (or half-made) on this machine."""
+    for name in list_clusters():
+        print(name)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def exec(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="cluster name"),
+    node: str = typer.Option("client", help="node to run on (default: the client node)"),
+) -> None:
+    """Run a command on a cluster's node with the cluster's client config, e.g.
+
+    dfslab exec small -- ceph -s;   dfslab exec small -- rados -p dfslab bench 10 write
+    """
+    argv = list(ctx.args)
+    if not argv:
+        fail(ValueError("give a command after --, e.g. dfslab exec NAME -- ceph -s"))
+    try:
+        wrapped, env = cluster.client_command(name, argv, node)
+    except USER_ERRORS as exc:
+        fail(exc)
+    raise typer.Exit(subprocess.call(wrapped, env=env))
+
+
+@app.command()
+def version() -> None:
+    """Print dfslab's version."""
+    print(__version__)
+
+
+def main() -> None:  # pragma: no cover
+    app(prog_name="dfslab")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

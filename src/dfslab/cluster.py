@@ -1,0 +1,192 @@
+"""up / status / down: the lifecycle of one cluster, in terms of runtime and backend."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from .backends import Backend, BackendError, Progress, backend_for
+from .procs import marked_pids
+from .runtime import RuntimeError_, attach_runtime, select_runtime
+from .spec import ClusterSpec, parse_spec
+from .state import ClusterState, dfslab_home, list_clusters
+
+REQUIRED_TOOLS = {"ceph": ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"]}
+# Planned resident memory per daemon on this kind of machine (FACTS.md: OSD 240-890 MB under load).
+PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 << 20}
+
+
+class ClusterError(RuntimeError):
+    """A lifecycle step cannot go on; the message says what to do."""
+
+
+def preflight(spec: ClusterSpec) -> None:
+    missing = [t for t in REQUIRED_TOOLS.get(spec.filesystem, []) if shutil.which(t) is None]
+    if missing:
+        raise ClusterError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
+    c = spec.ceph
+    planned = (c.mons * PLANNED_RSS["mon"] + PLANNED_RSS["mgr"] * c.mgr + PLANNED_RSS["mds"] * c.cephfs
+               + len(spec.nodes) * c.osds_per_node * PLANNED_RSS["osd"])
+    available = psutil.virtual_memory().available
+    if planned > 0.8 * available:
+        raise ClusterError(f"ceph.osds_per_node/nodes: this cluster plans ~{planned / 2**30:.1f} GiB of daemon memory "
+                           f"but only {available / 2**30:.1f} GiB is available; use fewer OSDs")
+    free = shutil.disk_usage(dfslab_home() if dfslab_home().exists() else "/").free
+    # Sparse block files grow with data; refuse only when even a modest fill cannot fit.
+    if free < 2 * 2**30:
+        raise ClusterError(f"only {free / 2**30:.1f} GiB free under {dfslab_home()}; set DFSLAB_HOME to a larger disk")
+
+
+class _Interrupted(BaseException):
+    pass
+
+
+def _raise_interrupt(signum, frame):  # noqa: ARG001
+    raise _Interrupted(f"signal {signum}")
+
+
+def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_failure: bool = False) -> dict[str, str]:
+    """Bring the cluster up; on any failure or interrupt tear down everything made so far
+    (unless keep_on_failure, for debugging: then `dfslab down` removes it later)."""
+    state = ClusterState(spec.name)
+    if state.exists():
+        raise ClusterError(f"cluster {spec.name!r} already exists ({state.dir}); `dfslab down {spec.name}` first")
+    runtime = select_runtime(spec, state)
+    runtime.preflight(spec)
+    preflight(spec)
+    previous = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    backend: Backend | None = None
+    try:
+        state.create({"name": spec.name, "spec": spec.model_dump(mode="json"), "runtime_kind": runtime.kind,
+                      "phase": "creating", "created": time.time(), "creator_pid": os.getpid()})
+        if getattr(runtime, "fallback", False):
+            progress("warning", "no CAP_NET_ADMIN: nodes share the host loopback (127.77.x.y), no isolation or shaping")
+        progress("creating nodes", f"{len(spec.nodes)} node(s) + client on runtime {runtime.kind}")
+        addresses = runtime.create(spec)
+        state.update(addresses=addresses)
+        backend = backend_for(spec, runtime)
+        backend.deploy(progress, timeout)
+        state.update(phase="up", ready=time.time())
+        return addresses
+    except BaseException as exc:
+        if keep_on_failure and not isinstance(exc, (KeyboardInterrupt, _Interrupted)):
+            state.update(phase="failed")
+            raise
+        kept = _keep_logs(state)
+        if backend is not None:
+            backend.close()
+            backend = None
+        down(spec.name)
+        if isinstance(exc, (BackendError, RuntimeError_)) and kept:
+            raise ClusterError(str(exc).replace(str(state.dir), str(kept)) + f"\n(logs kept in {kept})") from None
+        raise
+    finally:
+        if backend is not None:
+            backend.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _keep_logs(state: ClusterState) -> Path | None:
+    """Failed bring-ups are torn down, but their logs are what the user needs next."""
+    if not state.dir.exists():
+        return None
+    dest = dfslab_home() / "failed" / f"{state.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    for sub in ("logs", "ceph/logs", "ceph/conf"):
+        src = state.dir / sub
+        if src.is_dir():
+            shutil.copytree(src, dest / sub, dirs_exist_ok=True)
+    return dest if dest.exists() else None
+
+
+def unmount(mountpoint: str) -> None:
+    for argv in (["fusermount", "-u", "-z", mountpoint], ["umount", "-l", mountpoint]):
+        if shutil.which(argv[0]) and subprocess.run(argv, capture_output=True).returncode == 0:
+            return
+
+
+def down(name: str) -> dict[str, Any]:
+    """Remove every process, mount, namespace and file of cluster `name`. Idempotent."""
+    state = ClusterState(name)
+    runtime = attach_runtime(state)
+    killed = runtime.procs.stop_all()
+    for mountpoint in state.resources("mounts"):
+        unmount(mountpoint)
+    removed = runtime.destroy()
+    state.destroy()
+    return {"name": name, "killed": killed, "namespaces": removed}
+
+
+def leftovers(name: str) -> list[str]:
+    """Anything of cluster `name` that still exists; empty after a clean `down`."""
+    state = ClusterState(name)
+    found = [f"process {pid}" for pid in marked_pids(name)]
+    found += attach_runtime(state).leftovers()
+    mounts = Path("/proc/mounts").read_text()
+    found += [f"mount {line.split()[1]}" for line in mounts.splitlines() if str(state.dir) in line]
+    if state.dir.exists():
+        found.append(f"state dir {state.dir}")
+    return found
+
+
+def load(name: str) -> tuple[ClusterState, ClusterSpec]:
+    state = ClusterState(name)
+    if not state.exists():
+        known = ", ".join(list_clusters()) or "none"
+        raise ClusterError(f"no cluster named {name!r} (clusters: {known})")
+    return state, parse_spec(state.read()["spec"], f"state of {name}")
+
+
+def resolve_name(name: str | None) -> str:
+    if name:
+        return name
+    clusters = list_clusters()
+    if len(clusters) == 1:
+        return clusters[0]
+    if not clusters:
+        raise ClusterError("no cluster is up; start one with `dfslab up SPEC.yaml`")
+    raise ClusterError(f"several clusters are up ({', '.join(clusters)}); name one")
+
+
+def status(name: str) -> dict[str, Any]:
+    state, spec = load(name)
+    runtime = attach_runtime(state)
+    info = state.read()
+    daemons = []
+    for proc in runtime.procs.all():
+        rss = proc.rss_bytes()
+        daemons.append({"name": proc.name, "node": proc.node, "address": proc.meta.get("address", ""),
+                        "pid": proc.pid, "alive": rss is not None, "rss_bytes": rss, "log": proc.meta.get("log", proc.log)})
+    out: dict[str, Any] = {"name": name, "filesystem": spec.filesystem, "runtime": runtime.kind,
+                           "phase": info.get("phase"), "state_dir": str(state.dir),
+                           "addresses": info.get("addresses", {}), "daemons": daemons}
+    if info.get("phase") == "up":
+        backend = backend_for(spec, runtime)
+        try:
+            out.update(backend.status())
+        except BackendError as exc:
+            out["health"] = "UNREACHABLE"
+            out["error"] = str(exc)
+        finally:
+            backend.close()
+    return out
+
+
+def client_command(name: str, argv: list[str], node: str = "client") -> tuple[list[str], dict[str, str]]:
+    """argv wrapped to run on a node of the cluster, with the backend's client environment."""
+    state, spec = load(name)
+    runtime = attach_runtime(state)
+    backend = backend_for(spec, runtime)
+    env = {**os.environ, **getattr(backend, "client_env", lambda: {})()}
+    return runtime.command(node, argv), env
+
+
+def on_each_cluster(fn: Callable[[str], Any]) -> list[Any]:
+    return [fn(name) for name in list_clusters()]

@@ -1,0 +1,182 @@
+"""Processes dfslab starts, and only those.
+
+Each daemon is started in its own session (so Ctrl-C on dfslab does not reach it and a
+killed dfslab leaves it for `down` to find), with its PID *and* kernel start time written
+to the state directory: a PID is only ever signalled if its start time still matches,
+so a recycled PID of somebody else's process is never touched. Every child also carries
+DFSLAB_CLUSTER in its environment, which lets `down` find a process whose PID file was
+never written because dfslab died between fork and write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+
+from .state import ClusterState
+
+ENV_MARK = "DFSLAB_CLUSTER"
+
+
+def proc_start_time(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses: split after the last ')'.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+@dataclass
+class TrackedProcess:
+    name: str
+    node: str
+    pid: int
+    start_time: int
+    argv: list[str]
+    log: str
+    meta: dict = field(default_factory=dict)
+
+    def alive(self) -> bool:
+        if proc_start_time(self.pid) != self.start_time:
+            return False
+        try:
+            return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def rss_bytes(self) -> int | None:
+        try:
+            return psutil.Process(self.pid).memory_info().rss if self.alive() else None
+        except psutil.Error:
+            return None
+
+
+class ProcessTable:
+    def __init__(self, state: ClusterState):
+        self.state = state
+        self._popen: dict[str, subprocess.Popen] = {}
+
+    def _file(self, name: str) -> Path:
+        return self.state.pids_dir / f"{name}.json"
+
+    def spawn(self, name: str, node: str, argv: list[str], env: dict[str, str] | None = None, meta: dict | None = None) -> TrackedProcess:
+        log = self.state.logs_dir / f"{name}.out"
+        full_env = {**os.environ, **(env or {}), ENV_MARK: self.state.name}
+        with open(log, "ab") as out:
+            popen = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                env=full_env, start_new_session=True, close_fds=True,
+            )
+        start = proc_start_time(popen.pid) or 0
+        proc = TrackedProcess(name, node, popen.pid, start, argv, str(log), meta or {})
+        self._file(name).write_text(json.dumps(asdict(proc)))
+        self._popen[name] = popen
+        return proc
+
+    def get(self, name: str) -> TrackedProcess | None:
+        try:
+            return TrackedProcess(**json.loads(self._file(name).read_text()))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def all(self) -> list[TrackedProcess]:
+        if not (self.state.dir / "pids").is_dir():
+            return []
+        procs = []
+        for path in sorted((self.state.dir / "pids").glob("*.json")):
+            try:
+                procs.append(TrackedProcess(**json.loads(path.read_text())))
+            except (json.JSONDecodeError, TypeError):
+                continue
+        return procs
+
+    def exited(self, name: str) -> int | None:
+        """Exit code if a process this dfslab started has died (reaps it), else None."""
+        popen = self._popen.get(name)
+        if popen is not None:
+            return popen.poll()
+        proc = self.get(name)
+        return None if proc is None or proc.alive() else -1
+
+    def stop(self, name: str, timeout: float = 10.0) -> None:
+        proc = self.get(name)
+        if proc is not None:
+            terminate([proc.pid], {proc.pid: proc.start_time}, timeout)
+            self._reap(name)
+            self._file(name).unlink(missing_ok=True)
+
+    def _reap(self, name: str) -> None:
+        popen = self._popen.pop(name, None)
+        if popen is not None:
+            try:
+                popen.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def stop_all(self, timeout: float = 10.0) -> list[int]:
+        """Stop every tracked process and every process marked with this cluster's name."""
+        procs = self.all()
+        starts = {p.pid: p.start_time for p in procs}
+        for pid in marked_pids(self.state.name):
+            starts.setdefault(pid, proc_start_time(pid) or 0)
+        killed = terminate(list(starts), starts, timeout)
+        for name in list(self._popen):
+            self._reap(name)
+        for path in (self.state.dir / "pids").glob("*.json") if (self.state.dir / "pids").is_dir() else []:
+            path.unlink(missing_ok=True)
+        return killed
+
+
+def marked_pids(cluster: str) -> list[int]:
+    pids = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.pid != os.getpid() and proc.environ().get(ENV_MARK) == cluster:
+                pids.append(proc.pid)
+        except psutil.Error:
+            continue
+    return pids
+
+
+def terminate(pids: list[int], start_times: dict[int, int], timeout: float = 10.0) -> list[int]:
+    """SIGTERM, then SIGKILL after `timeout`, only PIDs whose start time still matches."""
+    ours = [pid for pid in pids if proc_start_time(pid) == start_times.get(pid)]
+    for pid in ours:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    remaining = list(ours)
+    while remaining and time.monotonic() < deadline:
+        remaining = [p for p in remaining if _running(p, start_times[p])]
+        if remaining:
+            time.sleep(0.1)
+    for pid in remaining:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in remaining:
+        end = time.monotonic() + 5
+        while _running(pid, start_times[pid]) and time.monotonic() < end:
+            time.sleep(0.05)
+    return ours
+
+
+def _running(pid: int, start_time: int) -> bool:
+    if proc_start_time(pid) != start_time:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

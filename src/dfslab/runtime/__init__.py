@@ -1,0 +1,90 @@
+"""Where processes run. A runtime gives every node an address and a way to run a command
+on it; backends never touch namespaces, containers or pods themselves.
+
+To add a runtime (docker, kubernetes): implement `Runtime` in a new module and register
+it in `RUNTIMES`. Teardown must work from the state directory alone (`attach`), because
+dfslab may have been killed in the middle of `up`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from abc import ABC, abstractmethod
+from importlib import import_module
+
+from ..procs import ProcessTable, TrackedProcess
+from ..spec import ClusterSpec
+from ..state import ClusterState
+
+CLIENT = "client"
+
+
+class RuntimeError_(RuntimeError):
+    """A runtime cannot do what the spec asks; the message says why and what to change."""
+
+
+class Runtime(ABC):
+    kind: str = "?"
+
+    def __init__(self, state: ClusterState):
+        self.state = state
+        self.procs = ProcessTable(state)
+
+    # -- lifecycle --------------------------------------------------------------
+    @abstractmethod
+    def preflight(self, spec: ClusterSpec) -> None:
+        """Refuse what this runtime cannot do, before anything is created."""
+
+    @abstractmethod
+    def create(self, spec: ClusterSpec) -> dict[str, str]:
+        """Make the nodes and the client; return {node: address} (the client included)."""
+
+    @abstractmethod
+    def destroy(self) -> list[str]:
+        """Remove everything `create` made, from the state directory alone. Idempotent."""
+
+    @abstractmethod
+    def leftovers(self) -> list[str]:
+        """What of this runtime's resources still exists (for tests and `down` checks)."""
+
+    # -- running things ---------------------------------------------------------
+    @abstractmethod
+    def command(self, node: str, argv: list[str]) -> list[str]:
+        """`argv` wrapped so that it runs on `node`."""
+
+    def run(self, node: str, argv: list[str], timeout: float = 120, check: bool = True, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(node, argv), capture_output=True, text=True, timeout=timeout, check=check, **kw)
+
+    def spawn(self, name: str, node: str, argv: list[str], env: dict[str, str] | None = None, meta: dict | None = None) -> TrackedProcess:
+        return self.procs.spawn(name, node, self.command(node, argv), env, {"address": self.address(node), **(meta or {})})
+
+    def address(self, node: str) -> str:
+        return self.state.read().get("addresses", {}).get(node, "")
+
+
+RUNTIMES = {
+    "local": "dfslab.runtime.local:LocalNetnsRuntime",
+    "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
+}
+
+
+def runtime_class(kind: str) -> type[Runtime]:
+    module, _, cls = RUNTIMES[kind].partition(":")
+    return getattr(import_module(module), cls)
+
+
+def select_runtime(spec: ClusterSpec, state: ClusterState) -> Runtime:
+    """The spec's runtime; `local` falls back to loopback addresses without CAP_NET_ADMIN."""
+    if spec.runtime == "local":
+        from .local import LocalNetnsRuntime, netns_available
+        if netns_available():
+            return LocalNetnsRuntime(state)
+        from .loopback import LoopbackRuntime
+        return LoopbackRuntime(state, fallback=True)
+    return runtime_class(spec.runtime)(state)
+
+
+def attach_runtime(state: ClusterState) -> Runtime:
+    """The runtime a cluster was created with, rebuilt from its state directory."""
+    kind = state.read().get("runtime_kind", "local")
+    return runtime_class(kind)(state)

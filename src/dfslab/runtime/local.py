@@ -1,0 +1,167 @@
+"""The embedded default: every node is a network namespace on a bridge of dfslab's own.
+
+    dfs-<cluster>-hub      holds bridge br0 (no address); the root namespace is never touched
+    dfs-<cluster>-<node>   eth0 = <subnet>.(10+i), veth peer v<i> on br0 in the hub
+    dfs-<cluster>-client   eth0 = <subnet>.200, where ceph CLI, rados and benchmarks run
+
+Shaping is tc on both ends of a node's veth (egress from the node on eth0, egress towards
+it on v<i>), so a cap holds in both directions. Commands run with `nsenter --net` rather
+than `ip netns exec`, because the latter makes a private mount namespace and would hide
+ceph-fuse mounts from everyone else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+from ..spec import ClusterSpec, LinkShape
+from . import CLIENT, Runtime, RuntimeError_
+
+NETNS_DIR = Path("/run/netns")
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    res = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and res.returncode != 0:
+        raise RuntimeError_(f"`ip {' '.join(args)}` failed: {res.stderr.strip()}")
+    return res
+
+
+def netns_available() -> bool:
+    probe = f"dfs-probe-{os.getpid()}"
+    try:
+        ok = _ip("netns", "add", probe, check=False).returncode == 0
+    except FileNotFoundError:
+        return False
+    if ok:
+        _ip("netns", "del", probe, check=False)
+    return ok
+
+
+def netem_available() -> bool:
+    """netem is not built into every kernel (it is not on the reference machine)."""
+    probe = f"dfs-probe-netem-{os.getpid()}"
+    if _ip("netns", "add", probe, check=False).returncode != 0:
+        return False
+    try:
+        _ip("-n", probe, "link", "set", "lo", "up", check=False)
+        res = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                             capture_output=True, text=True)
+        return res.returncode == 0
+    finally:
+        _ip("netns", "del", probe, check=False)
+
+
+def node_addresses(spec: ClusterSpec) -> dict[str, str]:
+    net = ipaddress.IPv4Network(spec.network.subnet)
+    base = int(net.network_address)
+    addrs = {node: str(ipaddress.IPv4Address(base + 10 + i)) for i, node in enumerate(spec.node_names())}
+    addrs[CLIENT] = str(ipaddress.IPv4Address(base + 200))
+    return addrs
+
+
+def tbf_args(rate_bps: int) -> list[str]:
+    # burst must hold at least one timer tick of traffic at the rate, or tbf undershoots;
+    # 10 ms worth (min 32 KiB) measured 956 Mbit/s at a 1 Gbit/s cap.
+    burst = max(rate_bps // 8 // 100, 32 * 1024)
+    return ["tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "latency", "50ms"]
+
+
+class LocalNetnsRuntime(Runtime):
+    kind = "local"
+
+    def ns(self, node: str) -> str:
+        return f"dfs-{self.state.name}-{node}"
+
+    @property
+    def hub(self) -> str:
+        return self.ns("hub")
+
+    def preflight(self, spec: ClusterSpec) -> None:
+        wants_latency = spec.network.latency is not None or any(n.latency is not None for n in spec.nodes)
+        if wants_latency and not netem_available():
+            raise RuntimeError_(
+                "network.latency / nodes[].latency: this kernel has no tc netem, so added latency cannot be "
+                "emulated; remove the latency fields (bandwidth caps with tbf work)"
+            )
+        for name in [self.hub, *(self.ns(n) for n in [*spec.node_names(), CLIENT])]:
+            if (NETNS_DIR / name).exists():
+                raise RuntimeError_(f"network namespace {name} already exists; run `dfslab down {self.state.name}` first")
+
+    def create(self, spec: ClusterSpec) -> dict[str, str]:
+        addrs = node_addresses(spec)
+        prefix = ipaddress.IPv4Network(spec.network.subnet).prefixlen
+        self._add_ns(self.hub)
+        _ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
+        _ip("-n", self.hub, "link", "set", "br0", "up")
+        shapes = {n.name: spec.shape_of(n) for n in spec.nodes}
+        shapes[CLIENT] = LinkShape(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
+        for i, node in enumerate([*spec.node_names(), CLIENT]):
+            ns, port = self.ns(node), f"v{i}"
+            self._add_ns(ns)
+            _ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            _ip("-n", self.hub, "link", "set", port, "master", "br0", "up")
+            _ip("-n", ns, "addr", "add", f"{addrs[node]}/{prefix}", "dev", "eth0")
+            _ip("-n", ns, "link", "set", "eth0", "up")
+            self._shape(ns, "eth0", shapes[node])
+            self._shape(self.hub, port, shapes[node])
+        return addrs
+
+    def _add_ns(self, name: str) -> None:
+        self.state.add_resource("netns", name)
+        _ip("netns", "add", name)
+        _ip("-n", name, "link", "set", "lo", "up")
+
+    def _shape(self, ns: str, dev: str, shape: LinkShape) -> None:
+        if shape.bandwidth is None and shape.latency is None:
+            return
+        if shape.latency is not None:
+            # netem holds the delay; a tbf child under it holds the rate.
+            cmd = ["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay", f"{shape.latency * 1e6:.0f}us"]
+            self._tc(cmd)
+            if shape.bandwidth is not None:
+                self._tc(["tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *tbf_args(shape.bandwidth)])
+        else:
+            self._tc(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", *tbf_args(shape.bandwidth)])
+
+    @staticmethod
+    def _tc(cmd: list[str]) -> None:
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError_(f"`{' '.join(cmd)}` failed: {res.stderr.strip()}")
+
+    def command(self, node: str, argv: list[str]) -> list[str]:
+        return ["nsenter", f"--net={NETNS_DIR / self.ns(node)}", "--", *argv]
+
+    def _ours(self) -> list[str]:
+        """Recorded namespaces plus any named after this cluster (a crash between create and record)."""
+        recorded = self.state.resources("netns")
+        prefix = f"dfs-{self.state.name}-"
+        found = [p.name for p in NETNS_DIR.glob(prefix + "*")] if NETNS_DIR.is_dir() else []
+        return list(dict.fromkeys(recorded + found))
+
+    def destroy(self) -> list[str]:
+        removed = []
+        for ns in self._ours():
+            # Anything still inside a namespace dfslab created is dfslab's (a client tool).
+            pids = _ip("netns", "pids", ns, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), 9)
+                except (ProcessLookupError, ValueError):
+                    pass
+            if _ip("netns", "del", ns, check=False).returncode == 0:
+                removed.append(ns)
+            self.state.remove_resource("netns", ns)
+        return removed
+
+    def leftovers(self) -> list[str]:
+        return [f"netns {ns}" for ns in self._ours() if (NETNS_DIR / ns).exists()]
+
+
+def new_probe_name() -> str:
+    return f"dfs-probe-{uuid.uuid4().hex[:8]}"

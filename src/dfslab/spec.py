@@ -1,0 +1,239 @@
+"""The cluster spec: typed, validated YAML.
+
+Everything a user can get wrong is caught here, before a namespace or a daemon exists,
+and reported with the YAML path of the bad field (``ceph.replica_size``,
+``nodes[1].bandwidth``) and what would be valid.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, PlainSerializer, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .units import UnitError, parse_bandwidth, parse_duration, parse_size
+
+NAME_RE = r"^[a-z][a-z0-9-]{0,23}$"
+RESERVED_NODE_NAMES = {"client", "hub"}
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used. `problems` is a list of (yaml path, message)."""
+
+    def __init__(self, problems: list[tuple[str, str]], source: str = "spec"):
+        self.problems = problems
+        self.source = source
+        lines = [f"{source}: {len(problems)} problem(s):"]
+        lines += [f"  {path or '<top>'}: {msg}" for path, msg in problems]
+        super().__init__("\n".join(lines))
+
+
+def _unit_validator(parse):
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except UnitError as exc:
+            raise ValueError(str(exc)) from None
+    return BeforeValidator(check)
+
+
+def _with_unit(unit: str) -> PlainSerializer:
+    # Dumped specs (state.json, run directories) must load again: keep the unit on.
+    return PlainSerializer(lambda v: None if v is None else f"{v}{unit}", when_used="json")
+
+
+Bytes = Annotated[int, _unit_validator(parse_size), _with_unit("B")]
+BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit")]
+Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, validate_default=True)
+
+
+class LinkShape(Strict):
+    """Shaping of one node's link to the bridge (both directions)."""
+
+    bandwidth: BitsPerSecond | None = Field(None, description="rate cap, e.g. 1gbit (tc tbf)")
+    latency: Seconds | None = Field(None, description="added one-way delay, e.g. 0.5ms (needs tc netem)")
+
+
+class Network(LinkShape):
+    subnet: str = Field("10.77.0.0/24", description="addresses inside dfslab's own namespaces")
+
+    @field_validator("subnet")
+    @classmethod
+    def _subnet(cls, value: str) -> str:
+        try:
+            net = ipaddress.IPv4Network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"not an IPv4 network like 10.77.0.0/24: {exc}") from None
+        if net.prefixlen > 24:
+            raise ValueError("use a /24 or larger so every node and the client get an address")
+        return value
+
+
+class Node(LinkShape):
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.match(NAME_RE, value):
+            raise ValueError(f"node names are lower-case letters, digits and '-', starting with a letter, at most 24 chars (got {value!r})")
+        if value in RESERVED_NODE_NAMES:
+            raise ValueError(f"{value!r} is reserved by dfslab; pick another node name")
+        return value
+
+
+class CephSpec(Strict):
+    mons: Literal[1, 3] = Field(1, description="number of monitors: 1, or 3 for quorum tests")
+    mgr: bool = True
+    osds_per_node: int = Field(1, ge=1, le=8)
+    osd_size: Bytes = Field("4GiB", description="sparse BlueStore block file per OSD")
+    replica_size: int = Field(2, ge=1, le=5, description="size of every pool")
+    failure_domain: Literal["host", "osd"] = Field("host", description="CRUSH bucket replicas are spread over")
+    pg_num: int = Field(16, ge=1, le=1024, description="placement groups per pool")
+    cephfs: bool = True
+    conf: dict[str, dict[str, str | int | float | bool]] = Field(
+        default_factory=dict, description="extra ceph.conf options by section: {global: {...}, osd: {...}}"
+    )
+
+    @field_validator("osd_size")
+    @classmethod
+    def _osd_size(cls, value: int) -> int:
+        if value < 1024**3:
+            raise ValueError("BlueStore needs at least 1GiB per OSD; use e.g. 4GiB")
+        return value
+
+    @field_validator("pg_num")
+    @classmethod
+    def _pg_num(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError(f"pg_num must be a power of two (e.g. 16, 32), got {value}")
+        return value
+
+    @field_validator("conf")
+    @classmethod
+    def _conf_sections(cls, value: dict) -> dict:
+        for section in value:
+            if not re.fullmatch(r"global|mon|mgr|osd|mds|client|(mon|mgr|osd|mds|client)\.[\w-]+", section):
+                raise ValueError(f"unknown ceph.conf section {section!r}; use global, mon, mgr, osd, mds, client or e.g. osd.0")
+        return value
+
+
+class ClusterSpec(Strict):
+    name: str = Field(description="cluster name; namespaces and the state directory are named after it")
+    filesystem: Literal["ceph"] = "ceph"
+    runtime: Literal["local"] = "local"
+    network: Network = Field(default_factory=Network)
+    nodes: list[Node] = Field(min_length=1, max_length=16)
+    ceph: CephSpec = Field(default_factory=CephSpec)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.match(NAME_RE, value):
+            raise ValueError(f"cluster names are lower-case letters, digits and '-', starting with a letter, at most 24 chars (got {value!r})")
+        return value
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _nodes_shorthand(cls, value: Any) -> Any:
+        # `nodes: 3` is the common case; it means node1..node3 with the network's shaping.
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 1:
+                raise ValueError("need at least one node")
+            return [{"name": f"node{i}"} for i in range(1, value + 1)]
+        return value
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "ClusterSpec":
+        names = [n.name for n in self.nodes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"nodes: duplicate node names {dupes}")
+        ceph = self.ceph
+        if ceph.mons > len(self.nodes):
+            raise ValueError(
+                f"ceph.mons: {ceph.mons} monitors need {ceph.mons} nodes (one MON per node, as a quorum "
+                f"needs independent failures), but nodes has {len(self.nodes)}; add nodes or set mons: 1"
+            )
+        total_osds = ceph.osds_per_node * len(self.nodes)
+        domains = len(self.nodes) if ceph.failure_domain == "host" else total_osds
+        if ceph.replica_size > domains:
+            raise ValueError(
+                f"ceph.replica_size: {ceph.replica_size} replicas cannot be placed on {domains} "
+                f"{'node(s)' if ceph.failure_domain == 'host' else 'OSD(s)'} (failure_domain: {ceph.failure_domain}); "
+                f"lower replica_size, add nodes, or set failure_domain: osd"
+            )
+        return self
+
+    def node_names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+    def shape_of(self, node: Node) -> LinkShape:
+        return LinkShape(
+            bandwidth=node.bandwidth if node.bandwidth is not None else self.network.bandwidth,
+            latency=node.latency if node.latency is not None else self.network.latency,
+        )
+
+
+def _loc(loc: tuple) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-after", "function-before", "function-plain") or str(part).startswith(("function-", "constrained-", "literal[")):
+            continue
+        else:
+            path += ("." if path else "") + str(part)
+    return path
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+    problems = []
+    for err in exc.errors():
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field; check its spelling against the spec reference in README.md"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        problems.append((_loc(err["loc"]), msg))
+    # A model-level check names its own field in the message ("ceph.mons: ...").
+    fixed = []
+    for path, msg in problems:
+        head, sep, rest = msg.partition(": ")
+        if not path and sep and re.fullmatch(r"[\w.\[\]]+", head):
+            fixed.append((head, rest))
+        else:
+            fixed.append((path, msg))
+    return fixed
+
+
+def parse_spec(data: Any, source: str = "spec", name: str | None = None) -> ClusterSpec:
+    if not isinstance(data, dict):
+        raise SpecError([("", "a spec is a YAML mapping with name, nodes and ceph")], source)
+    if name:
+        data = {**data, "name": name}
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_problems(exc), source) from None
+
+
+def load_spec(path: str | Path, name: str | None = None) -> ClusterSpec:
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError([("", f"no such file {str(path)!r}")], str(path))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError([("", f"not valid YAML: {exc}")], str(path)) from None
+    return parse_spec(data, str(path), name)

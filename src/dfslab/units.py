@@ -1,0 +1,76 @@
+"""Quantities with units as people write them in specs: `4GiB`, `1gbit`, `0.5ms`.
+
+A bare number is refused on purpose: `size: 4` could mean bytes or GiB, and a wrong
+guess makes a cluster that silently does not fit the machine.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER = r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z/]*)"
+
+SIZE_UNITS = {
+    "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "t": 1000**4, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}
+
+# tc's own spelling (kbit, mbit, gbit) plus the usual bits/bytes-per-second forms.
+BANDWIDTH_UNITS = {
+    "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9,
+    "bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9,
+    "b/s": 8, "kb/s": 8e3, "mb/s": 8e6, "gb/s": 8e9,
+}
+
+DURATION_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+class UnitError(ValueError):
+    """A quantity that could not be read; the message says what would be valid."""
+
+
+def _parse(text: object, table: dict[str, float], kind: str, example: str) -> float:
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise UnitError(f"expected a {kind} like {example!r}, got {text!r}")
+    if isinstance(text, (int, float)):
+        raise UnitError(f"a {kind} needs a unit, e.g. {example!r} (got bare number {text!r})")
+    match = re.fullmatch(_NUMBER, text.strip())
+    if not match:
+        raise UnitError(f"expected a {kind} like {example!r}, got {text!r}")
+    unit = match.group("unit")
+    if not unit:
+        raise UnitError(f"a {kind} needs a unit, e.g. {example!r} (got {text!r})")
+    # "MB/s" and "Mbps" differ only in case from each other's neighbours, so bandwidth
+    # keeps B (bytes) vs b (bits) apart before lower-casing.
+    key = unit.lower()
+    if table is BANDWIDTH_UNITS and unit.endswith("B/s"):
+        key = unit[:-3].lower() + "b/s"
+    if key not in table:
+        valid = ", ".join(sorted(table))
+        raise UnitError(f"unknown {kind} unit {unit!r} in {text!r}; valid units: {valid}")
+    return float(match.group("num")) * table[key]
+
+
+def parse_size(text: object) -> int:
+    """Bytes from `4GiB`, `512MiB`, `10GB`."""
+    return int(_parse(text, SIZE_UNITS, "size", "4GiB"))
+
+
+def parse_bandwidth(text: object) -> int:
+    """Bits per second from `1gbit`, `100mbit`, `125MB/s`."""
+    return int(_parse(text, BANDWIDTH_UNITS, "bandwidth", "1gbit"))
+
+
+def parse_duration(text: object) -> float:
+    """Seconds from `0.5ms`, `30s`, `2min`."""
+    return _parse(text, DURATION_UNITS, "duration", "0.5ms")
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
