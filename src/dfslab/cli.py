@@ -183,6 +183,34 @@ def exec(
 
 
 @app.command()
+def quickstart(
+    spec_file: Path = typer.Argument(Path("examples/ceph-small.yaml"), help="cluster spec"),
+    seconds: int = typer.Option(10, help="seconds per rados bench phase"),
+) -> None:
+    """The quickstart `make demo` runs: up, rados bench write/seq, status, down, report."""
+    from . import quickstart as qs
+    try:
+        spec = load_spec(spec_file)
+        with LiveProgress() as progress:
+            report_path = qs.run(spec, progress, seconds=seconds)
+    except USER_ERRORS as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: the cluster was removed[/]")
+        raise typer.Exit(130)
+    print(f"report: {report_path.resolve()}")
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="a run directory, runs/<id>/")) -> None:
+    """(Re)build report.html from a run directory."""
+    from . import report as rep
+    if not (run_dir / "provenance.json").exists():
+        fail(ValueError(f"{run_dir} is not a run directory (no provenance.json)"))
+    print(rep.build(run_dir))
+
+
+@app.command()
 def version() -> None:
     """Print dfslab's version."""
     print(__version__)

@@ -116,7 +116,8 @@ def down(name: str) -> dict[str, Any]:
     """Remove every process, mount, namespace and file of cluster `name`. Idempotent."""
     state = ClusterState(name)
     runtime = attach_runtime(state)
-    killed = runtime.procs.stop_all()
+    # The data goes with the cluster, so there is nothing to shut down gracefully for.
+    killed = runtime.procs.stop_all(timeout=0)
     for mountpoint in state.resources("mounts"):
         unmount(mountpoint)
     removed = runtime.destroy()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Everything dfslab needs on a fresh Debian 12 machine (run as root): Debian's Ceph and
+# benchmark tools, then a venv (with system site-packages, for Debian's python3-rados).
+# Used by `make demo`, `make test` and .ci/run. Safe to run again: it skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse python3-rados python3-rbd
+      fio iperf3 iproute2 util-linux procps fuse3 python3-venv python3-pip)
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: run as root (dfslab creates network namespaces and runs Ceph daemons)" >&2
+  exit 1
+fi
+
+missing=()
+for pkg in "${DEBS[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # Debian's ceph packages try to start systemd units; there is no systemd here and dfslab
+  # runs daemons itself, so a failed unit start must not fail the install.
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's python3-rados is built for /usr/bin/python3, so the venv must be made from it.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import rados" 2>/dev/null; then
+  rm -rf .venv
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+stamp=.venv/.dfslab-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+.venv/bin/python -c "import rados, dfslab" && echo "install-deps: ok ($(ceph --version | cut -d' ' -f1-3))"

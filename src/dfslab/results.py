@@ -1,0 +1,123 @@
+"""The run directory, the product's unit of truth:
+
+    runs/<id>/spec.yaml          the exact cluster spec (and experiment, when there is one)
+    runs/<id>/provenance.json    dfslab version + git revision, tool versions, kernel, CPU, memory, spec hash, start/end
+    runs/<id>/raw/               every tool's output, untouched
+    runs/<id>/results.csv        one row per measurement: workload, params, repetition, metric, value, unit, t
+    runs/<id>/report.html        self-contained report
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import psutil
+import yaml
+
+from . import __version__
+from .workloads import Measurement
+
+COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t"]
+
+
+def runs_root() -> Path:
+    return Path(os.environ.get("DFSLAB_RUNS", "runs"))
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (res.stdout or res.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "not installed"
+
+
+def _git_revision() -> str:
+    here = Path(__file__).resolve().parent
+    res = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if res.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain"], capture_output=True, text=True).stdout.strip()
+    return res.stdout.strip() + ("-dirty" if dirty else "")
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, label: str, root: Path | None = None) -> "RunDir":
+        root = root or runs_root()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = root / f"{stamp}-{label}"
+        n = 1
+        while path.exists():
+            n += 1
+            path = root / f"{stamp}-{label}-{n}"
+        (path / "raw").mkdir(parents=True)
+        return cls(path)
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.path / "raw"
+
+    @property
+    def table(self) -> Path:
+        return self.path / "results.csv"
+
+    def write_spec(self, spec_data: dict[str, Any], name: str = "spec.yaml") -> str:
+        text = yaml.safe_dump(spec_data, sort_keys=False)
+        (self.path / name).write_text(text)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def write_json(self, name: str, data: Any) -> None:
+        (self.path / name).write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+    def read_json(self, name: str) -> Any:
+        path = self.path / name
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def start(self, spec_hash: str) -> None:
+        self.write_json("provenance.json", {
+            "dfslab_version": __version__, "git_revision": _git_revision(), "spec_sha256": spec_hash,
+            "ceph_version": _version(["ceph", "--version"]), "fio_version": _version(["fio", "--version"]),
+            "iperf3_version": _version(["iperf3", "--version"]), "kernel": platform.release(),
+            "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "memory_bytes": psutil.virtual_memory().total, "hostname": platform.node(),
+            "start": time.time(), "end": None,
+        })
+
+    def finish(self, **extra: Any) -> None:
+        prov = self.read_json("provenance.json")
+        prov.update(end=time.time(), **extra)
+        self.write_json("provenance.json", prov)
+
+    def add(self, rows: Iterable[Measurement]) -> None:
+        new = not self.table.exists()
+        with open(self.table, "a", newline="") as fh:
+            writer = csv.DictWriter(fh, COLUMNS)
+            if new:
+                writer.writeheader()
+            for m in rows:
+                writer.writerow(m.row())
+
+    def rows(self) -> list[dict[str, Any]]:
+        if not self.table.exists():
+            return []
+        out = []
+        with open(self.table, newline="") as fh:
+            for row in csv.DictReader(fh):
+                row["value"] = float(row["value"])
+                row["repetition"] = int(row["repetition"])
+                row["t"] = float(row["t"]) if row["t"] not in ("", None) else None
+                row["params"] = json.loads(row["params"])
+                out.append(row)
+        return out
