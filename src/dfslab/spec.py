@@ -179,7 +179,7 @@ class ClusterSpec(Strict):
         return [n.name for n in self.nodes]
 
     def shape_of(self, node: Node) -> LinkShape:
-        return LinkShape(
+        return LinkShape.model_construct(
             bandwidth=node.bandwidth if node.bandwidth is not None else self.network.bandwidth,
             latency=node.latency if node.latency is not None else self.network.latency,
         )

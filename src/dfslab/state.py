@@ -97,6 +97,8 @@ class ClusterState:
         return list(self.read().get("resources", {}).get(kind, []))
 
     def remove_resource(self, kind: str, value: Any) -> None:
+        if not self.exists():  # `down` of a cluster whose state is already gone
+            return
         with self.locked():
             data = self.read()
             items = data.get("resources", {}).get(kind, [])

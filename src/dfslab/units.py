@@ -21,7 +21,9 @@ SIZE_UNITS = {
 BANDWIDTH_UNITS = {
     "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9,
     "bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9,
-    "b/s": 8, "kb/s": 8e3, "mb/s": 8e6, "gb/s": 8e9,
+    # "B/s" is bytes and "b/s" bits: _parse keeps the case of that B apart (see below).
+    "byte/s": 8, "kbyte/s": 8e3, "mbyte/s": 8e6, "gbyte/s": 8e9,
+    "bit/s": 1, "kbit/s": 1e3, "mbit/s": 1e6, "gbit/s": 1e9,
 }
 
 DURATION_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -42,11 +44,10 @@ def _parse(text: object, table: dict[str, float], kind: str, example: str) -> fl
     unit = match.group("unit")
     if not unit:
         raise UnitError(f"a {kind} needs a unit, e.g. {example!r} (got {text!r})")
-    # "MB/s" and "Mbps" differ only in case from each other's neighbours, so bandwidth
-    # keeps B (bytes) vs b (bits) apart before lower-casing.
     key = unit.lower()
-    if table is BANDWIDTH_UNITS and unit.endswith("B/s"):
-        key = unit[:-3].lower() + "b/s"
+    # "MB/s" is megabytes and "Mb/s" megabits: decide before lower-casing loses it.
+    if table is BANDWIDTH_UNITS and unit.endswith(("B/s", "b/s")):
+        key = unit[:-3].lower() + ("byte/s" if unit[-3] == "B" else "bit/s")
     if key not in table:
         valid = ", ".join(sorted(table))
         raise UnitError(f"unknown {kind} unit {unit!r} in {text!r}; valid units: {valid}")

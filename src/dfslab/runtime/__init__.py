@@ -8,6 +8,7 @@ dfslab may have been killed in the middle of `up`.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from abc import ABC, abstractmethod
 from importlib import import_module
@@ -77,7 +78,8 @@ def select_runtime(spec: ClusterSpec, state: ClusterState) -> Runtime:
     """The spec's runtime; `local` falls back to loopback addresses without CAP_NET_ADMIN."""
     if spec.runtime == "local":
         from .local import LocalNetnsRuntime, netns_available
-        if netns_available():
+        # DFSLAB_NO_NETNS=1 takes the fallback on purpose (to test it, or to share the host's lo).
+        if os.environ.get("DFSLAB_NO_NETNS") != "1" and netns_available():
             return LocalNetnsRuntime(state)
         from .loopback import LoopbackRuntime
         return LoopbackRuntime(state, fallback=True)

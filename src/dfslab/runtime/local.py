@@ -99,7 +99,7 @@ class LocalNetnsRuntime(Runtime):
         _ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
         _ip("-n", self.hub, "link", "set", "br0", "up")
         shapes = {n.name: spec.shape_of(n) for n in spec.nodes}
-        shapes[CLIENT] = LinkShape(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
+        shapes[CLIENT] = LinkShape.model_construct(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
         for i, node in enumerate([*spec.node_names(), CLIENT]):
             ns, port = self.ns(node), f"v{i}"
             self._add_ns(ns)

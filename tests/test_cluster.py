@@ -1,0 +1,89 @@
+"""A real 3-node Ceph cluster: up → HEALTH_OK → objects round-trip → status → down → nothing left."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SMALL_SPEC, dfslab, status_json, write_spec
+from dfslab import cluster
+from dfslab.state import ClusterState
+
+pytestmark = pytest.mark.cluster
+NAME = "t-int"
+
+
+def root_links() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip() for line in out.splitlines()}
+
+
+@pytest.fixture(scope="module")
+def up_cluster(tmp_path_factory):
+    links_before = root_links()
+    spec = write_spec(tmp_path_factory.mktemp("spec"), SMALL_SPEC.format(name=NAME, cephfs="true"))
+    result = dfslab("up", str(spec))
+    yield {"up": result, "links_before": links_before}
+    cluster.down(NAME)
+
+
+def test_up_reports_health_ok(up_cluster):
+    assert "is up" in up_cluster["up"].stderr
+    info = status_json(NAME)
+    assert info["health"] == "HEALTH_OK", info.get("checks")
+    assert info["osds"] == {"total": 3, "up": 3, "in": 3}
+    assert info["pgs"]["total"] == info["pgs"]["expected"] == info["pgs"]["by_state"]["active+clean"]
+    assert info["mds_active"] == 1
+
+
+def test_status_lists_every_daemon(up_cluster):
+    info = status_json(NAME)
+    daemons = {d["name"]: d for d in info["daemons"]}
+    assert set(daemons) == {"mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a"}
+    for d in daemons.values():
+        assert d["alive"] and d["pid"] > 0 and d["rss_bytes"] > 1 << 20, d
+    # One OSD per node, each on its node's own address.
+    assert {daemons[f"osd.{i}"]["node"] for i in range(3)} == {"node1", "node2", "node3"}
+    assert daemons["osd.1"]["address"] == info["addresses"]["node2"] != info["addresses"]["node1"]
+    pools = {p["name"]: p for p in info["pools"]}
+    assert {"dfslab", "rbd", "cephfs_data", "cephfs_metadata"} <= set(pools)
+    assert all(p["size"] == 2 for p in pools.values())
+
+
+def test_status_human_output(up_cluster):
+    out = dfslab("status", NAME).stdout
+    assert "HEALTH_OK" in out and "osd.2" in out and "active+clean" in out
+
+
+def test_objects_round_trip_from_the_client_node(up_cluster):
+    script = Path(__file__).parent / "rados_roundtrip.py"
+    res = dfslab("exec", NAME, "--", sys.executable, str(script), "25")
+    result = json.loads(res.stdout)
+    assert result == {"written": 25, "verified": 25, "bytes": result["bytes"]}
+    assert result["bytes"] > 10 << 20
+
+
+def test_cli_reaches_the_cluster_only_from_its_namespaces(up_cluster):
+    res = dfslab("exec", NAME, "--", "ceph", "osd", "tree", "-f", "json")
+    hosts = {n["name"] for n in json.loads(res.stdout)["nodes"] if n["type"] == "host"}
+    assert hosts == {"node1", "node2", "node3"}  # CRUSH failure domains are the spec's nodes
+
+
+def test_second_up_with_same_name_is_refused(up_cluster, tmp_path):
+    spec = write_spec(tmp_path, SMALL_SPEC.format(name=NAME, cephfs="false"))
+    res = dfslab("up", str(spec), check=False)
+    assert res.returncode == 2 and "already exists" in res.stderr
+    assert status_json(NAME)["health"] == "HEALTH_OK"  # the running cluster is untouched
+
+
+def test_down_leaves_nothing(up_cluster):
+    state_dir = ClusterState(NAME).dir
+    res = dfslab("down", NAME)
+    assert "stopped 6 process(es)" in res.stderr
+    assert cluster.leftovers(NAME) == []
+    assert not state_dir.exists()
+    assert not any(NAME in line for line in Path("/proc/mounts").read_text().splitlines())
+    assert root_links() == up_cluster["links_before"]  # no veth or bridge leaked into the root namespace
+    assert dfslab("status", NAME, check=False).returncode == 2

@@ -1,0 +1,76 @@
+"""Link shaping from the spec, measured with iperf3 between dfslab's own namespaces."""
+
+import json
+import time
+
+import pytest
+
+from dfslab.runtime import CLIENT
+from dfslab.runtime.local import LocalNetnsRuntime
+from dfslab.spec import parse_spec
+from dfslab.state import ClusterState
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def shaped():
+    spec = parse_spec({
+        "name": "t-shape",
+        "network": {"bandwidth": "1gbit"},
+        "nodes": [{"name": "fast"}, {"name": "slow", "bandwidth": "200mbit"}],
+        "ceph": {"replica_size": 1},
+    })
+    state = ClusterState(spec.name)
+    state.create({"name": spec.name, "runtime_kind": "local"})
+    runtime = LocalNetnsRuntime(state)
+    try:
+        runtime.preflight(spec)
+        addrs = runtime.create(spec)
+        state.update(addresses=addrs)
+        runtime.spawn("iperf3-server", CLIENT, ["iperf3", "-s", "-B", addrs[CLIENT]])
+        time.sleep(0.5)
+        yield runtime, addrs
+    finally:
+        runtime.procs.stop_all(timeout=2)
+        runtime.destroy()
+        state.destroy()
+    assert runtime.leftovers() == []
+
+
+def iperf_bps(runtime, node, server, seconds=3):
+    res = runtime.run(node, ["iperf3", "-c", server, "-t", str(seconds), "-J"], timeout=seconds + 30)
+    return json.loads(res.stdout)["end"]["sum_received"]["bits_per_second"]
+
+
+def test_network_bandwidth_caps_a_node_link_within_10_percent(shaped):
+    runtime, addrs = shaped
+    bps = iperf_bps(runtime, "fast", addrs[CLIENT])
+    print(f"1gbit cap: iperf3 measured {bps / 1e6:.0f} Mbit/s")
+    assert 0.9e9 <= bps <= 1.1e9
+
+
+def test_per_node_bandwidth_overrides_the_network_default(shaped):
+    runtime, addrs = shaped
+    bps = iperf_bps(runtime, "slow", addrs[CLIENT])
+    print(f"200mbit cap: iperf3 measured {bps / 1e6:.0f} Mbit/s")
+    assert 0.18e9 <= bps <= 0.22e9
+
+
+def test_unshaped_link_is_much_faster(tmp_path):
+    spec = parse_spec({"name": "t-free", "nodes": 1, "ceph": {"replica_size": 1}})
+    state = ClusterState(spec.name)
+    state.create({"name": spec.name, "runtime_kind": "local"})
+    runtime = LocalNetnsRuntime(state)
+    try:
+        addrs = runtime.create(spec)
+        state.update(addresses=addrs)
+        runtime.spawn("iperf3-server", CLIENT, ["iperf3", "-s", "-B", addrs[CLIENT]])
+        time.sleep(0.5)
+        bps = iperf_bps(runtime, "node1", addrs[CLIENT], seconds=2)
+        print(f"unshaped: iperf3 measured {bps / 1e9:.1f} Gbit/s")
+        assert bps > 2e9
+    finally:
+        runtime.procs.stop_all(timeout=2)
+        runtime.destroy()
+        state.destroy()

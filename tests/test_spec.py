@@ -1,0 +1,126 @@
+"""Malformed specs are refused before anything starts, naming the bad field."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from dfslab.cli import app
+from dfslab.runtime.local import NETNS_DIR, netem_available
+from dfslab.spec import SpecError, load_spec, parse_spec
+from dfslab.state import ClusterState
+
+GOOD = {"name": "s", "nodes": 3, "ceph": {"mons": 1, "osd_size": "4GiB", "replica_size": 2}}
+
+
+def variant(**changes):
+    spec = yaml.safe_load(yaml.safe_dump(GOOD))
+    for path, value in changes.items():
+        target = spec
+        keys = path.split("__")
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+        if value is DELETE:
+            target.pop(keys[-1])
+        else:
+            target[keys[-1]] = value
+    return spec
+
+
+DELETE = object()
+
+MALFORMED = [
+    ("missing name", variant(name=DELETE), "name", "required"),
+    ("name with capitals", variant(name="Bad_Name"), "name", "lower-case"),
+    ("unknown top-level key", {**GOOD, "nodez": 3}, "nodez", "unknown field"),
+    ("zero nodes", variant(nodes=0), "nodes", "at least one"),
+    ("nodes as text", variant(nodes="three"), "nodes", ""),
+    ("two MONs", variant(ceph__mons=2), "ceph.mons", "1 or 3"),
+    ("three MONs on one node", variant(nodes=1, ceph__mons=3, ceph__replica_size=1), "ceph.mons", "need 3 nodes"),
+    ("replica size above node count", variant(ceph__replica_size=4), "ceph.replica_size", "failure_domain"),
+    ("OSD size without unit", variant(ceph__osd_size=4), "ceph.osd_size", "needs a unit"),
+    ("OSD size with unknown unit", variant(ceph__osd_size="4XB"), "ceph.osd_size", "valid units"),
+    ("OSD size too small", variant(ceph__osd_size="512MiB"), "ceph.osd_size", "at least 1GiB"),
+    ("bandwidth without unit", variant(network={"bandwidth": 1000}), "network.bandwidth", "1gbit"),
+    ("node bandwidth not a quantity", variant(nodes=[{"name": "a"}, {"name": "b", "bandwidth": "fast"}]),
+     "nodes[1].bandwidth", "1gbit"),
+    ("unknown filesystem", variant(filesystem="lustre"), "filesystem", "'ceph'"),
+    ("unknown runtime", variant(runtime="vm"), "runtime", "'local'"),
+    ("OSDs per node not a number", variant(ceph__osds_per_node="two"), "ceph.osds_per_node", "integer"),
+    ("pg_num not a power of two", variant(ceph__pg_num=12), "ceph.pg_num", "power of two"),
+    ("subnet too small", variant(network={"subnet": "10.0.0.0/30"}), "network.subnet", "/24"),
+    ("duplicate node names", variant(nodes=[{"name": "a"}, {"name": "a"}], ceph__replica_size=1), "nodes", "duplicate"),
+    ("reserved node name", variant(nodes=[{"name": "client"}], ceph__replica_size=1), "nodes[0].name", "reserved"),
+    ("unknown ceph.conf section", variant(ceph__conf={"osdd": {"x": 1}}), "ceph.conf", "unknown ceph.conf section"),
+    ("cephfs not a boolean", variant(ceph__cephfs="maybe"), "ceph.cephfs", "boolean"),
+    ("unknown ceph key", variant(ceph__osd_count=3), "ceph.osd_count", "unknown field"),
+    ("negative replica size", variant(ceph__replica_size=0), "ceph.replica_size", "greater than or equal to 1"),
+]
+
+
+@pytest.mark.parametrize("label,data,field,hint", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_spec_names_the_field(label, data, field, hint):
+    with pytest.raises(SpecError) as err:
+        parse_spec(data)
+    paths = [p for p, _ in err.value.problems]
+    assert field in paths, f"{label}: expected {field!r} among {paths}"
+    message = dict(err.value.problems)[field]
+    assert hint.lower() in message.lower(), f"{label}: {message!r} lacks {hint!r}"
+
+
+def test_top_level_must_be_a_mapping():
+    with pytest.raises(SpecError) as err:
+        parse_spec([1, 2])
+    assert "mapping" in str(err.value)
+
+
+def test_good_spec_and_shorthands():
+    spec = parse_spec(GOOD)
+    assert spec.node_names() == ["node1", "node2", "node3"]
+    assert spec.ceph.osd_size == 4 * 2**30
+    # A dumped spec loads again (it is stored in state.json and in run directories).
+    assert parse_spec(spec.model_dump(mode="json")) == spec
+
+
+def test_example_specs_are_valid():
+    for path in Path(__file__).parent.parent.glob("examples/*.yaml"):
+        data = yaml.safe_load(path.read_text())
+        if "nodes" in data:  # a cluster spec (experiments come later)
+            load_spec(path)
+
+
+@pytest.mark.parametrize("label,data,field,hint", MALFORMED[:16], ids=[m[0] for m in MALFORMED[:16]])
+def test_cli_refuses_bad_spec_and_starts_nothing(tmp_path, label, data, field, hint):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    before = set(NETNS_DIR.glob("dfs-*")) if NETNS_DIR.is_dir() else set()
+    result = CliRunner().invoke(app, ["up", str(path)])
+    assert result.exit_code == 2, result.output
+    assert field in result.output
+    name = data.get("name") if isinstance(data.get("name"), str) else "s"
+    assert not ClusterState(name).dir.exists()
+    after = set(NETNS_DIR.glob("dfs-*")) if NETNS_DIR.is_dir() else set()
+    assert after == before
+
+
+def test_cli_missing_file_and_bad_yaml(tmp_path):
+    result = CliRunner().invoke(app, ["up", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 2 and "no such file" in result.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed")
+    result = CliRunner().invoke(app, ["up", str(bad)])
+    assert result.exit_code == 2 and "not valid YAML" in result.output
+
+
+@pytest.mark.cluster
+def test_latency_without_netem_is_refused_at_preflight(tmp_path):
+    if netem_available():
+        pytest.skip("this kernel has netem; the refusal applies only where it is missing")
+    path = tmp_path / "lat.yaml"
+    path.write_text(yaml.safe_dump({**GOOD, "name": "lat", "network": {"latency": "0.5ms"}}))
+    result = CliRunner().invoke(app, ["up", str(path)])
+    assert result.exit_code == 2
+    assert "netem" in result.output and "latency" in result.output
+    assert not ClusterState("lat").dir.exists()
+    assert not list(NETNS_DIR.glob("dfs-lat-*"))
