@@ -4,6 +4,7 @@ network needed to open it."""
 from __future__ import annotations
 
 import io
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -51,7 +52,8 @@ def _svg(fig) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return jinja2.utils.markupsafe.Markup(text[text.index("<svg"):])
+    text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)  # RDF boilerplate
+    return jinja2.utils.markupsafe.Markup(text)
 
 
 def _label(params: dict[str, Any]) -> str:

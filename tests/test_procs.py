@@ -1,0 +1,48 @@
+"""dfslab signals only processes it started: a PID whose start time changed is left alone."""
+
+import subprocess
+import time
+
+import pytest
+
+from dfslab.procs import ProcessTable, marked_pids, proc_start_time, terminate
+from dfslab.state import ClusterState
+
+
+@pytest.fixture
+def table():
+    state = ClusterState("t-procs")
+    state.create({"name": "t-procs"})
+    yield ProcessTable(state)
+    ProcessTable(state).stop_all(timeout=1)
+    state.destroy()
+
+
+def test_spawned_process_is_tracked_and_stopped(table):
+    proc = table.spawn("sleeper", "node1", ["sleep", "60"])
+    assert table.get("sleeper").alive()
+    assert proc.pid in marked_pids("t-procs")
+    table.stop("sleeper")
+    assert table.get("sleeper") is None
+    assert proc_start_time(proc.pid) is None or not proc.alive()
+
+
+def test_pid_with_other_start_time_is_not_signalled():
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        real = proc_start_time(other.pid)
+        killed = terminate([other.pid], {other.pid: real + 1}, timeout=0.5)
+        assert killed == []
+        time.sleep(0.2)
+        assert other.poll() is None  # still running: not ours by start time
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_stop_all_finds_a_marked_process_without_a_pid_file(table):
+    proc = table.spawn("orphan", "node1", ["sleep", "60"])
+    (table.state.dir / "pids" / "orphan.json").unlink()  # as if dfslab died before writing it
+    killed = table.stop_all(timeout=1)
+    assert proc.pid in killed
+    assert not proc.alive()
