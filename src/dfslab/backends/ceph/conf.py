@@ -112,7 +112,8 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
         g["public network"] = public_network
     sections: dict[str, dict[str, object]] = {
         "global": g,
-        "mon": {"mon cluster log file": f"{root}/logs/$cluster.log"},
+        # Each pool create or OSD boot waits for a Paxos commit; 1 s batching is for big clusters.
+        "mon": {"mon cluster log file": f"{root}/logs/$cluster.log", "paxos propose interval": 0.2},
         "mgr": {"mgr initial modules": "iostat"},
         "osd": {
             "osd objectstore": "bluestore",

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Time from `dfslab up` to HEALTH_OK (all PGs active+clean) for 1 MON / 3 OSD and
+3 MONs / 3 OSD, next to bringup_by_hand.sh doing the same steps with the ceph CLI, in the
+same run, alternating so both see the same machine. Prints seconds and the ratio
+dfslab / by-hand (target: <= 1.0, and <= 15 s for 1 MON / 3 OSD).
+
+    sudo .venv/bin/python bench/bringup.py [--reps 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SPEC = """name: bench-up
+nodes: 3
+ceph: {{mons: {mons}, osds_per_node: 1, osd_size: 4GiB, replica_size: 2, cephfs: true}}
+"""
+
+
+def time_dfslab(mons: int, workdir: Path) -> float:
+    spec = workdir / f"bench-{mons}.yaml"
+    spec.write_text(SPEC.format(mons=mons))
+    dfslab = [sys.executable, "-m", "dfslab.cli"]
+    start = time.monotonic()
+    res = subprocess.run([*dfslab, "up", str(spec)], capture_output=True, text=True, cwd=REPO)
+    elapsed = time.monotonic() - start
+    subprocess.run([*dfslab, "down", "bench-up"], capture_output=True, cwd=REPO)
+    if res.returncode != 0:
+        sys.exit(f"dfslab up failed:\n{res.stderr}")
+    return elapsed
+
+
+def time_by_hand(mons: int) -> float:
+    res = subprocess.run(["bash", str(HERE / "bringup_by_hand.sh"), str(mons)], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        sys.exit(f"bringup_by_hand.sh failed:\n{res.stdout}\n{res.stderr}")
+    return float(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("DFSLAB_HOME", tempfile.mkdtemp(prefix="dfslab-bench-"))
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"{'config':<16}{'dfslab s':>10}{'by hand s':>11}{'ratio':>8}   runs")
+        for mons in (1, 3):
+            ours, hand = [], []
+            for _ in range(args.reps):
+                ours.append(time_dfslab(mons, Path(tmp)))
+                hand.append(time_by_hand(mons))
+            a, b = statistics.median(ours), statistics.median(hand)
+            runs = " ".join(f"{x:.1f}/{y:.1f}" for x, y in zip(ours, hand))
+            print(f"{mons} MON / 3 OSD  {a:>10.1f}{b:>11.1f}{a / b:>8.2f}   {runs}")
+
+
+if __name__ == "__main__":
+    main()
