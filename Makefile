@@ -8,7 +8,7 @@ install-deps:
 	bash scripts/install-deps.sh
 
 demo: install-deps
-	$(DFSLAB) quickstart examples/ceph-small.yaml
+	$(DFSLAB) run examples/quickstart.yaml
 
 test: install-deps
 	$(PYTEST) -v -ra tests

@@ -183,22 +183,74 @@ def exec(
 
 
 @app.command()
-def quickstart(
-    spec_file: Path = typer.Argument(Path("examples/ceph-small.yaml"), help="cluster spec"),
-    seconds: int = typer.Option(10, help="seconds per rados bench phase"),
+def run(
+    experiment: Path = typer.Argument(..., help="experiment file (YAML); see examples/quickstart.yaml"),
+    cluster_name: Optional[str] = typer.Option(None, "--cluster", help="run against this cluster, already up (not torn down)"),
+    keep: bool = typer.Option(False, help="leave the cluster up after the run"),
 ) -> None:
-    """The quickstart `make demo` runs: up, rados bench write/seq, status, down, report."""
-    from . import quickstart as qs
+    """Deploy → baselines → workloads (with a resource sampler) → report → teardown.
+
+    Every run is a directory runs/<id>/ with the spec, provenance, raw tool output,
+    results.csv, timeseries.csv and report.html. Exits 1 if any workload failed.
+    """
+    from .experiment import load_experiment
+    from .run import run_experiment
     try:
-        spec = load_spec(spec_file)
+        exp = load_experiment(experiment)
+        console.print(f"{exp.name}: {len(exp.steps)} combination(s) × {exp.file.repetitions} repetition(s), "
+                      f"about {exp.estimate() / 60:.1f} min of workloads")
         with LiveProgress() as progress:
-            report_path = qs.run(spec, progress, seconds=seconds)
+            outcome = run_experiment(exp, progress, cluster_name, keep=keep)
     except USER_ERRORS as exc:
         fail(exc)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: the cluster was removed[/]")
+        console.print("[yellow]interrupted: the run directory keeps what was measured; a cluster dfslab made was removed[/]")
         raise typer.Exit(130)
-    print(f"report: {report_path.resolve()}")
+    for failure in outcome.failures:
+        console.print(f"[red]failed:[/] {failure}")
+    print(f"report: {outcome.report.resolve()}")
+    if outcome.failures:
+        raise typer.Exit(1)
+
+
+@app.command()
+def quickstart(spec_file: Path = typer.Argument(Path("examples/quickstart.yaml"), help="experiment file")) -> None:
+    """What `make demo` runs: the quickstart experiment (same as `dfslab run examples/quickstart.yaml`)."""
+    run(spec_file, None, False)
+
+
+@app.command()
+def runs(root: Path = typer.Option(None, help="runs directory (default: $DFSLAB_RUNS or ./runs)")) -> None:
+    """List stored runs, newest last."""
+    from .results import list_runs
+    table = Table("run", "experiment", "cluster", "started", "s", "rows", "failures", box=None)
+    for info in list_runs(root):
+        table.add_row(info["id"], info["experiment"], info["cluster"], info["started"], info["duration"],
+                      str(info["rows"]), str(info["failures"]))
+    Console().print(table)
+
+
+@app.command()
+def compare(
+    run_a: Path = typer.Argument(..., help="baseline run directory"),
+    run_b: Path = typer.Argument(..., help="run to compare with it"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Side by side: B/A per metric with a 95 % bootstrap interval; '*' where it excludes 1."""
+    from .compare import compare_runs
+    for path in (run_a, run_b):
+        if not (path / "results.csv").exists():
+            fail(ValueError(f"{path} is not a run directory with results (no results.csv)"))
+    rows = compare_runs(run_a, run_b)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", box=None)
+    for r in rows:
+        interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "n<2"
+        table.add_row(r["workload"], r["params"], r["metric"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}",
+                      f"{r['ratio']:.3f}", interval, "*" if r["significant"] else "")
+    Console().print(table)
 
 
 @app.command()

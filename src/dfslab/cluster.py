@@ -7,16 +7,18 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import psutil
 
 from .backends import Backend, BackendError, Progress, backend_for
-from .procs import marked_pids
-from .runtime import RuntimeError_, attach_runtime, select_runtime
+from .procs import ENV_MARK, marked_pids
+from .runtime import Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
 from .state import ClusterState, dfslab_home, list_clusters
+from .workloads import Runner
 
 REQUIRED_TOOLS = {"ceph": ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"]}
 # Planned resident memory per daemon on this kind of machine (FACTS.md: OSD 240-890 MB under load).
@@ -116,10 +118,11 @@ def down(name: str) -> dict[str, Any]:
     """Remove every process, mount, namespace and file of cluster `name`. Idempotent."""
     state = ClusterState(name)
     runtime = attach_runtime(state)
-    # The data goes with the cluster, so there is nothing to shut down gracefully for.
-    killed = runtime.procs.stop_all(timeout=0)
+    # Lazy-unmount first: a FUSE mount whose daemon is killed first hangs every stat() of it.
     for mountpoint in state.resources("mounts"):
         unmount(mountpoint)
+    # The data goes with the cluster, so there is nothing to shut down gracefully for.
+    killed = runtime.procs.stop_all(timeout=0)
     removed = runtime.destroy()
     state.destroy()
     return {"name": name, "killed": killed, "namespaces": removed}
@@ -180,13 +183,43 @@ def status(name: str) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class Attached:
+    """A cluster that is up, with its runtime and backend: what workloads and faults use."""
+
+    state: ClusterState
+    spec: ClusterSpec
+    runtime: Runtime
+    backend: Backend
+
+    @property
+    def env(self) -> dict[str, str]:
+        # Marked, so that `down` finds a tool left running by a dfslab that died.
+        return {**os.environ, **self.backend.client_env(), ENV_MARK: self.state.name}
+
+    def runner(self, raw_dir: Path) -> Runner:
+        scratch = self.state.sub("scratch")
+        return Runner(self.runtime.command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
+                      addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names())
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def attach(name: str) -> Attached:
+    state, spec = load(name)
+    if state.read().get("phase") != "up":
+        raise ClusterError(f"cluster {name!r} is not up (phase {state.read().get('phase')!r}); `dfslab down {name}` and up again")
+    runtime = attach_runtime(state)
+    return Attached(state, spec, runtime, backend_for(spec, runtime))
+
+
 def client_command(name: str, argv: list[str], node: str = "client") -> tuple[list[str], dict[str, str]]:
     """argv wrapped to run on a node of the cluster, with the backend's client environment."""
     state, spec = load(name)
     runtime = attach_runtime(state)
     backend = backend_for(spec, runtime)
-    env = {**os.environ, **getattr(backend, "client_env", lambda: {})()}
-    return runtime.command(node, argv), env
+    return runtime.command(node, argv), {**os.environ, **backend.client_env()}
 
 
 def on_each_cluster(fn: Callable[[str], Any]) -> list[Any]:

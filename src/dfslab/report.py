@@ -1,11 +1,13 @@
-"""A self-contained HTML report from a run directory: tables and inline SVG plots, no
-network needed to open it."""
+"""A self-contained HTML report from a run directory (no network needed to open it):
+bottleneck lines, a summary with 95 % intervals, baselines, throughput per server over time,
+the backend's health timeline, the iozone heatmap, latency distributions and scaling curves.
+Every figure is matplotlib SVG inlined in the page."""
 
 from __future__ import annotations
 
+import csv
 import io
 import re
-import statistics
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -17,37 +19,51 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .analysis import Limits, bottleneck, bottleneck_line, cpu_during, mean_ci95  # noqa: E402
 from .results import RunDir  # noqa: E402
+from .units import human_bytes  # noqa: E402
+from .workloads import direction  # noqa: E402
 
 TEMPLATE = jinja2.Template("""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>dfslab run {{ run_id }}</title>
+<html lang="en"><head><meta charset="utf-8"><title>dfslab {{ title }}</title>
 <style>
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.ok{color:#080}.bad{color:#b00}
-figure{margin:1em 0}figcaption{font-size:.9em;color:#555}code{background:#f6f6f6;padding:0 .2em}
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1150px;color:#222}
+table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding:.25em .55em;text-align:right;font-size:.92em}
+th{background:#f3f3f3}td.l,th.l{text-align:left}td.p{white-space:nowrap}.ok{color:#080}.bad{color:#b00}.warn{color:#a60}
+figure{margin:1.2em 0}figcaption{font-size:.9em;color:#555}code{background:#f6f6f6;padding:0 .2em}
+ul.bn li{margin:.25em 0;font-family:ui-monospace,monospace;font-size:.92em}
 </style></head><body>
-<h1>dfslab run <code>{{ run_id }}</code></h1>
+<h1>dfslab {{ title }}</h1>
 <p>Cluster <b>{{ cluster }}</b> ({{ filesystem }}, runtime {{ runtime }}) ·
-health at the end of the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad' }}">{{ health }}</b> ·
-{{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ prov.ceph_version }}</p>
+health after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad' }}">{{ health }}</b> ·
+{{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ prov.ceph_version }} ·
+kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
+{% if failures %}<p class="bad"><b>Failures:</b></p><ul>{% for f in failures %}<li class="bad">{{ f }}</li>{% endfor %}</ul>{% endif %}
+{% if skipped %}<p class="warn">Time budget reached; skipped: {{ skipped|join('; ') }}</p>{% endif %}
+{% if bottlenecks %}<h2>Bottlenecks</h2>
+<p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio;
+writes count every replica against the one disk) and of the machine's CPU while it ran.</p>
+<ul class="bn">{% for line in bottlenecks %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
 <h2>Summary</h2>
-<table><tr><th>workload</th><th>parameters</th><th>metric</th><th>mean</th><th>min</th><th>max</th><th>n</th><th>unit</th></tr>
-{% for r in summary %}<tr><td>{{ r.workload }}</td><td>{{ r.params }}</td><td>{{ r.metric }}</td><td>{{ '%.4g' % r.mean }}</td>
-<td>{{ '%.4g' % r.min }}</td><td>{{ '%.4g' % r.max }}</td><td>{{ r.n }}</td><td>{{ r.unit }}</td></tr>{% endfor %}
-</table>
+<p>Mean ± 95 % interval over repetitions (n). Every metric of every tool is in <code>results.csv</code>.</p>
+{% for title, lines, columns in tables %}{% if lines %}<h3>{{ title }}</h3>
+<table><tr><th class="l">workload</th><th class="l">parameters</th>{% for m, head in columns %}<th>{{ head }}</th>{% endfor %}<th>n</th></tr>
+{% for r in lines %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td>
+{% for m, head in columns %}<td>{{ r.cells.get(m, '') }}</td>{% endfor %}<td>{{ r.n }}</td></tr>{% endfor %}
+</table>{% endif %}{% endfor %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
 <h2>Cluster at the end</h2>
-<table><tr><th>daemon</th><th>node</th><th>address</th><th>pid</th><th>RSS MiB</th></tr>
-{% for d in daemons %}<tr><td>{{ d.name }}</td><td>{{ d.node }}</td><td>{{ d.address }}</td><td>{{ d.pid }}</td>
+<table><tr><th class="l">daemon</th><th class="l">node</th><th class="l">address</th><th>pid</th><th>RSS MiB</th></tr>
+{% for d in daemons %}<tr><td class="l">{{ d.name }}</td><td class="l">{{ d.node }}</td><td class="l">{{ d.address }}</td><td>{{ d.pid }}</td>
 <td>{{ '%.0f' % (d.rss_bytes / 1048576) if d.rss_bytes else '-' }}</td></tr>{% endfor %}
 </table>
-<p>Raw tool output: <code>raw/</code> · all measurements: <code>results.csv</code> · provenance: <code>provenance.json</code></p>
+<p>Raw tool output: <code>raw/</code> · measurements: <code>results.csv</code> · time series: <code>timeseries.csv</code> ·
+provenance: <code>provenance.json</code></p>
 </body></html>
 """, autoescape=True)
 
 
-def _svg(fig) -> str:
+def _svg(fig) -> Any:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
@@ -56,44 +72,214 @@ def _svg(fig) -> str:
     return jinja2.utils.markupsafe.Markup(text)
 
 
-def _label(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+def _fmt(key: str, value: Any) -> str:
+    if isinstance(value, int) and key in ("bs", "size", "file_size", "record_size", "object_size") :
+        return human_bytes(value).replace(".0 ", "").replace(" ", "")
+    if isinstance(value, list):
+        return "/".join(map(str, value))
+    return str(value)
 
 
-def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple, list[float]] = defaultdict(list)
-    units = {}
+def _varying(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Per workload, the parameter keys that differ between its rows (what labels need)."""
+    seen: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
     for r in rows:
-        if r["t"] is not None:
+        for k, v in r["params"].items():
+            seen[r["workload"]][k].add(repr(v))
+    keep = {"op", "mode", "phase", "target", "src", "dst"}
+    return {w: {k for k, vals in keys.items() if len(vals) > 1 or k in keep} for w, keys in seen.items()}
+
+
+def _label(params: dict[str, Any], keys: set[str]) -> str:
+    return ", ".join(f"{k}={_fmt(k, v)}" for k, v in sorted(params.items()) if k in keys)
+
+
+SUMMARY_METRICS = ["bandwidth", "iops", "ops", "latency_avg", "latency_p99"]
+BASELINE_METRICS = ["network_bandwidth", "disk_write_bandwidth", "disk_read_bandwidth", "disk_randread_iops"]
+
+
+def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One line per workload and varying parameters; the headline metrics as columns
+    (mean ± 95 % interval over repetitions). Every metric is in results.csv.
+    Returns the lines and the column headers (with units) that have any value."""
+    varying = _varying(rows)
+    groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    units: dict[str, str] = {}
+    for r in rows:
+        if r["t"] is None:
+            groups[(r["workload"], _label(r["params"], varying[r["workload"]]))][r["metric"]].append(r["value"])
+            units[r["metric"]] = r["unit"]
+    out = []
+    for (workload, params), metrics in groups.items():
+        cells = {}
+        for metric in columns:
+            if metric in metrics:
+                mean, ci = mean_ci95(metrics[metric])
+                cells[metric] = f"{mean:.4g}" + (f" ± {ci:.2g}" if ci is not None else "")
+        if cells:
+            out.append({"workload": workload, "params": params, "cells": cells, "n": max(len(v) for v in metrics.values())})
+    used = [m for m in columns if any(m in r["cells"] for r in out)]
+    return out, [(m, f"{m.replace('_', ' ')} ({units[m]})") for m in used]
+
+
+def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
+    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    if path.exists():
+        with open(path, newline="") as fh:
+            for row in csv.DictReader(fh):
+                series[row["series"]].append((float(row["t"]), float(row["value"])))
+    return series
+
+
+def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
+    varying = _varying(rows)
+    limits = Limits.from_rows(rows, replicas)
+    cpu = series.get("cpu.total", [])
+    grouped: dict[tuple, list[tuple[float, float | None]]] = defaultdict(list)
+    for iv in intervals:
+        if iv.get("error"):
             continue
-        key = (r["workload"], _label(r["params"]), r["metric"])
-        groups[key].append(r["value"])
-        units[key] = r["unit"]
-    return [{"workload": w, "params": p, "metric": m, "mean": statistics.fmean(v), "min": min(v), "max": max(v),
-             "n": len(v), "unit": units[(w, p, m)]} for (w, p, m), v in groups.items()]
+        for h in iv["headlines"]:
+            op = direction(h["params"])
+            sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
+            keys = varying.get(iv["workload"], set()) - {"op", "mode", "phase"}
+            label = f'{iv["workload"]} {_label(h["params"], keys)}'
+            grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"])))
+    lines = []
+    for (label, sub, op, unit), values in grouped.items():
+        value = sum(v for v, _ in values) / len(values)
+        cpus = [c for _, c in values if c is not None]
+        result = bottleneck(value, unit, op, sum(cpus) / len(cpus) if cpus else None, limits)
+        lines.append(bottleneck_line(f"{label}{f' {sub}' if sub else ''}", value, unit, result))
+    return lines
 
 
-def _series_figures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    series: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
-    units = {}
-    for r in rows:
-        if r["t"] is not None:
-            key = (r["workload"], r["metric"])
-            series[key + (_label(r["params"]) + f" rep {r['repetition']}",)].append((r["t"], r["value"]))
-            units[key] = r["unit"]
-    figures = []
-    for workload, metric in sorted({k[:2] for k in series}):
-        fig, ax = plt.subplots(figsize=(8, 3.2))
-        for (w, m, label), points in sorted(series.items()):
-            if (w, m) == (workload, metric):
-                points.sort()
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=label)
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel(f"{metric} ({units[(workload, metric)]})")
+def _shade(ax, intervals, t0):
+    for iv in intervals:
+        if iv["workload"] != "baseline":
+            ax.axvspan(iv["start"] - t0, iv["end"] - t0, color="#999", alpha=0.08)
+
+
+def _timeline(series, intervals, prefix_fn, ylabel, caption, t0) -> dict | None:
+    chosen = {name: pts for name, pts in series.items() if prefix_fn(name)}
+    if not chosen:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    for name, pts in sorted(chosen.items()):
+        ax.plot([t - t0 for t, _ in pts], [v for _, v in pts], label=name, linewidth=1.2)
+    _shade(ax, intervals, t0)
+    ax.set_xlabel("time since start (s)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=4)
+    return {"svg": _svg(fig), "caption": caption}
+
+
+def _iozone_heatmaps(rows) -> list[dict]:
+    figs = []
+    cells = [r for r in rows if r["workload"] == "iozone" and r["metric"] == "bandwidth"]
+    for op in ("write", "read"):
+        grid: dict[tuple[int, int], list[float]] = defaultdict(list)
+        for r in cells:
+            if r["params"]["op"] == op:
+                grid[(r["params"]["file_size"], r["params"]["threads"])].append(r["value"])
+        if not grid:
+            continue
+        sizes = sorted({k[0] for k in grid})
+        threads = sorted({k[1] for k in grid})
+        data = [[sum(grid[(s, t)]) / len(grid[(s, t)]) if grid.get((s, t)) else float("nan") for t in threads] for s in sizes]
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        im = ax.imshow(data, cmap="viridis", aspect="auto", origin="lower")
+        ax.set_xticks(range(len(threads)), [str(t) for t in threads])
+        ax.set_yticks(range(len(sizes)), [human_bytes(s) for s in sizes])
+        ax.set_xlabel("threads")
+        ax.set_ylabel("file size per thread")
+        for i, row in enumerate(data):
+            for j, v in enumerate(row):
+                ax.text(j, i, f"{v:.0f}", ha="center", va="center", color="w", fontsize=8)
+        fig.colorbar(im, ax=ax, label="MB/s")
+        figs.append({"svg": _svg(fig), "caption": f"iozone-style grid, sequential {op} (MB/s, mean over repetitions)"})
+    return figs
+
+
+def _latency_figures(rows, varying) -> list[dict]:
+    figs = []
+    pct = [r for r in rows if r["workload"] == "fio" and r["metric"].startswith("latency_p")]
+    if pct:
+        curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in pct:
+            curves[_label(r["params"], varying["fio"])][float(r["metric"][9:])].append(r["value"])
+        fig, ax = plt.subplots(figsize=(9, 3.4))
+        for label, points in sorted(curves.items()):
+            xs = sorted(points)
+            ax.plot([str(x) for x in xs], [sum(points[x]) / len(points[x]) for x in xs], marker="o", label=label)
+        ax.set_yscale("log")
+        ax.set_xlabel("percentile")
+        ax.set_ylabel("completion latency (ms)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        figures.append({"svg": _svg(fig), "caption": f"{workload}: {metric} per second"})
-    return figures
+        figs.append({"svg": _svg(fig), "caption": "fio completion-latency percentiles"})
+    samples = [r for r in rows if r["metric"] == "latency_sample"]
+    if samples:
+        groups: dict[str, list[float]] = defaultdict(list)
+        for r in samples:
+            groups[_label(r["params"], varying[r["workload"]])].append(r["value"] * 1000)
+        fig, ax = plt.subplots(figsize=(9, 3.2))
+        labels = sorted(groups)
+        ax.boxplot([groups[k] for k in labels], vert=False)
+        ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=7)
+        ax.set_xlabel("latency of the last op each second (ms)")
+        figs.append({"svg": _svg(fig), "caption": "rados bench latency distribution (per-second samples)"})
+    return figs
+
+
+NUMERIC_AXES = ("threads", "numjobs", "iodepth", "procs", "osds")
+
+
+def _scaling_figures(rows, varying) -> list[dict]:
+    figs = []
+    heads = [r for r in rows if r["t"] is None and r["metric"] in ("bandwidth", "ops") and r["workload"] != "baseline"]
+    for workload in sorted({r["workload"] for r in heads}):
+        for axis in NUMERIC_AXES:
+            if axis not in varying.get(workload, ()):
+                continue
+            lines: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+            unit = ""
+            for r in heads:
+                if r["workload"] == workload and axis in r["params"]:
+                    rest = _label(r["params"], varying[workload] - {axis})
+                    lines[rest][r["params"][axis]].append(r["value"])
+                    unit = r["unit"]
+            fig, ax = plt.subplots(figsize=(8, 3.2))
+            for label, pts in sorted(lines.items()):
+                xs = sorted(pts)
+                ax.plot(xs, [sum(pts[x]) / len(pts[x]) for x in xs], marker="o", label=label)
+            ax.set_xlabel(axis)
+            ax.set_ylabel(unit)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+            figs.append({"svg": _svg(fig), "caption": f"{workload}: scaling with {axis}"})
+    return figs
+
+
+def _per_second(rows, varying) -> list[dict]:
+    series: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        if r["t"] is not None and r["metric"] == "bandwidth_sample":
+            series[(r["workload"], _label(r["params"], varying[r["workload"]]) + f" rep {r['repetition']}")].append((r["t"], r["value"]))
+    figs = []
+    for workload in sorted({k[0] for k in series}):
+        fig, ax = plt.subplots(figsize=(9, 3.2))
+        for (w, label), pts in sorted(series.items()):
+            if w == workload:
+                pts.sort()
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=label)
+        ax.set_xlabel("second of the run")
+        ax.set_ylabel("MB/s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+        figs.append({"svg": _svg(fig), "caption": f"{workload}: client throughput per second, as the tool reported it"})
+    return figs
 
 
 def build(run_path: Path) -> Path:
@@ -101,13 +287,34 @@ def build(run_path: Path) -> Path:
     rows = run.rows()
     prov = run.read_json("provenance.json")
     status = run.read_json("status.json")
+    intervals = run.read_json("intervals.json") or []
+    series = read_timeseries(run.path / "timeseries.csv")
+    replicas = status.get("pools", [{}])[0].get("size", 1) if status.get("pools") else 1
+    varying = _varying(rows)
+    workloads_rows = [r for r in rows if r["workload"] != "baseline"]
+    tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS)),
+              ("Baselines", *summarize([r for r in rows if r["workload"] == "baseline"], BASELINE_METRICS))]
     start, end = prov.get("start"), prov.get("end")
+    t0 = start or (min(t for pts in series.values() for t, _ in pts) if series else 0)
+    figures = [f for f in (
+        _timeline(series, intervals, lambda n: n.startswith("net.") and n.endswith(".tx"), "MB/s",
+                  "network throughput sent per server over time (shaded: workloads)", t0),
+        _timeline(series, intervals, lambda n: re.fullmatch(r"disk\.[^.]+\.write", n) is not None, "MB/s",
+                  "disk writes per server (its daemons' block I/O) over time", t0),
+        _timeline(series, intervals, lambda n: n == "cpu.total", "%", "machine CPU over time", t0),
+        _timeline(series, intervals, lambda n: n.startswith("ceph.pgs.") or n in ("ceph.osds_up", "ceph.health"),
+                  "count", "Ceph: PG states, OSDs up and health (0 OK, 1 WARN, 2 ERR) over time", t0),
+    ) if f]
+    figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _per_second(rows, varying)
     html = TEMPLATE.render(
-        run_id=run.path.name, cluster=status.get("name", "?"), filesystem=status.get("filesystem", "?"),
-        runtime=status.get("runtime", "?"), health=status.get("health", "unknown"), prov=prov,
+        title=f"run {run.path.name}", cluster=status.get("name", prov.get("cluster", "?")),
+        filesystem=status.get("filesystem", "?"), runtime=status.get("runtime", "?"),
+        health=status.get("health", "unknown"), prov=prov, memory=human_bytes(prov.get("memory_bytes", 0)),
         started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)) if start else "?",
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
-        summary=summarize(rows), figures=_series_figures(rows), daemons=status.get("daemons", []),
+        failures=prov.get("failures", []), skipped=prov.get("skipped", []),
+        bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
+        tables=tables, figures=figures, daemons=status.get("daemons", []),
     )
     out = run.path / "report.html"
     out.write_text(html)

@@ -121,3 +121,19 @@ class RunDir:
                 row["params"] = json.loads(row["params"])
                 out.append(row)
         return out
+
+
+def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
+    root = root or runs_root()
+    out = []
+    for path in sorted(root.glob("*/provenance.json")) if root.is_dir() else []:
+        run = RunDir(path.parent)
+        prov = run.read_json("provenance.json")
+        start, end = prov.get("start"), prov.get("end")
+        out.append({
+            "id": str(run.path), "experiment": prov.get("experiment", "-"), "cluster": prov.get("cluster", "-"),
+            "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(start)) if start else "?",
+            "duration": f"{end - start:.0f}" if start and end else "-",
+            "rows": len(run.rows()), "failures": len(prov.get("failures", [])),
+        })
+    return out

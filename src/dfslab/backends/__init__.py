@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from importlib import import_module
+from pathlib import Path
 from typing import Any, Callable
 
 from ..runtime import Runtime
@@ -35,6 +36,26 @@ class Backend(ABC):
     @abstractmethod
     def status(self) -> dict[str, Any]:
         """Health, daemons, pools, PG states: a JSON-able dict."""
+
+    def mount(self, node: str) -> Path:
+        """A POSIX mount of the filesystem on `node` (made on first use, undone by `down`)."""
+        raise BackendError(f"{self.name} has no POSIX mount")
+
+    def client_env(self) -> dict[str, str]:
+        """Environment for the backend's tools run on the client node."""
+        return {}
+
+    def sample(self) -> dict[str, tuple[float, str]]:
+        """The backend's own health as time-series values {series: (value, unit)}, for the sampler."""
+        return {}
+
+    def enable_metrics(self) -> str | None:
+        """Turn on the filesystem's own metrics exporter, if it has one; say where it is."""
+        return None
+
+    def client_pid(self) -> int | None:
+        """A process of ours on the client node (its network counters are the client's)."""
+        return None
 
     def close(self) -> None:
         """Release client-side handles (not the cluster)."""

@@ -9,12 +9,15 @@ registered in `WORKLOADS`.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict
 
 
 @dataclass
@@ -39,31 +42,68 @@ class WorkloadError(RuntimeError):
 
 @dataclass
 class Runner:
-    command: Any  # callable(node, argv) -> argv wrapped to run there
+    """What a workload may use of a cluster: run a tool on a node, a POSIX mount, a local scratch dir."""
+
+    command: Callable[[str, list[str]], list[str]]  # (node, argv) -> argv wrapped to run there
     env: dict[str, str]
     raw_dir: Path
+    mount: Callable[[str], Path] | None = None  # node -> mount point of the filesystem on that node
+    scratch: Path | None = None  # a directory on the machine's own disk (baselines, local comparisons)
+    addresses: dict[str, str] = field(default_factory=dict)
+    nodes: list[str] = field(default_factory=list)
 
-    def run(self, argv: list[str], name: str, node: str = "client", timeout: float = 600) -> str:
-        """Run a tool, keep its output untouched in raw/<name>.txt, return it."""
+    def popen(self, argv: list[str], node: str = "client", **kw) -> subprocess.Popen:
+        return subprocess.Popen(self.command(node, argv), env=self.env, **kw)
+
+    def run(self, argv: list[str], name: str, node: str = "client", timeout: float = 600, check: bool = True) -> str:
+        """Run a tool, keep its output untouched in raw/<name>.txt, return it (check: raise on failure)."""
         res = subprocess.run(self.command(node, argv), capture_output=True, text=True, env=self.env, timeout=timeout)
         self.raw_dir.mkdir(parents=True, exist_ok=True)
         path = self.raw_dir / f"{name}.txt"
-        path.write_text(f"$ {' '.join(argv)}\n{res.stdout}" + (f"\n--- stderr ---\n{res.stderr}" if res.stderr else ""))
-        if res.returncode != 0:
+        path.write_text(res.stdout)  # untouched; the command and stderr go beside it
+        (self.raw_dir / f"{name}.cmd").write_text(shlex.join(argv) + "\n")
+        if res.stderr:
+            (self.raw_dir / f"{name}.stderr").write_text(res.stderr)
+        if res.returncode != 0 and check:
             raise WorkloadError(f"`{' '.join(argv)}` exited {res.returncode}; output in {path}: {res.stderr.strip()[-300:]}")
-        return res.stdout
+        return res.stdout if res.returncode == 0 else ""
 
 
 class Workload(ABC):
+    """One kind of measurement. `Params` validates one combination of an experiment's sweep;
+    a list given for a scalar field of `Params` is a sweep axis (every combination runs)."""
+
     name: str = "?"
+    Params: type[BaseModel]
 
     @abstractmethod
-    def run(self, runner: Runner, params: dict[str, Any], repetition: int) -> list[Measurement]:
-        """Run once with `params`; return what was measured."""
+    def run(self, runner: Runner, params: Any, repetition: int) -> list[Measurement]:
+        """Run once with validated `params`; return what was measured."""
+
+    def estimate(self, params: Any) -> float:
+        """Seconds one run is expected to take (for ETA and the time budget)."""
+        return float(getattr(params, "seconds", 10)) + 5
+
+    def headlines(self, rows: list[Measurement]) -> list[Measurement]:
+        """The figures a bottleneck line is about: throughput, one per direction/phase."""
+        return [r for r in rows if r.metric == "bandwidth" and r.t is None]
+
+
+def direction(params: dict[str, Any]) -> str:
+    """Whether a measurement moved data to storage ("write") or from it ("read")."""
+    op = str(params.get("op") or params.get("mode") or params.get("rw") or "")
+    return "write" if "write" in op else "read"
+
+
+class WorkloadParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
 WORKLOADS = {
     "radosbench": "dfslab.workloads.radosbench:RadosBench",
+    "fio": "dfslab.workloads.fio:Fio",
+    "iozone": "dfslab.workloads.iozone:IozoneGrid",
+    "mdtest": "dfslab.workloads.mdtest:Mdtest",
 }
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
-from ..units import parse_size
-from . import Measurement, Runner, Workload, WorkloadError
+from pydantic import Field
+
+from ..spec import Bytes
+from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 SUMMARY = {
     "Bandwidth (MB/sec)": ("bandwidth", "MB/s"),
@@ -21,6 +23,14 @@ SUMMARY = {
 }
 # "  sec Cur ops   started  finished  avg MB/s  cur MB/s last lat(s)  avg lat(s)"
 SAMPLE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.e-]+|-)\s+([\d.e-]+)\s*$")
+
+
+class RadosBenchParams(WorkloadParams):
+    modes: list[Literal["write", "seq", "rand"]] = Field(["write", "seq"], description="write first; seq/rand read what it wrote")
+    seconds: int = Field(10, ge=1, le=600)
+    threads: int = Field(16, ge=1, le=256, description="concurrent operations (-t)")
+    object_size: Bytes = Field("4MiB", description="-b")
+    pool: str = "dfslab"
 
 
 def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurement]:
@@ -44,26 +54,28 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
 
 class RadosBench(Workload):
     name = "radosbench"
+    Params = RadosBenchParams
 
-    def run(self, runner: Runner, params: dict[str, Any], repetition: int) -> list[Measurement]:
-        pool = params.get("pool", "dfslab")
-        seconds = int(params.get("seconds", 10))
-        threads = int(params.get("threads", 16))
-        size = parse_size(params.get("object_size", "4MiB"))
-        modes = params.get("modes", ["write", "seq"])
-        if modes[0] != "write":
+    def estimate(self, params: RadosBenchParams) -> float:
+        return len(params.modes) * (params.seconds + 2) + 3
+
+    def run(self, runner: Runner, params: RadosBenchParams, repetition: int) -> list[Measurement]:
+        if params.modes[0] != "write":
             raise WorkloadError("radosbench.modes must start with write (seq and rand read what write left)")
         rows: list[Measurement] = []
-        tag = f"radosbench-{size}-{threads}t-r{repetition}"
+        tag = f"radosbench-{params.object_size}-{params.threads}t-r{repetition}"
         try:
-            for mode in modes:
-                argv = ["rados", "-p", pool, "bench", str(seconds), mode, "-t", str(threads), "--run-name", tag]
+            for mode in params.modes:
+                argv = ["rados", "-p", params.pool, "bench", str(params.seconds), mode, "-t", str(params.threads),
+                        "--run-name", tag]
                 if mode == "write":
-                    argv += ["-b", str(size), "--no-cleanup"]
-                out = runner.run(argv, f"{tag}-{mode}", timeout=seconds * 4 + 60)
-                rows += parse(out, {"mode": mode, "object_size": size, "threads": threads, "seconds": seconds}, repetition)
+                    argv += ["-b", str(params.object_size), "--no-cleanup"]
+                out = runner.run(argv, f"{tag}-{mode}", timeout=params.seconds * 4 + 60)
+                labels = {"mode": mode, "object_size": params.object_size, "threads": params.threads, "seconds": params.seconds}
+                rows += parse(out, labels, repetition)
         finally:
-            runner.run(["rados", "-p", pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300)
+            runner.run(["rados", "-p", params.pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300)
         if not any(r.metric == "bandwidth" for r in rows):
             raise WorkloadError(f"rados bench printed no bandwidth summary; see {runner.raw_dir}")
         return rows
+

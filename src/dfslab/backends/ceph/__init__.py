@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
+from pathlib import Path
 from typing import Any
 
 from ...runtime import CLIENT
 from .. import Backend, Progress
-from . import health, mds, mgr, mon, osd, pools
+from . import client, health, mds, mgr, mon, osd, pools
 from .conf import CephLayout, render_conf
 from .context import CephContext
 
@@ -64,9 +65,35 @@ class CephBackend(Backend):
                        "application": sorted(p.get("application_metadata", {}))} for p in pools_detail],
         }
 
+    def mount(self, node: str = CLIENT) -> Path:
+        return client.mount_cephfs(self.ctx, node)
+
     def client_env(self) -> dict[str, str]:
         """Environment for ceph/rados tools run on the client node."""
         return {"CEPH_CONF": str(self.layout.conf), "CEPH_ARGS": f"--keyring {self.layout.admin_keyring}"}
+
+    def sample(self) -> dict[str, tuple[float, str]]:
+        status = self.ctx.admin.cmd("status", timeout=10)
+        health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(status["health"]["status"], 2)
+        osdmap = status.get("osdmap", {})
+        pgmap = status.get("pgmap", {})
+        out = {"ceph.health": (health, "0=OK,1=WARN,2=ERR"),
+               "ceph.osds_up": (osdmap.get("num_up_osds", 0), "OSDs"),
+               "ceph.osds_in": (osdmap.get("num_in_osds", 0), "OSDs"),
+               "ceph.client_read": (pgmap.get("read_bytes_sec", 0) / 1e6, "MB/s"),
+               "ceph.client_write": (pgmap.get("write_bytes_sec", 0) / 1e6, "MB/s"),
+               "ceph.client_ops": (pgmap.get("read_op_per_sec", 0) + pgmap.get("write_op_per_sec", 0), "op/s")}
+        for entry in pgmap.get("pgs_by_state", []):
+            out[f"ceph.pgs.{entry['state_name']}"] = (entry["count"], "PGs")
+        return out
+
+    def enable_metrics(self) -> str | None:
+        self.ctx.admin.cmd("mgr module enable", module="prometheus")
+        return f"ceph-mgr prometheus module on {self.ctx.addresses.get(self.spec.nodes[0].name)}:9283 (inside the cluster's namespaces)"
+
+    def client_pid(self) -> int | None:
+        proc = self.ctx.admin._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def close(self) -> None:
         self.ctx.admin.close()

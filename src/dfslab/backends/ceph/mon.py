@@ -27,6 +27,11 @@ def create(ctx: CephContext) -> None:
 
     admin = keyring_text("client.admin", gen_key(), ADMIN_CAPS)
     layout.admin_keyring.write_text(admin)
+    # Also where ceph.conf's `keyring = .../$name/keyring` points, so any client given only
+    # the conf (fio's rbd engine, ceph-fuse) authenticates as client.admin.
+    admin_home = layout.data("client.admin")
+    admin_home.mkdir(parents=True, exist_ok=True)
+    (admin_home / "keyring").write_text(admin)
     mon_keyring = conf_dir / "mon.keyring"
     mon_keyring.write_text(keyring_text("mon.", gen_key(), {"mon": "allow *"}) + admin)
 

@@ -1,0 +1,90 @@
+"""Numbers about numbers: means with 95 % intervals, ratios between runs, and the
+bottleneck line that puts a measured figure next to the machine's measured limits."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+# Two-sided 95 % Student t critical values by degrees of freedom (scipy would be a 40 MB
+# dependency for one table).
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float | None]:
+    """Mean and the half-width of its 95 % t-interval (None for a single value)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, None
+    t = _T95[min(len(values) - 2, len(_T95) - 1)] if len(values) - 1 <= len(_T95) else 1.96
+    return mean, t * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def ratio_ci95(a: Sequence[float], b: Sequence[float], resamples: int = 4000) -> tuple[float, tuple[float, float] | None]:
+    """mean(b)/mean(a) and a percentile-bootstrap 95 % interval (None without repetitions)."""
+    ma, mb = statistics.fmean(a), statistics.fmean(b)
+    ratio = mb / ma if ma else math.inf
+    if len(a) < 2 or len(b) < 2 or not ma:
+        return ratio, None
+    rng = random.Random(0)  # the same run directories always give the same interval
+    draws = []
+    for _ in range(resamples):
+        ra = statistics.fmean(rng.choices(a, k=len(a)))
+        rb = statistics.fmean(rng.choices(b, k=len(b)))
+        if ra:
+            draws.append(rb / ra)
+    draws.sort()
+    return ratio, (draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1])
+
+
+@dataclass
+class Limits:
+    """What the machine measured before the workloads."""
+
+    client_link: float | None  # MB/s, client <-> nodes
+    disk_read: float | None  # MB/s
+    disk_write: float | None  # MB/s
+    replicas: int = 1
+
+    @classmethod
+    def from_rows(cls, rows: list[dict[str, Any]], replicas: int) -> "Limits":
+        base = [r for r in rows if r["workload"] == "baseline"]
+        client = [r["value"] for r in base if r["metric"] == "network_bandwidth" and "client" in (r["params"].get("src"), r["params"].get("dst"))]
+        pick = lambda m: next((r["value"] for r in base if r["metric"] == m), None)  # noqa: E731
+        return cls(max(client) if client else None, pick("disk_read_bandwidth"), pick("disk_write_bandwidth"), replicas)
+
+
+def cpu_during(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
+    """Mean machine CPU % between start and end from (t, value) samples."""
+    inside = [v for t, v in samples if start <= t <= end]
+    return statistics.fmean(inside) if inside else None
+
+
+def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limits: Limits) -> dict[str, Any]:
+    """Fractions of CPU, link and disk a result used, and which (if any) it is bound by."""
+    fractions: dict[str, float] = {}
+    if cpu_percent is not None:
+        fractions["CPU"] = cpu_percent / 100
+    if unit == "MB/s":
+        if limits.client_link:
+            fractions["link"] = value / limits.client_link
+        disk_limit = limits.disk_write if op == "write" else limits.disk_read
+        if disk_limit:
+            # Every replica of a write lands on this one machine's disk.
+            fractions["disk"] = value * (limits.replicas if op == "write" else 1) / disk_limit
+    bound = max(fractions, key=fractions.get) if fractions else None
+    if bound is not None and fractions[bound] >= 0.75:
+        verdict = {"CPU": "CPU-bound", "link": "network-bound", "disk": "disk-bound"}[bound]
+    else:
+        verdict = "no resource saturated (latency- or concurrency-bound)"
+    return {"fractions": fractions, "verdict": verdict, "bound": bound if verdict.endswith("-bound") else None}
+
+
+def bottleneck_line(label: str, value: float, unit: str, result: dict[str, Any]) -> str:
+    names = {"CPU": "CPU", "link": "link", "disk": "disk"}
+    parts = ", ".join(f"{f * 100:.0f} % of {names[k]}" for k, f in result["fractions"].items())
+    return f"{label} {value:.4g} {unit} — {parts}: {result['verdict']}"

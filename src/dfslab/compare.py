@@ -1,0 +1,36 @@
+"""`dfslab compare A B`: every summary metric both runs measured, B/A with a 95 % interval."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from .analysis import ratio_ci95
+from .report import _label, _varying
+from .results import RunDir
+
+
+def _groups(rows: list[dict[str, Any]], varying: dict[str, set[str]]) -> dict[tuple, list[float]]:
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["t"] is None and r["workload"] != "baseline" or r["workload"] == "baseline":
+            if r["t"] is None:
+                groups[(r["workload"], _label(r["params"], varying[r["workload"]]), r["metric"], r["unit"])].append(r["value"])
+    return groups
+
+
+def compare_runs(a: Path, b: Path) -> list[dict[str, Any]]:
+    rows_a, rows_b = RunDir(a).rows(), RunDir(b).rows()
+    varying = _varying(rows_a + rows_b)
+    ga, gb = _groups(rows_a, varying), _groups(rows_b, varying)
+    out = []
+    for key in sorted(set(ga) & set(gb)):
+        ratio, interval = ratio_ci95(ga[key], gb[key])
+        workload, params, metric, unit = key
+        out.append({"workload": workload, "params": params, "metric": metric, "unit": unit,
+                    "mean_a": sum(ga[key]) / len(ga[key]), "mean_b": sum(gb[key]) / len(gb[key]),
+                    "n_a": len(ga[key]), "n_b": len(gb[key]), "ratio": ratio,
+                    "low": interval[0] if interval else None, "high": interval[1] if interval else None,
+                    "significant": bool(interval and (interval[0] > 1 or interval[1] < 1))})
+    return out

@@ -1,0 +1,148 @@
+"""The experiment file: a cluster (inline or a path), baselines, workloads whose list-valued
+parameters expand into every combination (as cbt does), repetitions and a time budget.
+
+    name: quickstart
+    cluster: ceph-small.yaml        # relative to this file, or an inline spec mapping
+    repetitions: 2
+    time_budget: 5min
+    baselines: {network: true, disk: true, seconds: 2}
+    workloads:
+      - type: fio
+        target: [cephfs, rbd]
+        rw: [randread, write]
+        bs: [4KiB, 1MiB]
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from .spec import NAME_RE, ClusterSpec, Seconds, SpecError, Strict, _problems, parse_spec
+from .workloads import WORKLOADS, Workload, workload
+
+
+class Baselines(Strict):
+    network: bool = Field(True, description="iperf3 between every node pair and the client")
+    disk: bool = Field(True, description="fio on the disk that backs the OSDs")
+    seconds: int = Field(3, ge=1, le=60)
+
+
+class Sampler(Strict):
+    interval: Seconds = "1s"
+    prometheus_port: int = Field(0, ge=0, le=65535, description="serve latest samples on 127.0.0.1:PORT (0: off)")
+
+
+class ExperimentFile(Strict):
+    name: str
+    cluster: str | dict[str, Any]
+    repetitions: int = Field(1, ge=1, le=50)
+    time_budget: Seconds | None = None
+    baselines: Baselines = Field(default_factory=Baselines)
+    sampler: Sampler = Field(default_factory=Sampler)
+    workloads: list[dict[str, Any]] = Field(min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        import re
+        if not re.match(NAME_RE, value):
+            raise ValueError(f"experiment names are lower-case letters, digits and '-' (got {value!r})")
+        return value
+
+
+@dataclass
+class Step:
+    """One combination of one workload entry, run `repetitions` times."""
+
+    index: int  # position in the experiment's workload list
+    workload: Workload
+    params: BaseModel
+    given: dict[str, Any]  # the values as the user wrote them, for labels
+
+    @property
+    def label(self) -> str:
+        shown = ", ".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in self.given.items())
+        return f"{self.workload.name}[{self.index}]" + (f" {shown}" if shown else "")
+
+
+@dataclass
+class Experiment:
+    file: ExperimentFile
+    cluster: ClusterSpec
+    steps: list[Step]
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.file.name
+
+    def estimate(self) -> float:
+        return sum(s.workload.estimate(s.params) for s in self.steps) * self.file.repetitions
+
+
+def expand(index: int, entry: dict[str, Any]) -> list[Step]:
+    """Every combination of an entry's list-valued parameters, each validated."""
+    where = f"workloads[{index}]"
+    if not isinstance(entry, dict) or "type" not in entry:
+        raise SpecError([(where, "each workload needs a type: " + ", ".join(sorted(WORKLOADS)))])
+    kind = entry["type"]
+    if kind not in WORKLOADS:
+        raise SpecError([(f"{where}.type", f"unknown workload {kind!r}; valid: {', '.join(sorted(WORKLOADS))}")])
+    wl = workload(kind)
+    params = {k: v for k, v in entry.items() if k != "type"}
+    list_fields = {name for name, f in wl.Params.model_fields.items() if "list" in str(f.annotation)}
+    axes = {k: v for k, v in params.items() if isinstance(v, list) and k not in list_fields
+            or k in list_fields and isinstance(v, list) and v and isinstance(v[0], list)}
+    fixed = {k: v for k, v in params.items() if k not in axes}
+    steps = []
+    for combo in itertools.product(*axes.values()) if axes else [()]:
+        values = {**fixed, **dict(zip(axes, combo))}
+        try:
+            steps.append(Step(index, wl, wl.Params.model_validate(values), values))
+        except ValidationError as exc:
+            raise SpecError([(f"{where}.{p}" if p else where, m) for p, m in _problems(exc)]) from None
+    return steps
+
+
+def parse_experiment(data: Any, base_dir: Path, source: str = "experiment") -> Experiment:
+    if not isinstance(data, dict):
+        raise SpecError([("", "an experiment is a YAML mapping with name, cluster and workloads")], source)
+    try:
+        exp = ExperimentFile.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_problems(exc), source) from None
+    if isinstance(exp.cluster, str):
+        path = (base_dir / exp.cluster)
+        if not path.is_file():
+            raise SpecError([("cluster", f"no cluster spec at {str(path)!r}; give a path relative to the experiment or an inline mapping")], source)
+        try:
+            cluster = parse_spec(yaml.safe_load(path.read_text()), str(path))
+        except SpecError as err:
+            raise SpecError([(f"cluster ({path.name}): {p}", m) for p, m in err.problems], source) from None
+    else:
+        try:
+            cluster = parse_spec(exp.cluster, source)
+        except SpecError as err:
+            raise SpecError([(f"cluster.{p}", m) for p, m in err.problems], source) from None
+    try:
+        steps = [step for i, entry in enumerate(exp.workloads) for step in expand(i, entry)]
+    except SpecError as err:
+        raise SpecError(err.problems, source) from None
+    return Experiment(exp, cluster, steps, data)
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError([("", f"no such file {str(path)!r}")], str(path))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError([("", f"not valid YAML: {exc}")], str(path)) from None
+    return parse_experiment(data, path.parent, str(path))

@@ -1,0 +1,192 @@
+"""The resource sampler that runs beside every workload: per-node network, per-node and
+machine disk throughput, CPU, per-daemon CPU and RSS, and the backend's own health (Ceph:
+health, PG states, OSDs up/in, client I/O). One sample per interval, kept as a long time
+series (t, series, value, unit); the latest values are also served in Prometheus text format
+on 127.0.0.1 while a run is live."""
+
+from __future__ import annotations
+
+import csv
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from .procs import ProcessTable
+
+Sample = dict[str, tuple[float, str]]  # series -> (value, unit)
+
+
+def _net_dev(pid: int, dev: str = "eth0") -> tuple[int, int] | None:
+    """(rx, tx) bytes of `dev` in the network namespace of process `pid`."""
+    try:
+        for line in Path(f"/proc/{pid}/net/dev").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name.strip() == dev:
+                fields = rest.split()
+                return int(fields[0]), int(fields[8])
+    except OSError:
+        return None
+    return None
+
+
+def _proc_io(pid: int) -> tuple[int, int] | None:
+    try:
+        values = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+        return int(values["read_bytes"]), int(values["write_bytes"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+class ResourceSampler:
+    def __init__(self, procs: ProcessTable, backend_sample: Callable[[], Sample] | None, interval: float = 1.0,
+                 extra_pids: Callable[[], dict[str, int]] | None = None):
+        self.procs = procs
+        self.backend_sample = backend_sample
+        self.interval = interval
+        self.extra_pids = extra_pids or (lambda: {})
+        self.rows: list[tuple[float, str, float, str]] = []
+        self.latest: Sample = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._handles: dict[int, psutil.Process] = {}
+        self._prev: dict[str, tuple[float, float]] = {}  # counter series -> (time, value)
+        self.errors = 0
+
+    # -- counters to rates -----------------------------------------------------
+    def _rate(self, key: str, now: float, value: float) -> float | None:
+        prev = self._prev.get(key)
+        self._prev[key] = (now, value)
+        if prev is None or now <= prev[0] or value < prev[1]:
+            return None
+        return (value - prev[1]) / (now - prev[0])
+
+    def _cpu(self, pid: int) -> float | None:
+        handle = self._handles.get(pid)
+        try:
+            if handle is None:
+                handle = self._handles[pid] = psutil.Process(pid)
+                handle.cpu_percent(None)  # first call only primes the counter
+                return None
+            return handle.cpu_percent(None)
+        except psutil.Error:
+            return None
+
+    def sample_once(self) -> Sample:
+        now = time.time()
+        out: Sample = {"cpu.total": (psutil.cpu_percent(None), "%")}
+        disk = psutil.disk_io_counters()
+        if disk:
+            for op, value in (("read", disk.read_bytes), ("write", disk.write_bytes)):
+                rate = self._rate(f"disk.{op}", now, value)
+                if rate is not None:
+                    out[f"disk.{op}"] = (rate / 1e6, "MB/s")
+        node_pid: dict[str, int] = {}
+        node_io: dict[str, list[float]] = {}
+        for proc in self.procs.all():
+            if not proc.alive():
+                continue
+            node_pid.setdefault(proc.node, proc.pid)
+            cpu = self._cpu(proc.pid)
+            if cpu is not None:
+                out[f"cpu.{proc.name}"] = (cpu, "%")
+            rss = proc.rss_bytes()
+            if rss:
+                out[f"rss.{proc.name}"] = (rss / 2**20, "MiB")
+            io = _proc_io(proc.pid)
+            if io:
+                acc = node_io.setdefault(proc.node, [0.0, 0.0])
+                acc[0] += io[0]
+                acc[1] += io[1]
+        for node, pid in self.extra_pids().items():
+            node_pid.setdefault(node, pid)
+        for node, (read, write) in node_io.items():
+            for op, value in (("read", read), ("write", write)):
+                rate = self._rate(f"disk.{node}.{op}", now, value)
+                if rate is not None:
+                    out[f"disk.{node}.{op}"] = (rate / 1e6, "MB/s")
+        for node, pid in node_pid.items():
+            counters = _net_dev(pid)
+            if counters:
+                for direction, value in zip(("rx", "tx"), counters):
+                    rate = self._rate(f"net.{node}.{direction}", now, value)
+                    if rate is not None:
+                        out[f"net.{node}.{direction}"] = (rate / 1e6, "MB/s")
+        if self.backend_sample is not None:
+            try:
+                out.update(self.backend_sample())
+            except Exception:  # a slow or restarting cluster must not stop the sampler
+                self.errors += 1
+        return out
+
+    # -- thread ----------------------------------------------------------------
+    def _loop(self) -> None:
+        psutil.cpu_percent(None)
+        while not self._stop.is_set():
+            started = time.time()
+            sample = self.sample_once()
+            self.latest = sample
+            self.rows.extend((started, series, value, unit) for series, (value, unit) in sample.items())
+            self._stop.wait(max(0.0, self.interval - (time.time() - started)))
+
+    def start(self) -> "ResourceSampler":
+        self._thread = threading.Thread(target=self._loop, name="dfslab-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=30)
+
+    def write_csv(self, path: Path) -> None:
+        with open(path, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["t", "series", "value", "unit"])
+            writer.writerows((f"{t:.3f}", s, f"{v:.6g}", u) for t, s, v, u in self.rows)
+
+
+def prometheus_text(sample: Sample, cluster: str) -> str:
+    lines = []
+    for series, (value, unit) in sorted(sample.items()):
+        metric = "dfslab_" + re.sub(r"[^a-zA-Z0-9_]", "_", series.split(".")[0])
+        rest = series.split(".", 1)[1] if "." in series else ""
+        unit_name = {"%": "percent", "MB/s": "mbytes_per_second", "MiB": "mebibytes"}.get(unit, "")
+        name = metric + (f"_{unit_name}" if unit_name else "")
+        lines.append(f'{name}{{cluster="{cluster}",series="{rest}"}} {value:.6g}')
+    return "\n".join(lines) + "\n"
+
+
+class PrometheusEndpoint:
+    """GET /metrics on 127.0.0.1:port with the sampler's latest values."""
+
+    def __init__(self, sampler: ResourceSampler, cluster: str, port: int):
+        sampler_ref, name = sampler, cluster
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                body = prometheus_text(sampler_ref.latest, name).encode()
+                self.send_response(200 if self.path.startswith("/metrics") else 404)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> "PrometheusEndpoint":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

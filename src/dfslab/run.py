@@ -1,0 +1,146 @@
+"""`dfslab run`: deploy → baselines → workloads (sampler beside them) → report → teardown."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import cluster, report
+from .backends import Progress, backend_for
+from .experiment import Experiment, Step
+from .monitor import PrometheusEndpoint, ResourceSampler
+from .results import RunDir
+from .workloads import Measurement, Runner, WorkloadError, baseline
+
+
+@dataclass
+class RunOutcome:
+    path: Path
+    report: Path
+    failures: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+class _Clock:
+    """ETA from the experiment's estimates, corrected by how fast steps really went."""
+
+    def __init__(self, planned: float):
+        self.planned, self.done_planned, self.start = planned, 0.0, time.monotonic()
+
+    def advance(self, planned: float) -> None:
+        self.done_planned += planned
+
+    def eta(self) -> float:
+        elapsed = time.monotonic() - self.start
+        speed = elapsed / self.done_planned if self.done_planned else 1.0
+        return max(0.0, (self.planned - self.done_planned) * speed)
+
+
+def _interval(label: str, kind: str, rep: int, start: float, rows: list[Measurement], headlines: list[Measurement],
+              error: str | None = None) -> dict[str, Any]:
+    return {"label": label, "workload": kind, "repetition": rep, "start": start, "end": time.time(), "error": error,
+            "headlines": [{"metric": h.metric, "value": h.value, "unit": h.unit, "params": h.params} for h in headlines],
+            "rows": len(rows)}
+
+
+def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progress, intervals: list) -> None:
+    b = exp.file.baselines
+    for kind, fn, enabled in (("network", baseline.network, b.network), ("disk", baseline.disk, b.disk)):
+        if not enabled:
+            continue
+        progress("baselines", f"{kind}: " + ("iperf3 between every node pair and the client" if kind == "network"
+                                             else "fio on the disk that backs the OSDs"))
+        start = time.time()
+        rows = fn(runner, b.seconds)
+        run_dir.add(rows)
+        intervals.append(_interval(f"baseline {kind}", "baseline", 0, start, rows, []))
+
+
+def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str, Any]:
+    start = time.time()
+    try:
+        rows = step.workload.run(runner, step.params, rep)
+    except (WorkloadError, OSError, ValueError) as exc:
+        return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc))
+    run_dir.add(rows)
+    return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
+
+
+def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None = None,
+                   runs_root: Path | None = None, keep: bool = False) -> RunOutcome:
+    run_dir = RunDir.create(exp.name, runs_root)
+    run_dir.write_spec(exp.raw, "experiment.yaml")
+    spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
+    run_dir.start(spec_hash)
+    owned = cluster_name is None
+    name = cluster_name or exp.cluster.name
+    intervals: list[dict[str, Any]] = []
+    outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
+    sampler = endpoint = sampler_backend = attached = None
+    if owned:
+        cluster.up(exp.cluster, progress)
+    try:
+        attached = cluster.attach(name)
+        if not owned:
+            run_dir.write_spec(attached.spec.model_dump(mode="json"))
+        progress("starting the sampler", f"every {exp.file.sampler.interval:g} s")
+        try:
+            run_dir.write_json("metrics.json", {"exporter": attached.backend.enable_metrics()})
+        except Exception as exc:  # metrics are a convenience, not the experiment
+            run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
+        sampler_backend = backend_for(attached.spec, attached.runtime)  # its own connection: a thread of its own
+        sampler = ResourceSampler(attached.runtime.procs, sampler_backend.sample, exp.file.sampler.interval,
+                                  extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v})
+        sampler.start()
+        if exp.file.sampler.prometheus_port:
+            endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
+            progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
+        runner = attached.runner(run_dir.raw_dir)
+        _baselines(exp, runner, run_dir, progress, intervals)
+
+        reps = exp.file.repetitions
+        plan = [(step, rep) for step in exp.steps for rep in range(reps)]
+        clock = _Clock(sum(step.workload.estimate(step.params) for step, _ in plan))
+        budget_end = time.monotonic() + exp.file.time_budget if exp.file.time_budget else None
+        for i, (step, rep) in enumerate(plan, 1):
+            planned = step.workload.estimate(step.params)
+            if budget_end and time.monotonic() + planned > budget_end:
+                outcome.skipped.append(f"{step.label} rep {rep}")
+                clock.advance(planned)
+                continue
+            progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {clock.eta():.0f} s")
+            interval = _run_step(step, rep, runner, run_dir)
+            intervals.append(interval)
+            if interval["error"]:
+                outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
+                progress("warning", f"{step.label} rep {rep} failed: {interval['error']}")
+            clock.advance(planned)
+            run_dir.write_json("intervals.json", intervals)
+        if outcome.skipped:
+            progress("warning", f"time budget reached: {len(outcome.skipped)} step(s) skipped")
+        progress("collecting status", name)
+        run_dir.write_json("status.json", cluster.status(name))
+    except BaseException as exc:
+        outcome.failures.append(f"run aborted: {exc!r}")
+        (run_dir.path / "error.txt").write_text(traceback.format_exc())
+        raise
+    finally:
+        if sampler is not None:
+            sampler.stop()
+            sampler.write_csv(run_dir.path / "timeseries.csv")
+        if endpoint is not None:
+            endpoint.stop()
+        for handle in (sampler_backend, attached):
+            if handle is not None:
+                handle.close()
+        run_dir.write_json("intervals.json", intervals)
+        if owned and not keep:
+            progress("tearing down", name)
+            cluster.down(name)
+        run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name)
+        progress("writing report", str(run_dir.path))
+        report.build(run_dir.path)
+    return outcome

@@ -1,0 +1,50 @@
+"""The iozone-style grid of INFN's study: for each file size × thread count, a sequential
+write then a sequential read of the same files, each cell one measurement (done with fio)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..spec import Bytes
+from . import Measurement, Runner, Workload, WorkloadParams
+from .fio import fio_argv, parse_json, target_options
+
+
+class IozoneParams(WorkloadParams):
+    target: Literal["cephfs", "local"] = "cephfs"
+    file_size: Bytes = Field("64MiB", description="per thread; sweep it for the grid's rows")
+    threads: int = Field(1, ge=1, le=64, description="sweep it for the grid's columns")
+    record_size: Bytes = "1MiB"
+
+
+def drop_caches() -> None:
+    """So the read measures the filesystem, not the page cache left by the write."""
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+    except OSError:
+        pass
+
+
+class IozoneGrid(Workload):
+    name = "iozone"
+    Params = IozoneParams
+
+    def estimate(self, params: IozoneParams) -> float:
+        return 2 * params.file_size * params.threads / 150e6 + 4
+
+    def run(self, runner: Runner, params: IozoneParams, repetition: int) -> list[Measurement]:
+        labels = params.model_dump(mode="python")
+        rows: list[Measurement] = []
+        target = target_options(runner, params.target, params.file_size, params.threads, False)
+        for op in ("write", "read"):
+            tag = f"iozone-{params.target}-{params.file_size}-t{params.threads}-{op}-r{repetition}"
+            if op == "read":
+                drop_caches()
+            argv = fio_argv(f"iozone-{params.file_size}-t{params.threads}", rw=op, bs=params.record_size,
+                            numjobs=params.threads, size=params.file_size, end_fsync=int(op == "write"), **target)
+            out = runner.run(argv, tag, timeout=600)
+            rows += [r for r in parse_json(out, self.name, labels, repetition) if r.params["op"] == op]
+        return rows

@@ -1,0 +1,49 @@
+"""mdtest-style metadata load: each process creates, stats, reads and unlinks many small
+files in its own directory; ops/s per phase (phases are separated by a barrier)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ..spec import Bytes
+from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+
+PHASES = ("create", "stat", "read", "unlink")
+
+
+class MdtestParams(WorkloadParams):
+    target: Literal["cephfs", "local"] = "cephfs"
+    procs: int = Field(2, ge=1, le=64)
+    files_per_proc: int = Field(500, ge=1, le=100000)
+    file_size: Bytes = "4KiB"
+
+
+class Mdtest(Workload):
+    name = "mdtest"
+    Params = MdtestParams
+
+    def estimate(self, params: MdtestParams) -> float:
+        return params.procs * params.files_per_proc * len(PHASES) / 2000 + 3
+
+    def run(self, runner: Runner, params: MdtestParams, repetition: int) -> list[Measurement]:
+        if params.target == "cephfs":
+            if runner.mount is None:
+                raise WorkloadError("this cluster has no POSIX mount for mdtest target cephfs")
+            base = runner.mount("client") / "dfslab-mdtest"
+        else:
+            base = (runner.scratch or Path("/tmp")) / "mdtest"
+        tag = f"mdtest-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}"
+        argv = [sys.executable, "-m", "dfslab.workloads.mdtest_worker", str(base / tag), str(params.procs),
+                str(params.files_per_proc), str(params.file_size)]
+        result = json.loads(runner.run(argv, tag, timeout=3600))
+        labels = params.model_dump(mode="python")
+        return [Measurement(self.name, "ops", result[phase]["ops"] / result[phase]["seconds"], "op/s",
+                            {**labels, "phase": phase}, repetition) for phase in PHASES]
+
+    def headlines(self, rows: list[Measurement]) -> list[Measurement]:
+        return [r for r in rows if r.metric == "ops"]
