@@ -13,7 +13,8 @@ from .backends import Progress, backend_for
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, ResourceSampler
 from .results import RunDir
-from .workloads import Measurement, Runner, WorkloadError, baseline
+from .spec import ClusterSpec, SpecError
+from .workloads import Measurement, Runner, baseline
 
 
 @dataclass
@@ -63,20 +64,30 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str
     start = time.time()
     try:
         rows = step.workload.run(runner, step.params, rep)
-    except (WorkloadError, OSError, ValueError) as exc:
+    except Exception as exc:  # one failed step is recorded and reported; the run goes on
         return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc))
     run_dir.add(rows)
     return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
 
 
+def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
+    """What only the cluster can tell: refuse before anything runs."""
+    problems = [(f"workloads[{step.index}].target", f"cluster {spec.name!r} has no CephFS (ceph.cephfs: false); "
+                 "use target rbd or local, or a cluster with cephfs: true")
+                for step in exp.steps if getattr(step.params, "target", None) == "cephfs" and not spec.ceph.cephfs]
+    if problems:
+        raise SpecError(sorted(set(problems)), exp.name)
+
+
 def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None = None,
                    runs_root: Path | None = None, keep: bool = False) -> RunOutcome:
+    owned = cluster_name is None
+    name = cluster_name or exp.cluster.name
+    check_against_cluster(exp, exp.cluster if owned else cluster.load(name)[1])
     run_dir = RunDir.create(exp.name, runs_root)
     run_dir.write_spec(exp.raw, "experiment.yaml")
     spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
     run_dir.start(spec_hash)
-    owned = cluster_name is None
-    name = cluster_name or exp.cluster.name
     intervals: list[dict[str, Any]] = []
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
     sampler = endpoint = sampler_backend = attached = None

@@ -1,0 +1,42 @@
+import pytest
+
+from dfslab.analysis import Limits, bottleneck, bottleneck_line, cpu_during, mean_ci95, ratio_ci95
+
+
+def test_mean_ci95_matches_student_t():
+    mean, half = mean_ci95([10.0, 12.0, 14.0])
+    assert mean == 12.0
+    assert half == pytest.approx(4.303 * 2.0 / 3**0.5, rel=1e-3)
+    assert mean_ci95([5.0]) == (5.0, None)
+
+
+def test_ratio_interval_separates_real_differences_from_noise():
+    same, interval = ratio_ci95([100, 104, 98, 101], [99, 103, 100, 102])
+    assert interval[0] < 1 < interval[1]
+    faster, interval = ratio_ci95([100, 104, 98, 101], [150, 149, 155, 152])
+    assert faster == pytest.approx(1.5, rel=0.02) and interval[0] > 1.4
+    assert ratio_ci95([1.0], [2.0]) == (2.0, None)
+
+
+def test_bottleneck_names_the_saturated_resource():
+    limits = Limits(client_link=117.0, disk_read=2000.0, disk_write=1000.0, replicas=2)
+    net = bottleneck(112.0, "MB/s", "read", 30.0, limits)
+    assert net["verdict"] == "network-bound" and net["fractions"]["link"] == pytest.approx(112 / 117)
+    cpu = bottleneck(246.0, "MB/s", "write", 94.0, Limits(1500.0, 2000.0, 2500.0, 2))
+    assert cpu["verdict"] == "CPU-bound"
+    assert cpu["fractions"]["disk"] == pytest.approx(246 * 2 / 2500)  # every replica hits the one disk
+    idle = bottleneck(20.0, "MB/s", "read", 20.0, limits)
+    assert idle["bound"] is None and "no resource saturated" in idle["verdict"]
+    line = bottleneck_line("radosbench write", 246.0, "MB/s", cpu)
+    assert line.startswith("radosbench write 246 MB/s — 94 % of CPU") and line.endswith("CPU-bound")
+
+
+def test_metadata_ops_compare_only_with_cpu():
+    result = bottleneck(500.0, "op/s", "write", 90.0, Limits(100.0, 100.0, 100.0))
+    assert set(result["fractions"]) == {"CPU"} and result["verdict"] == "CPU-bound"
+
+
+def test_cpu_during_an_interval():
+    samples = [(0.0, 10.0), (1.0, 50.0), (2.0, 90.0), (3.0, 10.0)]
+    assert cpu_during(samples, 0.5, 2.5) == 70.0
+    assert cpu_during(samples, 10, 20) is None

@@ -1,0 +1,62 @@
+"""Experiment files: sweeps expand into every combination; bad entries name their field."""
+
+from pathlib import Path
+
+import pytest
+
+from dfslab.experiment import load_experiment, parse_experiment
+from dfslab.spec import SpecError
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def exp(**overrides):
+    data = {"name": "e", "cluster": "ceph-small.yaml", "workloads": [{"type": "radosbench"}]}
+    data.update(overrides)
+    return parse_experiment(data, EXAMPLES)
+
+
+def test_list_valued_parameters_expand_into_every_combination():
+    e = exp(workloads=[{"type": "fio", "rw": ["read", "write"], "bs": ["4KiB", "1MiB"], "numjobs": [1, 2, 4]}])
+    combos = {(s.params.rw, s.params.bs, s.params.numjobs) for s in e.steps}
+    assert len(e.steps) == len(combos) == 12
+    assert ("write", 2**20, 4) in combos
+
+
+def test_a_list_field_is_not_a_sweep_unless_nested():
+    e = exp(workloads=[{"type": "radosbench", "modes": ["write", "seq"], "threads": [16, 32]}])
+    assert [s.params.modes for s in e.steps] == [["write", "seq"]] * 2
+    e = exp(workloads=[{"type": "radosbench", "modes": [["write"], ["write", "rand"]]}])
+    assert [s.params.modes for s in e.steps] == [["write"], ["write", "rand"]]
+
+
+def test_inline_cluster_and_estimate():
+    e = exp(cluster={"name": "inline", "nodes": 2, "ceph": {"replica_size": 2}}, repetitions=3, time_budget="2min")
+    assert e.cluster.name == "inline" and e.file.time_budget == 120
+    assert e.estimate() == pytest.approx(3 * e.steps[0].workload.estimate(e.steps[0].params))
+
+
+@pytest.mark.parametrize("overrides,field", [
+    ({"workloads": [{"type": "iozon"}]}, "workloads[0].type"),
+    ({"workloads": [{"rw": "read"}]}, "workloads[0]"),
+    ({"workloads": [{"type": "fio", "rw": ["read", "sideways"]}]}, "workloads[0].rw"),
+    ({"workloads": [{"type": "fio", "bs": 4096}]}, "workloads[0].bs"),
+    ({"workloads": [{"type": "radosbench"}, {"type": "mdtest", "procs": 0}]}, "workloads[1].procs"),
+    ({"workloads": [{"type": "fio", "blocksize": "4KiB"}]}, "workloads[0].blocksize"),
+    ({"workloads": []}, "workloads"),
+    ({"repetitions": 0}, "repetitions"),
+    ({"time_budget": 300}, "time_budget"),
+    ({"cluster": "missing.yaml"}, "cluster"),
+    ({"cluster": {"name": "x", "nodes": 1, "ceph": {"replica_size": 3}}}, "cluster.ceph.replica_size"),
+    ({"baselines": {"network": "yes please"}}, "baselines.network"),
+])
+def test_bad_experiment_names_the_field(overrides, field):
+    with pytest.raises(SpecError) as err:
+        exp(**overrides)
+    assert field in [p for p, _ in err.value.problems], err.value
+
+
+def test_example_experiments_load():
+    for path in EXAMPLES.glob("*.yaml"):
+        if "workloads" in path.read_text():
+            assert load_experiment(path).steps

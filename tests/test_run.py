@@ -1,0 +1,204 @@
+"""`dfslab run` against a real cluster: baselines, every workload kind, sampler, results,
+report (checked in headless Chromium), runs and compare."""
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import SMALL_SPEC, dfslab, write_spec
+from dfslab import cluster
+
+pytestmark = pytest.mark.cluster
+NAME = "t-run"
+
+EXPERIMENT = {
+    "name": "t-exp",
+    "cluster": {"name": NAME, "nodes": 3},  # ignored with --cluster; present so the file stands alone
+    "repetitions": 2,
+    "baselines": {"network": True, "disk": True, "seconds": 1},
+    "sampler": {"interval": "1s"},
+    "workloads": [
+        {"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 16},
+        {"type": "fio", "target": ["cephfs", "rbd", "local"], "rw": ["randread", "write"], "bs": "64KiB",
+         "size": "32MiB", "seconds": 2},
+        {"type": "iozone", "file_size": ["8MiB", "16MiB"], "threads": [1, 2]},
+        {"type": "mdtest", "procs": 2, "files_per_proc": 100},
+    ],
+}
+
+
+def load_rows(run: Path) -> list[dict]:
+    with open(run / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["params"] = json.loads(r["params"])
+        r["value"] = float(r["value"])
+    return rows
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run")
+    dfslab("up", str(write_spec(tmp, SMALL_SPEC.format(name=NAME, cephfs="true"))))
+    exp = tmp / "exp.yaml"
+    exp.write_text(yaml.safe_dump(EXPERIMENT))
+    try:
+        res = dfslab("run", str(exp), "--cluster", NAME)
+        assert cluster.status(NAME)["health"] == "HEALTH_OK"  # --cluster: the cluster stays up
+    finally:
+        cluster.down(NAME)
+    yield Path(res.stdout.strip().split("report: ")[-1]).parent
+
+
+def test_run_directory_is_complete(run_dir):
+    for name in ("experiment.yaml", "spec.yaml", "provenance.json", "results.csv", "timeseries.csv",
+                 "intervals.json", "status.json", "report.html"):
+        assert (run_dir / name).is_file(), name
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert prov["ceph_version"].startswith("ceph version 16.") and prov["fio_version"].startswith("fio-")
+    assert prov["end"] > prov["start"] and prov["failures"] == [] and prov["spec_sha256"]
+    raw = {p.name for p in (run_dir / "raw").iterdir()}
+    assert any(n.startswith("baseline-iperf3-client") or n.endswith("-client.txt") for n in raw)
+    fio_json = [p for p in (run_dir / "raw").glob("fio-*.txt")]
+    assert fio_json and all(json.loads(p.read_text())["jobs"] for p in fio_json)  # untouched fio JSON
+
+
+def test_every_workload_measured_with_units(run_dir):
+    rows = load_rows(run_dir)
+    by = defaultdict(list)
+    for r in rows:
+        by[(r["workload"], r["metric"])].append(r)
+    assert len(by[("baseline", "network_bandwidth")]) == 6  # 3 nodes + client: every pair
+    for key, unit in {("radosbench", "bandwidth"): "MB/s", ("fio", "bandwidth"): "MB/s", ("fio", "iops"): "op/s",
+                      ("fio", "latency_p99"): "ms", ("iozone", "bandwidth"): "MB/s", ("mdtest", "ops"): "op/s",
+                      ("baseline", "disk_write_bandwidth"): "MB/s"}.items():
+        assert by[key], key
+        assert all(r["unit"] == unit and r["value"] > 0 for r in by[key]), key
+    assert {r["repetition"] for r in by[("radosbench", "bandwidth")]} == {"0", "1"}
+    targets = {(r["params"]["target"], r["params"]["op"]) for r in by[("fio", "bandwidth")]}
+    assert targets == {(t, op) for t in ("cephfs", "rbd", "local") for op in ("read", "write")}
+    cells = {(r["params"]["file_size"], r["params"]["threads"], r["params"]["op"]) for r in by[("iozone", "bandwidth")]}
+    assert len(cells) == 8
+    assert {r["params"]["phase"] for r in by[("mdtest", "ops")]} == {"create", "stat", "read", "unlink"}
+
+
+def test_results_are_plausible_against_baselines(run_dir):
+    rows = load_rows(run_dir)
+    link = max(r["value"] for r in rows if r["metric"] == "network_bandwidth" and "client" in r["params"].values())
+    # RADOS traffic and RBD writes cross the client's link: they cannot beat what iperf3 got through it.
+    crossing = [r for r in rows if r["metric"] == "bandwidth" and (r["workload"] == "radosbench" or
+                (r["workload"] == "fio" and r["params"]["target"] == "rbd" and r["params"]["op"] == "write"))]
+    assert crossing and all(0 < r["value"] < 1.5 * link for r in crossing), (link, [r["value"] for r in crossing])
+
+
+def test_sampler_time_series(run_dir):
+    with open(run_dir / "timeseries.csv") as fh:
+        series = {row["series"] for row in csv.DictReader(fh)}
+    for expected in ("cpu.total", "rss.osd.0", "net.node1.tx", "net.client.rx", "ceph.health", "ceph.pgs.active+clean",
+                     "disk.node2.write"):
+        assert expected in series, expected
+
+
+def test_report_names_a_bottleneck_for_every_workload(run_dir):
+    html = (run_dir / "report.html").read_text()
+    lines = re.findall(r"<li>([^<]*(?:-bound|saturated)[^<]*)</li>", html)
+    assert {line.split()[0] for line in lines} == {"radosbench", "fio", "iozone", "mdtest"}
+    assert all(re.search(r"\d+ % of CPU", line) for line in lines)
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, "chromium is needed for the report test; scripts/install-deps.sh installs it"
+    return path
+
+
+def test_report_renders_in_headless_chromium(run_dir):
+    profile = tempfile.mkdtemp(prefix="dfslab-chromium-")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0"]
+    url = f"file://{run_dir / 'report.html'}"
+    res = subprocess.run([chromium(), *flags, "--virtual-time-budget=3000", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    dom = res.stdout
+    html = (run_dir / "report.html").read_text()
+    figures = html.count("<figure>")
+    assert figures >= 8
+    assert dom.count("<svg") == html.count("<svg") >= figures  # every plot is in the rendered page
+    console = [l for l in res.stderr.splitlines() if "CONSOLE" in l and ("Error" in l or "error" in l)]
+    assert console == []
+    shot = run_dir / "screenshot.png"
+    subprocess.run([chromium(), *flags, "--window-size=1200,3000", f"--screenshot={shot}", url],
+                   capture_output=True, timeout=120, check=True)
+    assert shot.stat().st_size > 50_000  # a page with plots, not a blank one
+
+
+def test_runs_lists_the_run(run_dir):
+    out = dfslab("runs").stdout
+    assert run_dir.name in out.replace("\n", "") or "t-exp" in out
+
+
+def test_compare_with_itself_is_ratio_one_and_not_significant(run_dir):
+    rows = json.loads(dfslab("compare", str(run_dir), str(run_dir), "--json").stdout)
+    bw = [r for r in rows if r["metric"] == "bandwidth"]
+    assert bw and all(r["ratio"] == pytest.approx(1.0) and not r["significant"] for r in bw)
+    assert all(r["low"] is not None for r in bw if r["n_a"] >= 2)
+    table = dfslab("compare", str(run_dir), str(run_dir)).stdout
+    assert "B/A" in table and "radosbench" in table
+
+
+def test_run_owning_its_cluster_tears_it_down(tmp_path):
+    exp = {"name": "t-own", "cluster": {"name": "t-own", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
+                                                                             "osd_size": "2GiB"}},
+           "baselines": {"network": False, "disk": False},
+           "workloads": [{"type": "radosbench", "seconds": 2, "modes": ["write"]}]}
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    try:
+        res = dfslab("run", str(path))
+    finally:
+        cluster.down("t-own")
+    assert cluster.leftovers("t-own") == []
+    run = Path(res.stdout.strip().split("report: ")[-1]).parent
+    assert any(r["metric"] == "bandwidth" for r in load_rows(run))
+    assert Path(os.environ["DFSLAB_RUNS"]) in run.parents
+
+
+def test_cephfs_workload_on_a_cluster_without_cephfs_is_refused_before_anything_runs(tmp_path):
+    exp = {"name": "t-nofs", "cluster": {"name": "t-nofs", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False}},
+           "workloads": [{"type": "radosbench"}, {"type": "fio", "target": ["rbd", "cephfs"], "seconds": 1}]}
+    path = tmp_path / "nofs.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    res = dfslab("run", str(path), check=False)
+    assert res.returncode == 2 and "workloads[1].target" in res.stderr and "no CephFS" in res.stderr
+    assert cluster.leftovers("t-nofs") == []
+    assert not list(Path(os.environ["DFSLAB_RUNS"]).glob("*-t-nofs"))
+
+
+def test_failing_workload_is_reported_and_makes_run_exit_nonzero(tmp_path):
+    exp = {"name": "t-fail", "cluster": {"name": "t-fail", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
+                                                                               "osd_size": "2GiB"}},
+           "baselines": {"network": False, "disk": False},
+           "workloads": [{"type": "radosbench", "seconds": 1, "pool": "no-such-pool"},
+                         {"type": "radosbench", "seconds": 1, "modes": ["write"]}]}
+    path = tmp_path / "fail.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    try:
+        res = dfslab("run", str(path), check=False)
+    finally:
+        cluster.down("t-fail")
+    assert res.returncode == 1
+    assert "no-such-pool" in res.stderr
+    run = Path(res.stdout.strip().split("report: ")[-1]).parent
+    assert any(r["metric"] == "bandwidth" for r in load_rows(run))  # the step after the failure still ran
+    assert "Failures" in (run / "report.html").read_text()
