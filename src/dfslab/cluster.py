@@ -41,9 +41,11 @@ def preflight(spec: ClusterSpec) -> None:
         raise ClusterError(f"ceph.osds_per_node/nodes: this cluster plans ~{planned / 2**30:.1f} GiB of daemon memory "
                            f"but only {available / 2**30:.1f} GiB is available; use fewer OSDs")
     free = shutil.disk_usage(dfslab_home() if dfslab_home().exists() else "/").free
-    # Sparse block files grow with data; refuse only when even a modest fill cannot fit.
-    if free < 2 * 2**30:
-        raise ClusterError(f"only {free / 2**30:.1f} GiB free under {dfslab_home()}; set DFSLAB_HOME to a larger disk")
+    osd_bytes = len(spec.nodes) * c.osds_per_node * c.osd_size
+    # OSD block files are sparse, but a host disk that fills before the OSDs do crashes them.
+    if osd_bytes > free:
+        raise ClusterError(f"ceph.osd_size: the OSD files can grow to {osd_bytes / 2**30:.0f} GiB but only "
+                           f"{free / 2**30:.0f} GiB is free under {dfslab_home()}; lower osd_size or set DFSLAB_HOME to a larger disk")
 
 
 class _Interrupted(BaseException):

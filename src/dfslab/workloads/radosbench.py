@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ class RadosBenchParams(WorkloadParams):
     threads: int = Field(16, ge=1, le=256, description="concurrent operations (-t)")
     object_size: Bytes = Field("4MiB", description="-b")
     pool: str = "dfslab"
+    max_objects: int | None = Field(None, ge=1, description="cap on objects written (default: 40 % of the pool's free space)")
 
 
 def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurement]:
@@ -52,6 +54,12 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
     return rows
 
 
+def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float = 0.4) -> int:
+    df = json.loads(runner.run(["ceph", "df", "--format", "json"], "ceph-df", timeout=60))
+    avail = next(p["stats"]["max_avail"] for p in df["pools"] if p["name"] == pool)
+    return max(16, int(avail * fraction // object_size))
+
+
 class RadosBench(Workload):
     name = "radosbench"
     Params = RadosBenchParams
@@ -64,12 +72,15 @@ class RadosBench(Workload):
             raise WorkloadError("radosbench.modes must start with write (seq and rand read what write left)")
         rows: list[Measurement] = []
         tag = f"radosbench-{params.object_size}-{params.threads}t-r{repetition}"
+        # A timed write on a small cluster runs it full, and a full cluster hangs clients and
+        # crashes OSDs: bound what the write may leave behind.
+        max_objects = params.max_objects or max_objects_for(runner, params.pool, params.object_size)
         try:
             for mode in params.modes:
                 argv = ["rados", "-p", params.pool, "bench", str(params.seconds), mode, "-t", str(params.threads),
                         "--run-name", tag]
                 if mode == "write":
-                    argv += ["-b", str(params.object_size), "--no-cleanup"]
+                    argv += ["-b", str(params.object_size), "--no-cleanup", "--max-objects", str(max_objects)]
                 out = runner.run(argv, f"{tag}-{mode}", timeout=params.seconds * 4 + 60)
                 labels = {"mode": mode, "object_size": params.object_size, "threads": params.threads, "seconds": params.seconds}
                 rows += parse(out, labels, repetition)

@@ -82,7 +82,8 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
         "auth client required": "cephx",
         "auth allow insecure global id reclaim": False,
         "keyring": f"{root}/data/$name/keyring",
-        "admin socket": f"{root}/run/$cluster-$name.asok",
+        # Daemons' admin sockets default to $run_dir/$cluster-$name.asok; clients add pid and
+        # context ids to theirs, so many `ceph` commands at once do not collide.
         "run dir": f"{root}/run",
         "crash dir": f"{root}/crash",
         "log file": f"{root}/logs/$cluster-$name.log",
