@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse python3-rados python3-rbd
       fio iperf3 iproute2 util-linux procps fuse3 python3-venv python3-pip
-      chromium)  # chromium: the report test renders report.html headless
+      mariadb-server mariadb-client
+      chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (dfslab creates network namespaces and runs Ceph daemons)" >&2

@@ -84,17 +84,18 @@ def _varying(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
     """Per workload, the parameter keys that differ between its rows (what labels need)."""
     seen: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
     for r in rows:
+        seen[r["workload"]]  # a workload whose rows have no parameters still has an (empty) entry
         for k, v in r["params"].items():
             seen[r["workload"]][k].add(repr(v))
     keep = {"op", "mode", "phase", "target", "src", "dst"}
-    return {w: {k for k, vals in keys.items() if len(vals) > 1 or k in keep} for w, keys in seen.items()}
+    return defaultdict(set, {w: {k for k, vals in keys.items() if len(vals) > 1 or k in keep} for w, keys in seen.items()})
 
 
 def _label(params: dict[str, Any], keys: set[str]) -> str:
     return ", ".join(f"{k}={_fmt(k, v)}" for k, v in sorted(params.items()) if k in keys)
 
 
-SUMMARY_METRICS = ["bandwidth", "iops", "ops", "latency_avg", "latency_p99"]
+SUMMARY_METRICS = ["bandwidth", "iops", "ops", "qps", "latency_avg", "latency_p99", "time_avg"]
 BASELINE_METRICS = ["network_bandwidth", "disk_write_bandwidth", "disk_read_bandwidth", "disk_randread_iops"]
 
 
@@ -233,12 +234,12 @@ def _latency_figures(rows, varying) -> list[dict]:
     return figs
 
 
-NUMERIC_AXES = ("threads", "numjobs", "iodepth", "procs", "osds")
+NUMERIC_AXES = ("threads", "numjobs", "iodepth", "procs", "servers", "clients", "concurrency")
 
 
 def _scaling_figures(rows, varying) -> list[dict]:
     figs = []
-    heads = [r for r in rows if r["t"] is None and r["metric"] in ("bandwidth", "ops") and r["workload"] != "baseline"]
+    heads = [r for r in rows if r["t"] is None and r["metric"] in ("bandwidth", "ops", "qps") and r["workload"] != "baseline"]
     for workload in sorted({r["workload"] for r in heads}):
         for axis in NUMERIC_AXES:
             if axis not in varying.get(workload, ()):
@@ -260,6 +261,28 @@ def _scaling_figures(rows, varying) -> list[dict]:
             ax.legend(fontsize=7)
             figs.append({"svg": _svg(fig), "caption": f"{workload}: scaling with {axis}"})
     return figs
+
+
+def _sql_figure(rows) -> list[dict]:
+    """mysqlslap seconds per run vs concurrency, min/avg/max, one line per target (DockerCEPH fig. 12)."""
+    sql = [r for r in rows if r["workload"] == "sql" and r["metric"] in ("time_avg", "time_min", "time_max")]
+    if not sql:
+        return []
+    data: dict[str, dict[int, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for r in sql:
+        data[r["params"]["target"]][r["params"]["concurrency"]][r["metric"]].append(r["value"])
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    for target, by_c in sorted(data.items()):
+        xs = sorted(by_c)
+        avg = [sum(by_c[x]["time_avg"]) / len(by_c[x]["time_avg"]) for x in xs]
+        low = [a - min(by_c[x]["time_min"] or [a]) for a, x in zip(avg, xs)]
+        high = [max(by_c[x]["time_max"] or [a]) - a for a, x in zip(avg, xs)]
+        ax.errorbar(xs, avg, yerr=[low, high], marker="o", capsize=3, label=f"datadir on {target}")
+    ax.set_xlabel("concurrent sessions")
+    ax.set_ylabel("seconds per run")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return [{"svg": _svg(fig), "caption": "mysqlslap: time per run vs concurrency (bars: min and max)"}]
 
 
 def _per_second(rows, varying) -> list[dict]:
@@ -305,7 +328,7 @@ def build(run_path: Path) -> Path:
         _timeline(series, intervals, lambda n: n.startswith("ceph.pgs.") or n in ("ceph.osds_up", "ceph.health"),
                   "count", "Ceph: PG states, OSDs up and health (0 OK, 1 WARN, 2 ERR) over time", t0),
     ) if f]
-    figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _per_second(rows, varying)
+    figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _per_second(rows, varying)
     html = TEMPLATE.render(
         title=f"run {run.path.name}", cluster=status.get("name", prov.get("cluster", "?")),
         filesystem=status.get("filesystem", "?"), runtime=status.get("runtime", "?"),

@@ -90,7 +90,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     run_dir.start(spec_hash)
     intervals: list[dict[str, Any]] = []
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
-    sampler = endpoint = sampler_backend = attached = None
+    sampler = endpoint = sampler_backend = attached = runner = None
     if owned:
         cluster.up(exp.cluster, progress)
     try:
@@ -139,6 +139,12 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         (run_dir.path / "error.txt").write_text(traceback.format_exc())
         raise
     finally:
+        if runner is not None:  # servers a workload kept (MariaDB) stop before the cluster goes
+            for wl in {id(step.workload): step.workload for step in exp.steps}.values():
+                try:
+                    wl.finish(runner)
+                except Exception as exc:
+                    outcome.failures.append(f"{wl.name}: could not stop cleanly: {exc}")
         if sampler is not None:
             sampler.stop()
             sampler.write_csv(run_dir.path / "timeseries.csv")

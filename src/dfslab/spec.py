@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, PlainSerializer, ConfigDict, Fi
 from .units import UnitError, parse_bandwidth, parse_duration, parse_size
 
 NAME_RE = r"^[a-z][a-z0-9-]{0,23}$"
-RESERVED_NODE_NAMES = {"client", "hub"}
+RESERVED_NODE_NAMES = {"client", "hub"} | {f"client{i}" for i in range(2, 9)}
 
 
 class SpecError(ValueError):
@@ -134,6 +134,7 @@ class ClusterSpec(Strict):
     runtime: Literal["local"] = "local"
     network: Network = Field(default_factory=Network)
     nodes: list[Node] = Field(min_length=1, max_length=16)
+    clients: int = Field(1, ge=1, le=8, description="client namespaces (client, client2, ...) for parallel workloads")
     ceph: CephSpec = Field(default_factory=CephSpec)
 
     @field_validator("name")
@@ -177,6 +178,9 @@ class ClusterSpec(Strict):
 
     def node_names(self) -> list[str]:
         return [n.name for n in self.nodes]
+
+    def client_names(self) -> list[str]:
+        return ["client"] + [f"client{i}" for i in range(2, self.clients + 1)]
 
     def shape_of(self, node: Node) -> LinkShape:
         return LinkShape.model_construct(

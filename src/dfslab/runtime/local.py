@@ -3,6 +3,7 @@
     dfs-<cluster>-hub      holds bridge br0 (no address); the root namespace is never touched
     dfs-<cluster>-<node>   eth0 = <subnet>.(10+i), veth peer v<i> on br0 in the hub
     dfs-<cluster>-client   eth0 = <subnet>.200, where ceph CLI, rados and benchmarks run
+    dfs-<cluster>-client2  eth0 = <subnet>.201, ... more clients when the spec asks (parallel I/O)
 
 Shaping is tc on both ends of a node's veth (egress from the node on eth0, egress towards
 it on v<i>), so a cap holds in both directions. Commands run with `nsenter --net` rather
@@ -60,7 +61,8 @@ def node_addresses(spec: ClusterSpec) -> dict[str, str]:
     net = ipaddress.IPv4Network(spec.network.subnet)
     base = int(net.network_address)
     addrs = {node: str(ipaddress.IPv4Address(base + 10 + i)) for i, node in enumerate(spec.node_names())}
-    addrs[CLIENT] = str(ipaddress.IPv4Address(base + 200))
+    for i, client in enumerate(spec.client_names()):
+        addrs[client] = str(ipaddress.IPv4Address(base + 200 + i))
     return addrs
 
 
@@ -88,7 +90,7 @@ class LocalNetnsRuntime(Runtime):
                 "network.latency / nodes[].latency: this kernel has no tc netem, so added latency cannot be "
                 "emulated; remove the latency fields (bandwidth caps with tbf work)"
             )
-        for name in [self.hub, *(self.ns(n) for n in [*spec.node_names(), CLIENT])]:
+        for name in [self.hub, *(self.ns(n) for n in [*spec.node_names(), *spec.client_names()])]:
             if (NETNS_DIR / name).exists():
                 raise RuntimeError_(f"network namespace {name} already exists; run `dfslab down {self.state.name}` first")
 
@@ -99,8 +101,9 @@ class LocalNetnsRuntime(Runtime):
         _ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
         _ip("-n", self.hub, "link", "set", "br0", "up")
         shapes = {n.name: spec.shape_of(n) for n in spec.nodes}
-        shapes[CLIENT] = LinkShape.model_construct(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
-        for i, node in enumerate([*spec.node_names(), CLIENT]):
+        for client in spec.client_names():
+            shapes[client] = LinkShape.model_construct(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
+        for i, node in enumerate([*spec.node_names(), *spec.client_names()]):
             ns, port = self.ns(node), f"v{i}"
             self._add_ns(ns)
             _ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)

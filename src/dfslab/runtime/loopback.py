@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from ..spec import ClusterSpec
-from . import CLIENT, Runtime, RuntimeError_
+from . import Runtime, RuntimeError_
 
 
 class LoopbackRuntime(Runtime):
@@ -29,7 +29,8 @@ class LoopbackRuntime(Runtime):
         # A per-cluster third octet keeps several clusters' daemons apart on one loopback.
         octet = int(hashlib.sha1(spec.name.encode()).hexdigest(), 16) % 200 + 20
         addrs = {node: f"127.77.{octet}.{10 + i}" for i, node in enumerate(spec.node_names())}
-        addrs[CLIENT] = f"127.77.{octet}.200"
+        for i, client in enumerate(spec.client_names()):
+            addrs[client] = f"127.77.{octet}.{200 + i}"
         return addrs
 
     def command(self, node: str, argv: list[str]) -> list[str]:

@@ -51,6 +51,7 @@ class Runner:
     scratch: Path | None = None  # a directory on the machine's own disk (baselines, local comparisons)
     addresses: dict[str, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
+    clients: list[str] = field(default_factory=lambda: ["client"])
 
     def popen(self, argv: list[str], node: str = "client", **kw) -> subprocess.Popen:
         return subprocess.Popen(self.command(node, argv), env=self.env, **kw)
@@ -58,15 +59,20 @@ class Runner:
     def run(self, argv: list[str], name: str, node: str = "client", timeout: float = 600, check: bool = True) -> str:
         """Run a tool, keep its output untouched in raw/<name>.txt, return it (check: raise on failure)."""
         res = subprocess.run(self.command(node, argv), capture_output=True, text=True, env=self.env, timeout=timeout)
-        self.raw_dir.mkdir(parents=True, exist_ok=True)
-        path = self.raw_dir / f"{name}.txt"
-        path.write_text(res.stdout)  # untouched; the command and stderr go beside it
-        (self.raw_dir / f"{name}.cmd").write_text(shlex.join(argv) + "\n")
-        if res.stderr:
-            (self.raw_dir / f"{name}.stderr").write_text(res.stderr)
+        path = self.keep(name, argv, res.stdout, res.stderr)
         if res.returncode != 0 and check:
             raise WorkloadError(f"`{' '.join(argv)}` exited {res.returncode}; output in {path}: {res.stderr.strip()[-300:]}")
         return res.stdout if res.returncode == 0 else ""
+
+    def keep(self, name: str, argv: list[str], stdout: str, stderr: str) -> Path:
+        """raw/<name>.txt is the tool's output untouched; the command and stderr go beside it."""
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        path = self.raw_dir / f"{name}.txt"
+        path.write_text(stdout)
+        (self.raw_dir / f"{name}.cmd").write_text(shlex.join(argv) + "\n")
+        if stderr:
+            (self.raw_dir / f"{name}.stderr").write_text(stderr)
+        return path
 
 
 class Workload(ABC):
@@ -88,6 +94,9 @@ class Workload(ABC):
         """The figures a bottleneck line is about: throughput, one per direction/phase."""
         return [r for r in rows if r.metric == "bandwidth" and r.t is None]
 
+    def finish(self, runner: Runner) -> None:
+        """Called once after the experiment's last step: stop what the workload kept running."""
+
 
 def direction(params: dict[str, Any]) -> str:
     """Whether a measurement moved data to storage ("write") or from it ("read")."""
@@ -104,6 +113,9 @@ WORKLOADS = {
     "fio": "dfslab.workloads.fio:Fio",
     "iozone": "dfslab.workloads.iozone:IozoneGrid",
     "mdtest": "dfslab.workloads.mdtest:Mdtest",
+    "sql": "dfslab.workloads.sql:Sql",
+    "scaling": "dfslab.workloads.scaling:OsdScaling",
+    "parallel": "dfslab.workloads.parallel:ParallelIO",
 }
 
 

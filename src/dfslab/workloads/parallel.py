@@ -1,0 +1,74 @@
+"""Parallel I/O, IOR-style (Azure's GlusterFS guide, SLAC): N client namespaces × M processes
+each, file per process, large transfers; every client has its own mount and all write (then
+read) at once. Aggregate bandwidth = all bytes moved / the slowest client's time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ..spec import Bytes
+from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from .fio import fio_argv
+from .iozone import drop_caches
+
+
+class ParallelParams(WorkloadParams):
+    target: Literal["cephfs", "local"] = "cephfs"
+    clients: int = Field(1, ge=1, le=8, description="client namespaces (the spec's `clients` must be at least this)")
+    procs: int = Field(2, ge=1, le=64, description="processes per client, a file each")
+    transfer_size: Bytes = "32MiB"
+    block_size: Bytes = Field("128MiB", description="bytes per process")
+
+
+class ParallelIO(Workload):
+    name = "parallel"
+    Params = ParallelParams
+
+    def estimate(self, params: ParallelParams) -> float:
+        return 2 * params.clients * params.procs * params.block_size / 150e6 + 5
+
+    def directory(self, runner: Runner, client: str, target: str) -> Path:
+        if target == "cephfs":
+            if runner.mount is None:
+                raise WorkloadError("this cluster has no POSIX mount for parallel target cephfs")
+            path = runner.mount(client) / "dfslab-ior" / client
+        else:
+            path = (runner.scratch or Path("/tmp")) / "ior" / client
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def run(self, runner: Runner, params: ParallelParams, repetition: int) -> list[Measurement]:
+        if params.clients > len(runner.clients):
+            raise WorkloadError(f"parallel.clients={params.clients} but the cluster has {len(runner.clients)} client "
+                                f"namespace(s); set `clients: {params.clients}` in the cluster spec")
+        clients = runner.clients[:params.clients]
+        dirs = {c: self.directory(runner, c, params.target) for c in clients}
+        labels = params.model_dump(mode="python")
+        rows = []
+        for op in ("write", "read"):
+            if op == "read":
+                drop_caches()
+            procs = {}
+            for c in clients:
+                argv = fio_argv(f"ior-{c}", rw=op, bs=params.transfer_size, size=params.block_size, numjobs=params.procs,
+                                ioengine="psync", directory=str(dirs[c]), end_fsync=int(op == "write"))
+                procs[c] = (argv, runner.popen(argv, node=c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            moved, slowest = 0, 0.0
+            for c, (argv, proc) in procs.items():
+                out, err = proc.communicate(timeout=3600)
+                tag = f"parallel-{params.target}-c{params.clients}-p{params.procs}-{op}-{c}-r{repetition}"
+                runner.keep(tag, argv, out, err)
+                if proc.returncode != 0:
+                    raise WorkloadError(f"fio on {c} exited {proc.returncode}: {err.strip()[-300:]}")
+                job = json.loads(out[out.index("{"):])["jobs"][0][op]
+                moved += job["io_bytes"]
+                slowest = max(slowest, job["runtime"] / 1000)
+            if slowest <= 0:
+                raise WorkloadError("fio reported no runtime")
+            rows.append(Measurement(self.name, "bandwidth", moved / slowest / 1e6, "MB/s", {**labels, "op": op}, repetition))
+        return rows

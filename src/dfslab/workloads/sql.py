@@ -1,0 +1,133 @@
+"""SQL on the filesystem (DockerCEPH fig. 12): MariaDB with its datadir on CephFS, or on the
+machine's own disk for comparison, loaded with mysqlslap's auto-generated SQL at a given
+concurrency; seconds per run (min / avg / max over iterations) and queries per second.
+
+One server per target is started on the client node for the first step that needs it and
+stopped by `finish` after the last one."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+
+TIMES = {"Average": "time_avg", "Minimum": "time_min", "Maximum": "time_max"}
+
+
+class SqlParams(WorkloadParams):
+    target: Literal["cephfs", "local"] = "cephfs"
+    concurrency: int = Field(4, ge=1, le=128, description="concurrent client sessions (sweep 4..20 as the seed)")
+    iterations: int = Field(3, ge=1, le=50)
+    queries: int = Field(2048, ge=1, description="total queries per iteration (corrected to divide evenly)")
+    int_cols: int = Field(2, ge=1, le=50)
+    char_cols: int = Field(3, ge=1, le=50)
+
+
+def parse(output: str) -> dict[str, float]:
+    found = {}
+    for word, metric in TIMES.items():
+        m = re.search(rf"{word} number of seconds to run all queries: ([\d.]+) seconds", output)
+        if m:
+            found[metric] = float(m.group(1))
+    return found
+
+
+class MariaDB:
+    """A mariadbd on the client node, datadir wherever the target puts it."""
+
+    def __init__(self, runner: Runner, datadir: Path, socket: Path):
+        self.runner, self.datadir, self.socket = runner, datadir, socket
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 120) -> None:
+        for tool in ("mariadbd", "mariadb-install-db", "mysqlslap"):
+            if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+                raise WorkloadError(f"{tool} is missing; scripts/install-deps.sh installs mariadb-server and mariadb-client")
+        shutil.rmtree(self.datadir, ignore_errors=True)
+        self.datadir.mkdir(parents=True)
+        self.runner.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}", "--user=root",
+                         "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"],
+                        f"sql-install-db-{self.datadir.parent.name}", timeout=timeout)
+        self.socket.unlink(missing_ok=True)
+        self.proc = self.runner.popen(
+            ["mariadbd", "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
+             f"--pid-file={self.socket.with_suffix('.pid')}", "--skip-networking", "--user=root", "--skip-grant-tables",
+             "--innodb-buffer-pool-size=128M", f"--log-error={self.socket.with_suffix('.err')}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise WorkloadError(f"mariadbd exited {self.proc.returncode}; see {self.socket.with_suffix('.err')}")
+            if self.socket.exists():
+                return
+            time.sleep(0.2)
+        raise WorkloadError(f"mariadbd did not open {self.socket} within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        shutil.rmtree(self.datadir, ignore_errors=True)
+
+
+class Sql(Workload):
+    name = "sql"
+    Params = SqlParams
+
+    def __init__(self) -> None:
+        self.servers: dict[str, MariaDB] = {}
+
+    def estimate(self, params: SqlParams) -> float:
+        return params.iterations * params.queries / 800 + 2 + (10 if params.target not in self.servers else 0)
+
+    def server(self, runner: Runner, target: str) -> MariaDB:
+        if target not in self.servers:
+            if target == "cephfs":
+                if runner.mount is None:
+                    raise WorkloadError("this cluster has no POSIX mount for sql target cephfs")
+                datadir = runner.mount("client") / "dfslab-sql" / "data"
+            else:
+                datadir = (runner.scratch or Path("/tmp")) / "sql-local" / "data"
+            # The socket stays on local disk: a UNIX socket on a FUSE mount is not portable.
+            socket = (runner.scratch or Path("/tmp")) / f"sql-{target}.sock"
+            server = MariaDB(runner, datadir, socket)
+            server.start()
+            self.servers[target] = server
+        return self.servers[target]
+
+    def run(self, runner: Runner, params: SqlParams, repetition: int) -> list[Measurement]:
+        server = self.server(runner, params.target)
+        c = params.concurrency
+        queries = params.queries + (-params.queries % c)  # the seed's "queries_corrected": divides evenly
+        tag = f"sql-{params.target}-c{c}-r{repetition}"
+        out = runner.run(["mysqlslap", f"--socket={server.socket}", "--user=root", f"--concurrency={c}",
+                          f"--iterations={params.iterations}", f"--number-int-cols={params.int_cols}",
+                          f"--number-char-cols={params.char_cols}", f"--number-of-queries={queries}",
+                          "--auto-generate-sql", "-v"], tag, timeout=1800)
+        times = parse(out)
+        if "time_avg" not in times:
+            raise WorkloadError(f"mysqlslap printed no timing; see {runner.raw_dir / tag}.txt")
+        labels = {**params.model_dump(mode="python"), "queries": queries}
+        rows = [Measurement(self.name, metric, value, "s", labels, repetition) for metric, value in times.items()]
+        rows.append(Measurement(self.name, "qps", queries / times["time_avg"], "op/s", labels, repetition))
+        return rows
+
+    def headlines(self, rows: list[Measurement]) -> list[Measurement]:
+        return [r for r in rows if r.metric == "qps"]
+
+    def finish(self, runner: Runner) -> None:
+        for server in self.servers.values():
+            server.stop()
+        self.servers.clear()
