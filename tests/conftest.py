@@ -39,6 +39,10 @@ def dfslab(*args: str, check: bool = True, timeout: float = 600) -> subprocess.C
     return res
 
 
+def small_spec(name: str, cephfs: bool = True, clients: int = 1) -> str:
+    return SMALL_SPEC.format(name=name, cephfs=str(cephfs).lower(), clients=clients)
+
+
 def write_spec(tmp: Path, text: str) -> Path:
     path = tmp / "spec.yaml"
     path.write_text(text)
@@ -62,6 +66,7 @@ def wait_for(pred, timeout: float, what: str, interval: float = 0.05):
 SMALL_SPEC = """
 name: {name}
 nodes: 3
+clients: {clients}
 ceph:
   mons: 1
   osds_per_node: 1

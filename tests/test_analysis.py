@@ -40,3 +40,4 @@ def test_cpu_during_an_interval():
     samples = [(0.0, 10.0), (1.0, 50.0), (2.0, 90.0), (3.0, 10.0)]
     assert cpu_during(samples, 0.5, 2.5) == 70.0
     assert cpu_during(samples, 10, 20) is None
+    assert cpu_during(samples, 1.2, 1.4) == 90.0  # shorter than the interval: the sample that covers it

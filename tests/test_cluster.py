@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMALL_SPEC, dfslab, status_json, write_spec
+from conftest import small_spec, dfslab, status_json, write_spec
 from dfslab import cluster
 from dfslab.state import ClusterState
 
@@ -23,7 +23,7 @@ def root_links() -> set[str]:
 @pytest.fixture(scope="module")
 def up_cluster(tmp_path_factory):
     links_before = root_links()
-    spec = write_spec(tmp_path_factory.mktemp("spec"), SMALL_SPEC.format(name=NAME, cephfs="true"))
+    spec = write_spec(tmp_path_factory.mktemp("spec"), small_spec(NAME, cephfs=True))
     result = dfslab("up", str(spec))
     yield {"up": result, "links_before": links_before}
     cluster.down(NAME)
@@ -72,7 +72,7 @@ def test_cli_reaches_the_cluster_only_from_its_namespaces(up_cluster):
 
 
 def test_second_up_with_same_name_is_refused(up_cluster, tmp_path):
-    spec = write_spec(tmp_path, SMALL_SPEC.format(name=NAME, cephfs="false"))
+    spec = write_spec(tmp_path, small_spec(NAME, cephfs=False))
     res = dfslab("up", str(spec), check=False)
     assert res.returncode == 2 and "already exists" in res.stderr
     assert status_json(NAME)["health"] == "HEALTH_OK"  # the running cluster is untouched

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DFSLAB, REPO, SMALL_SPEC, dfslab, wait_for, write_spec
+from conftest import DFSLAB, REPO, small_spec, dfslab, wait_for, write_spec
 from dfslab import cluster
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.cluster
 
 
 def start_up(tmp_path: Path, name: str) -> subprocess.Popen:
-    spec = write_spec(tmp_path, SMALL_SPEC.format(name=name, cephfs="true"))
+    spec = write_spec(tmp_path, small_spec(name, cephfs=True))
     return subprocess.Popen([*DFSLAB, "up", str(spec)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

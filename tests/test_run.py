@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import SMALL_SPEC, dfslab, write_spec
+from conftest import small_spec, dfslab, write_spec
 from dfslab import cluster
 
 pytestmark = pytest.mark.cluster
@@ -32,6 +32,9 @@ EXPERIMENT = {
          "size": "32MiB", "seconds": 2},
         {"type": "iozone", "file_size": ["8MiB", "16MiB"], "threads": [1, 2]},
         {"type": "mdtest", "procs": 2, "files_per_proc": 100},
+        {"type": "sql", "target": ["cephfs", "local"], "concurrency": [2, 4], "iterations": 1, "queries": 128},
+        {"type": "scaling", "servers": [1, 2], "modes": ["write"], "seconds": 2},
+        {"type": "parallel", "clients": [1, 2], "procs": 2, "block_size": "16MiB", "transfer_size": "4MiB"},
     ],
 }
 
@@ -48,7 +51,7 @@ def load_rows(run: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run")
-    dfslab("up", str(write_spec(tmp, SMALL_SPEC.format(name=NAME, cephfs="true"))))
+    dfslab("up", str(write_spec(tmp, small_spec(NAME, cephfs=True, clients=2))))
     exp = tmp / "exp.yaml"
     exp.write_text(yaml.safe_dump(EXPERIMENT))
     try:
@@ -60,6 +63,7 @@ def run_dir(tmp_path_factory):
 
 
 def test_run_directory_is_complete(run_dir):
+    assert "mysqlslap" in (run_dir / "report.html").read_text()
     for name in ("experiment.yaml", "spec.yaml", "provenance.json", "results.csv", "timeseries.csv",
                  "intervals.json", "status.json", "report.html"):
         assert (run_dir / name).is_file(), name
@@ -89,6 +93,12 @@ def test_every_workload_measured_with_units(run_dir):
     cells = {(r["params"]["file_size"], r["params"]["threads"], r["params"]["op"]) for r in by[("iozone", "bandwidth")]}
     assert len(cells) == 8
     assert {r["params"]["phase"] for r in by[("mdtest", "ops")]} == {"create", "stat", "read", "unlink"}
+    sql = {(r["params"]["target"], r["params"]["concurrency"]) for r in by[("sql", "time_avg")]}
+    assert sql == {("cephfs", 2), ("cephfs", 4), ("local", 2), ("local", 4)}
+    assert all(r["unit"] == "s" for r in by[("sql", "time_avg")]) and by[("sql", "qps")]
+    assert {(r["params"]["servers"], r["params"]["osds"]) for r in by[("scaling", "bandwidth")]} == {(1, 1), (2, 2)}
+    assert {(r["params"]["clients"], r["params"]["op"]) for r in by[("parallel", "bandwidth")]} == \
+        {(c, op) for c in (1, 2) for op in ("write", "read")}
 
 
 def test_results_are_plausible_against_baselines(run_dir):
@@ -111,7 +121,7 @@ def test_sampler_time_series(run_dir):
 def test_report_names_a_bottleneck_for_every_workload(run_dir):
     html = (run_dir / "report.html").read_text()
     lines = re.findall(r"<li>([^<]*(?:-bound|saturated)[^<]*)</li>", html)
-    assert {line.split()[0] for line in lines} == {"radosbench", "fio", "iozone", "mdtest"}
+    assert {line.split()[0] for line in lines} == {"radosbench", "fio", "iozone", "mdtest", "sql", "scaling", "parallel"}
     assert all(re.search(r"\d+ % of CPU", line) for line in lines)
 
 

@@ -59,9 +59,13 @@ class Limits:
 
 
 def cpu_during(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
-    """Mean machine CPU % between start and end from (t, value) samples."""
+    """Mean machine CPU % between start and end from (t, value) samples. A step shorter than
+    the sampling interval gets the first sample after it started (its CPU % covers the step)."""
     inside = [v for t, v in samples if start <= t <= end]
-    return statistics.fmean(inside) if inside else None
+    if inside:
+        return statistics.fmean(inside)
+    after = [(t, v) for t, v in samples if t > start]
+    return min(after)[1] if after and min(after)[0] - end < 2.0 else None
 
 
 def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limits: Limits) -> dict[str, Any]:

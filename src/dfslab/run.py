@@ -65,7 +65,7 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str
     try:
         rows = step.workload.run(runner, step.params, rep)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
-        return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc))
+        return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc))
     run_dir.add(rows)
     return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
 

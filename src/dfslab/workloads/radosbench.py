@@ -56,7 +56,9 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
 
 def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float = 0.4) -> int:
     df = json.loads(runner.run(["ceph", "df", "--format", "json"], "ceph-df", timeout=60))
-    avail = next(p["stats"]["max_avail"] for p in df["pools"] if p["name"] == pool)
+    avail = next((p["stats"]["max_avail"] for p in df["pools"] if p["name"] == pool), None)
+    if avail is None:
+        raise WorkloadError(f"pool {pool!r} does not exist; pools: {', '.join(p['name'] for p in df['pools'])}")
     return max(16, int(avail * fraction // object_size))
 
 
