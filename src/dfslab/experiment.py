@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .spec import NAME_RE, ClusterSpec, Seconds, SpecError, Strict, _problems, parse_spec
+from .spec import ClusterSpec, Seconds, SpecError, Strict, _problems, check_name, parse_spec
 from .workloads import WORKLOADS, Workload, workload
 
 
@@ -50,10 +50,7 @@ class ExperimentFile(Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        import re
-        if not re.match(NAME_RE, value):
-            raise ValueError(f"experiment names are lower-case letters, digits and '-' (got {value!r})")
-        return value
+        return check_name(value, "experiment")
 
 
 @dataclass

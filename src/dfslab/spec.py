@@ -21,6 +21,14 @@ NAME_RE = r"^[a-z][a-z0-9-]{0,23}$"
 RESERVED_NODE_NAMES = {"client", "hub"} | {f"client{i}" for i in range(2, 9)}
 
 
+def check_name(value: str, what: str) -> str:
+    """Names become namespace, directory and pool names: keep them short and plain."""
+    if not re.match(NAME_RE, value):
+        raise ValueError(f"{what} names are lower-case letters, digits and '-', starting with a letter, "
+                         f"at most 24 chars (got {value!r})")
+    return value
+
+
 class SpecError(ValueError):
     """A spec that cannot be used. `problems` is a list of (yaml path, message)."""
 
@@ -85,8 +93,7 @@ class Node(LinkShape):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not re.match(NAME_RE, value):
-            raise ValueError(f"node names are lower-case letters, digits and '-', starting with a letter, at most 24 chars (got {value!r})")
+        check_name(value, "node")
         if value in RESERVED_NODE_NAMES:
             raise ValueError(f"{value!r} is reserved by dfslab; pick another node name")
         return value
@@ -140,9 +147,7 @@ class ClusterSpec(Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not re.match(NAME_RE, value):
-            raise ValueError(f"cluster names are lower-case letters, digits and '-', starting with a letter, at most 24 chars (got {value!r})")
-        return value
+        return check_name(value, "cluster")
 
     @field_validator("nodes", mode="before")
     @classmethod

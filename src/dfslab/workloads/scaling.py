@@ -70,7 +70,7 @@ class OsdScaling(Workload):
     Params = ScalingParams
 
     def estimate(self, params: ScalingParams) -> float:
-        return len(params.modes) * (params.seconds + 2) + 10
+        return RadosBench().estimate(params) + 7  # + making and removing the confined pool
 
     def run(self, runner: Runner, params: ScalingParams, repetition: int) -> list[Measurement]:
         if params.servers > len(runner.nodes):
