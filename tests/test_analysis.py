@@ -31,6 +31,13 @@ def test_bottleneck_names_the_saturated_resource():
     assert line.startswith("radosbench write 246 MB/s — 94 % of CPU") and line.endswith("CPU-bound")
 
 
+def test_a_resource_the_result_exceeds_is_not_the_bottleneck():
+    limits = Limits(client_link=1500.0, disk_read=1000.0, disk_write=1000.0)
+    cached = bottleneck(1400.0, "MB/s", "read", 40.0, limits)
+    assert cached["bound"] == "link"  # 93 % of the link; the disk was bypassed
+    assert cached["exceeded"] == ["disk"] and "served from cache" in cached["verdict"]
+
+
 def test_metadata_ops_compare_only_with_cpu():
     result = bottleneck(500.0, "op/s", "write", 90.0, Limits(100.0, 100.0, 100.0))
     assert set(result["fractions"]) == {"CPU"} and result["verdict"] == "CPU-bound"

@@ -263,6 +263,69 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory, runs/<id>/
 
 
 @app.command()
+def fault(
+    name: str = typer.Argument(..., help="cluster name"),
+    kind: str = typer.Argument(..., help="kill | stop | node | out | partition | degrade, or: restore, list"),
+    target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, or a node name"),
+    option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit"),
+) -> None:
+    """Break a running cluster on purpose, and put it back.
+
+    dfslab fault small kill osd.1 · dfslab fault small partition node2 ·
+    dfslab fault small degrade node3 --set bandwidth=100mbit · dfslab fault small restore
+    """
+    from . import chaos
+    try:
+        attached = cluster.attach(name)
+    except USER_ERRORS as exc:
+        fail(exc)
+    try:
+        if kind == "list":
+            for f in chaos.active(attached):
+                print(f"active: {f['kind']} {f['target']}")
+            for k in sorted(chaos.FAULTS):
+                print(f"{k:<10} {chaos.fault_class(k).help}")
+        elif kind == "restore":
+            undone = chaos.restore_all(attached)
+            console.print(f"[green]✓[/] undid {len(undone)} fault(s): " + ", ".join(f"{f['kind']} {f['target']}" for f in undone))
+        else:
+            if not target:
+                fail(ValueError(f"fault {kind} needs a target, e.g. dfslab fault {name} {kind} osd.1"))
+            options = dict(o.split("=", 1) for o in option if "=" in o)
+            done = chaos.inject(attached, kind, target, **options)
+            console.print(f"[yellow]injected[/] {done.kind} {done.target}; undo with: dfslab fault {name} restore")
+    except chaos.FaultError as exc:
+        fail(exc)
+    finally:
+        attached.close()
+
+
+@app.command()
+def verify(
+    name: str = typer.Argument(..., help="cluster name"),
+    manifest: Path = typer.Argument(..., help="manifest.json of a seeded dataset (runs/<id>/integrity/)"),
+    journals: List[Path] = typer.Argument(None, help="journals of acknowledged writes"),
+    timeout: float = typer.Option(30, help="seconds a read may take before the object counts as lost"),
+) -> None:
+    """Read back every seeded and acknowledged object; exit 1 if any is lost or corrupt."""
+    argv = [sys.executable, "-m", "dfslab.chaos.integrity", "verify", "dfslab", str(manifest.resolve()),
+            *[str(j.resolve()) for j in journals or []]]
+    try:
+        wrapped, env = cluster.client_command(name, argv)
+    except USER_ERRORS as exc:
+        fail(exc)
+    res = subprocess.run(wrapped, env={**env, "DFSLAB_VERIFY_TIMEOUT": str(timeout)}, capture_output=True, text=True)
+    if res.returncode != 0:
+        fail(RuntimeError(f"verify failed: {res.stderr.strip()[-500:]}"))
+    result = json.loads(res.stdout)
+    print(json.dumps(result, indent=2))
+    if result["lost"] or result["corrupt"]:
+        console.print(f"[bold red]{result['lost']} lost, {result['corrupt']} corrupt[/] of {result['checked']}")
+        raise typer.Exit(1)
+    console.print(f"[green]✓[/] all {result['checked']} intact")
+
+
+@app.command()
 def version() -> None:
     """Print dfslab's version."""
     print(__version__)

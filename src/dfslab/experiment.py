@@ -38,6 +38,28 @@ class Sampler(Strict):
     prometheus_port: int = Field(0, ge=0, le=65535, description="serve latest samples on 127.0.0.1:PORT (0: off)")
 
 
+class FaultEntry(Strict):
+    kind: str = Field(description="kill | stop | node | out | partition | degrade")
+    target: str = Field(description="osd.1, mon.b, mds.a, mgr.x, a node name, ...")
+    during: int = Field(0, ge=0, description="index of the workload in `workloads` it is timed into")
+    at: Seconds = Field("5s", description="after that workload starts")
+    duration: Seconds = Field("15s", description="how long until the undo (restart, mark in, link up)")
+    options: dict[str, str] = Field(default_factory=dict, description="e.g. {bandwidth: 100mbit} for degrade")
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        from .chaos import FAULTS
+        if value not in FAULTS:
+            raise ValueError(f"unknown fault {value!r}; valid: {', '.join(sorted(FAULTS))}")
+        return value
+
+
+class Integrity(Strict):
+    seed_objects: int = Field(40, ge=0, le=10000, description="objects (and CephFS files) written before the faults")
+    recovery_timeout: Seconds = Field("180s", description="how long to wait for HEALTH_OK after an undo")
+
+
 class ExperimentFile(Strict):
     name: str
     cluster: str | dict[str, Any]
@@ -46,6 +68,8 @@ class ExperimentFile(Strict):
     baselines: Baselines = Field(default_factory=Baselines)
     sampler: Sampler = Field(default_factory=Sampler)
     workloads: list[dict[str, Any]] = Field(min_length=1)
+    faults: list[FaultEntry] = Field(default_factory=list)
+    integrity: Integrity = Field(default_factory=Integrity)
 
     @field_validator("name")
     @classmethod
@@ -131,6 +155,10 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment") -> E
         steps = [step for i, entry in enumerate(exp.workloads) for step in expand(i, entry)]
     except SpecError as err:
         raise SpecError(err.problems, source) from None
+    bad = [(f"faults[{i}].during", f"there is no workloads[{f.during}] ({len(exp.workloads)} workload(s))")
+           for i, f in enumerate(exp.faults) if f.during >= len(exp.workloads)]
+    if bad:
+        raise SpecError(bad, source)
     return Experiment(exp, cluster, steps, data)
 
 

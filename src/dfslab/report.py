@@ -40,6 +40,16 @@ health after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 {% if failures %}<p class="bad"><b>Failures:</b></p><ul>{% for f in failures %}<li class="bad">{{ f }}</li>{% endfor %}</ul>{% endif %}
 {% if skipped %}<p class="warn">Time budget reached; skipped: {{ skipped|join('; ') }}</p>{% endif %}
+{% if faults %}<h2>Faults</h2>
+<p>Integrity: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrity.corrupt else 'bad' }}">{{ integrity.lost }} lost,
+{{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed objects and files (seeded before the faults, and every write the
+client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ integrity.lost_names|join(', ') }}{% endif %}
+{% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
+<table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>undone (s)</th><th>detected after (s)</th>
+<th>recovered after undo (s)</th><th>client writes before (MB/s)</th><th>during (MB/s)</th><th>during / before</th><th class="l">error</th></tr>
+{% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.t_undo }}</td>
+<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
+</table>{% endif %}
 {% if bottlenecks %}<h2>Bottlenecks</h2>
 <p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio;
 writes count every replica against the one disk) and of the machine's CPU while it ran.</p>
@@ -144,7 +154,7 @@ def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
             op = direction(h["params"])
             sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
             keys = varying.get(iv["workload"], set()) - {"op", "mode", "phase"}
-            label = f'{iv["workload"]} {_label(h["params"], keys)}'
+            label = " ".join(filter(None, (iv["workload"], _label(h["params"], keys))))
             grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"])))
     lines = []
     for (label, sub, op, unit), values in grouped.items():
@@ -155,20 +165,25 @@ def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
     return lines
 
 
-def _shade(ax, intervals, t0):
+def _shade(ax, intervals, t0, faults=()):
     for iv in intervals:
         if iv["workload"] != "baseline":
             ax.axvspan(iv["start"] - t0, iv["end"] - t0, color="#999", alpha=0.08)
+    for f in faults:
+        if f.get("inject"):
+            ax.axvline(f["inject"] - t0, color="#c00", linestyle="--", linewidth=1)
+        if f.get("undo"):
+            ax.axvline(f["undo"] - t0, color="#080", linestyle="--", linewidth=1)
 
 
-def _timeline(series, intervals, prefix_fn, ylabel, caption, t0) -> dict | None:
+def _timeline(series, intervals, prefix_fn, ylabel, caption, t0, faults=()) -> dict | None:
     chosen = {name: pts for name, pts in series.items() if prefix_fn(name)}
     if not chosen:
         return None
     fig, ax = plt.subplots(figsize=(9, 3.2))
     for name, pts in sorted(chosen.items()):
         ax.plot([t - t0 for t, _ in pts], [v for _, v in pts], label=name, linewidth=1.2)
-    _shade(ax, intervals, t0)
+    _shade(ax, intervals, t0, faults)
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
@@ -305,6 +320,16 @@ def _per_second(rows, varying) -> list[dict]:
     return figs
 
 
+def _fault_row(f: dict[str, Any], t0: float) -> dict[str, Any]:
+    fmt = lambda v, spec="{:.1f}": "–" if v is None else spec.format(v)  # noqa: E731
+    return {"kind": f["kind"], "target": f["target"], "error": f.get("error"),
+            "t_inject": fmt(f["inject"] - t0 if f.get("inject") else None),
+            "t_undo": fmt(f["undo"] - t0 if f.get("undo") else None),
+            "detect": fmt(f.get("detect_s")), "recover": fmt(f.get("recover_s")),
+            "before": fmt(f.get("throughput_before")), "during": fmt(f.get("throughput_during")),
+            "fraction": fmt(f.get("throughput_fraction"), "{:.0%}")}
+
+
 def build(run_path: Path) -> Path:
     run = RunDir(run_path)
     rows = run.rows()
@@ -317,6 +342,8 @@ def build(run_path: Path) -> Path:
     workloads_rows = [r for r in rows if r["workload"] != "baseline"]
     tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS)),
               ("Baselines", *summarize([r for r in rows if r["workload"] == "baseline"], BASELINE_METRICS))]
+    faults = run.read_json("faults.json") or []
+    integrity = run.read_json("integrity.json") or None
     start, end = prov.get("start"), prov.get("end")
     t0 = start or (min(t for pts in series.values() for t, _ in pts) if series else 0)
     figures = [f for f in (
@@ -325,8 +352,12 @@ def build(run_path: Path) -> Path:
         _timeline(series, intervals, lambda n: re.fullmatch(r"disk\.[^.]+\.write", n) is not None, "MB/s",
                   "disk writes per server (its daemons' block I/O) over time", t0),
         _timeline(series, intervals, lambda n: n == "cpu.total", "%", "machine CPU over time", t0),
-        _timeline(series, intervals, lambda n: n.startswith("ceph.pgs.") or n in ("ceph.osds_up", "ceph.health"),
-                  "count", "Ceph: PG states, OSDs up and health (0 OK, 1 WARN, 2 ERR) over time", t0),
+        _timeline(series, intervals, lambda n: n.startswith("ceph.pgs.") or n in ("ceph.osds_up", "ceph.osds_in", "ceph.health"),
+                  "count", "Ceph: PG states, OSDs up/in and health (0 OK, 1 WARN, 2 ERR) over time"
+                  + ("; red: fault injected, green: undone" if faults else ""), t0, faults),
+        _timeline(series, intervals, lambda n: n in ("ceph.client_write", "ceph.client_read"), "MB/s",
+                  "client throughput as Ceph saw it" + ("; red: fault injected, green: undone" if faults else ""), t0, faults)
+        if faults else None,
     ) if f]
     figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _per_second(rows, varying)
     html = TEMPLATE.render(
@@ -336,6 +367,7 @@ def build(run_path: Path) -> Path:
         started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)) if start else "?",
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
         failures=prov.get("failures", []), skipped=prov.get("skipped", []),
+        faults=[_fault_row(f, t0) for f in faults], integrity=integrity,
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
         tables=tables, figures=figures, daemons=status.get("daemons", []),
     )

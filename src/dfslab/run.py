@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any
 
 from . import cluster, report
 from .backends import Progress, backend_for
+from .chaos import schedule
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, ResourceSampler
 from .results import RunDir
@@ -70,6 +72,70 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str
     return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
 
 
+class FaultRun:
+    """The fault part of a run: seed, timed faults with a checksummed writer, recovery, verify."""
+
+    def __init__(self, exp: Experiment, attached, runner: Runner, run_dir: RunDir):
+        self.exp, self.attached, self.runner, self.run_dir = exp, attached, runner, run_dir
+        self.dir = run_dir.path / "integrity"
+        self.dir.mkdir(exist_ok=True)
+        self.started: set[int] = set()
+        self.journals: list[str] = []
+        self.events: list[dict[str, Any]] = []
+
+    def seed(self) -> None:
+        argv = [*schedule.INTEGRITY, "seed", "dfslab", str(self.dir / "manifest.json"), str(self.exp.file.integrity.seed_objects)]
+        if self.attached.spec.ceph.cephfs:
+            argv.append(str(self.attached.backend.mount("client") / "dfslab-integrity"))
+        self.runner.run(argv, "integrity-seed", timeout=600)
+
+    def start(self, workload_index: int) -> list[tuple[schedule.TimedFault, schedule.Writer]]:
+        if workload_index in self.started:
+            return []
+        self.started.add(workload_index)
+        entries = [(i, f) for i, f in enumerate(self.exp.file.faults) if f.during == workload_index]
+        if not entries:
+            return []
+        writer = schedule.Writer(self.runner, self.dir).start()
+        self.journals.append(str(writer.journal))
+        return [(schedule.TimedFault(self.attached, f, i).start(), writer) for i, f in entries]
+
+    def finish(self, timed, samples) -> None:
+        for fault, _ in timed:
+            fault.join()
+        recover = schedule.wait_recovered(self.attached, self.exp.file.integrity.recovery_timeout)
+        healed_at = time.time() if recover is not None else None
+        writer = timed[0][1]
+        writer.stop()
+        acks = writer.acks()
+        for fault, _ in timed:
+            ev = fault.events
+            inject_at, undo_at = ev.get("inject"), ev.get("undo")
+            if inject_at and undo_at:
+                ev["detect_s"] = schedule.detection(samples, inject_at)
+                ev["recover_s"] = healed_at - undo_at if healed_at else None
+                before = schedule.throughput(acks, max(ev["workload_start"], inject_at - 10), inject_at)
+                during = schedule.throughput(acks, inject_at, undo_at)
+                ev.update(throughput_before=before, throughput_during=during,
+                          throughput_fraction=(during / before) if before and during is not None else None)
+            ev["acknowledged_writes"] = len(acks)
+            self.events.append(ev)
+        self.run_dir.write_json("faults.json", self.events)
+
+    def verify(self) -> list[str]:
+        out = self.runner.run([*schedule.INTEGRITY, "verify", "dfslab", str(self.dir / "manifest.json"), *self.journals],
+                              "integrity-verify", timeout=1800)
+        result = json.loads(out)
+        self.run_dir.write_json("integrity.json", result)
+        problems = [f"fault {e['kind']} {e['target']}: {e['error']}" for e in self.events if e.get("error")]
+        problems += [f"fault {e['kind']} {e['target']}: not recovered within the recovery timeout"
+                     for e in self.events if e.get("undo") and e.get("recover_s") is None]
+        if result["lost"] or result["corrupt"]:
+            problems.append(f"integrity: {result['lost']} lost and {result['corrupt']} corrupt of {result['checked']} "
+                            f"acknowledged objects/files: {', '.join(result['lost_names'] + result['corrupt_names'])[:500]}")
+        return problems
+
+
 def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
     """What only the cluster can tell: refuse before anything runs."""
     problems = [(f"workloads[{step.index}].target", f"cluster {spec.name!r} has no CephFS (ceph.cephfs: false); "
@@ -112,6 +178,10 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         runner = attached.runner(run_dir.raw_dir)
         _baselines(exp, runner, run_dir, progress, intervals)
 
+        faults = FaultRun(exp, attached, runner, run_dir) if exp.file.faults else None
+        if faults:
+            progress("integrity", f"seeding {exp.file.integrity.seed_objects} checksummed objects (and CephFS files)")
+            faults.seed()
         reps = exp.file.repetitions
         plan = [(step, rep) for step in exp.steps for rep in range(reps)]
         clock = _Clock(sum(step.workload.estimate(step.params) for step, _ in plan))
@@ -123,8 +193,12 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 clock.advance(planned)
                 continue
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {clock.eta():.0f} s")
+            timed = faults.start(step.index) if faults else []
             interval = _run_step(step, rep, runner, run_dir)
             intervals.append(interval)
+            if timed:
+                progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {exp.file.integrity.recovery_timeout:.0f} s)")
+                faults.finish(timed, sampler.rows if sampler else [])
             if interval["error"]:
                 outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
                 progress("warning", f"{step.label} rep {rep} failed: {interval['error']}")
@@ -132,6 +206,12 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             run_dir.write_json("intervals.json", intervals)
         if outcome.skipped:
             progress("warning", f"time budget reached: {len(outcome.skipped)} step(s) skipped")
+        if faults:
+            progress("integrity", "reading back every seeded and every acknowledged object")
+            try:
+                outcome.failures += faults.verify()
+            except Exception as exc:  # an unverified run must not pass as a clean one
+                outcome.failures.append(f"integrity: could not verify: {str(exc)[-500:]}")
         progress("collecting status", name)
         run_dir.write_json("status.json", cluster.status(name))
     except BaseException as exc:

@@ -49,6 +49,10 @@ class Backend(ABC):
         """The backend's own health as time-series values {series: (value, unit)}, for the sampler."""
         return {}
 
+    def healthy(self) -> bool:
+        """Fully recovered: healthy and every placement of data complete."""
+        return True
+
     def enable_metrics(self) -> str | None:
         """Turn on the filesystem's own metrics exporter, if it has one; say where it is."""
         return None

@@ -87,6 +87,10 @@ class CephBackend(Backend):
             out[f"ceph.pgs.{entry['state_name']}"] = (entry["count"], "PGs")
         return out
 
+    def healthy(self) -> bool:
+        snap = health.snapshot(self.ctx.admin)
+        return snap.health == "HEALTH_OK" and snap.num_pgs == snap.expected_pgs == snap.clean_pgs
+
     def enable_metrics(self) -> str | None:
         self.ctx.admin.cmd("mgr module enable", module="prometheus")
         return f"ceph-mgr prometheus module on {self.ctx.addresses.get(self.spec.nodes[0].name)}:9283 (inside the cluster's namespaces)"

@@ -1,0 +1,104 @@
+"""Faults: each kind is a module with an inject and its own undo, behind `Fault`.
+
+What a fault changed is written to the cluster's state directory before it is changed
+(resource kind "faults"), so `dfslab fault NAME restore` undoes it later and `dfslab down`
+finds nothing half-broken after dfslab itself was killed (namespaces and processes go with
+the cluster anyway). To add a fault kind: a `Fault` subclass registered in `FAULTS`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+from ..cluster import Attached
+
+
+class FaultError(RuntimeError):
+    """A fault cannot be injected or undone; the message says why."""
+
+
+@dataclass
+class Injected:
+    kind: str
+    target: str
+    at: float
+    record: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "target": self.target, "at": self.at, "record": self.record}
+
+
+class Fault(ABC):
+    kind: str = "?"
+    help: str = ""
+
+    def __init__(self, cluster: Attached):
+        self.cluster = cluster
+
+    @abstractmethod
+    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+        """Break `target`; return what `undo` needs."""
+
+    @abstractmethod
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        """Put `target` back as it was."""
+
+    def ceph(self, *args: str) -> str:
+        res = self.cluster.runtime.run("client", ["ceph", *args], timeout=120, check=False, env=self.cluster.env)
+        if res.returncode != 0:
+            raise FaultError(f"`ceph {' '.join(args)}` failed: {res.stderr.strip()[-300:]}")
+        return res.stdout
+
+
+FAULTS = {
+    "kill": "dfslab.chaos.daemon:KillDaemon",
+    "stop": "dfslab.chaos.daemon:StopDaemon",
+    "node": "dfslab.chaos.daemon:LoseNode",
+    "out": "dfslab.chaos.osdout:MarkOut",
+    "partition": "dfslab.chaos.link:CutLink",
+    "degrade": "dfslab.chaos.link:DegradeLink",
+}
+
+
+def fault_class(kind: str) -> type[Fault]:
+    if kind not in FAULTS:
+        raise FaultError(f"unknown fault {kind!r}; kinds: {', '.join(sorted(FAULTS))}")
+    module, _, cls = FAULTS[kind].partition(":")
+    return getattr(import_module(module), cls)
+
+
+def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injected:
+    fault = fault_class(kind)(cluster)
+    pending = {"kind": kind, "target": target, "at": time.time(), "record": {"pending": True, **options}}
+    cluster.state.add_resource("faults", pending)
+    try:
+        record = fault.inject(target, **options)
+    except Exception:
+        cluster.state.remove_resource("faults", pending)
+        raise
+    done = Injected(kind, target, pending["at"], record)
+    cluster.state.remove_resource("faults", pending)
+    cluster.state.add_resource("faults", done.as_dict())
+    return done
+
+
+def undo(cluster: Attached, injected: dict[str, Any]) -> None:
+    fault_class(injected["kind"])(cluster).undo(injected["target"], injected["record"])
+    cluster.state.remove_resource("faults", injected)
+
+
+def active(cluster: Attached) -> list[dict[str, Any]]:
+    return cluster.state.resources("faults")
+
+
+def restore_all(cluster: Attached) -> list[dict[str, Any]]:
+    """Undo every recorded fault, newest first."""
+    undone = []
+    for injected in reversed(active(cluster)):
+        undo(cluster, injected)
+        undone.append(injected)
+    return undone

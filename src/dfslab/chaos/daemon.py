@@ -1,0 +1,68 @@
+"""Daemon faults: kill -9 one daemon, stop it gracefully, or lose a whole node (every daemon
+in its namespace). Undo starts the same daemons again with the same command line, identity
+and data, as a restarted host would."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from ..procs import TrackedProcess, proc_start_time, terminate
+from . import Fault, FaultError
+
+
+class KillDaemon(Fault):
+    kind = "kill"
+    help = "kill -9 a daemon (osd.N, mon.X, mds.a, mgr.x); undo: start it again"
+    signal = signal.SIGKILL
+
+    def tracked(self, name: str) -> TrackedProcess:
+        proc = self.cluster.runtime.procs.get(name)
+        if proc is None:
+            known = ", ".join(p.name for p in self.cluster.runtime.procs.all() if p.meta.get("kind") != "client")
+            raise FaultError(f"no daemon {name!r} in cluster {self.cluster.state.name}; daemons: {known}")
+        return proc
+
+    def stop(self, proc: TrackedProcess) -> None:
+        if not proc.alive():
+            raise FaultError(f"{proc.name} is not running")
+        if self.signal == signal.SIGKILL:
+            os.kill(proc.pid, signal.SIGKILL)
+        else:
+            terminate([proc.pid], {proc.pid: proc.start_time}, timeout=30)
+
+    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+        proc = self.tracked(target)
+        self.stop(proc)
+        return {"daemons": [{"name": proc.name, "node": proc.node, "argv": proc.argv, "meta": proc.meta}]}
+
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        procs = self.cluster.runtime.procs
+        for d in record.get("daemons", []):
+            current = procs.get(d["name"])
+            if current is not None and current.alive():
+                continue
+            procs.exited(d["name"])  # reap a child of ours, if it is one
+            # argv is already wrapped for the node (nsenter ...): start it as it was.
+            procs.spawn(d["name"], d["node"], d["argv"], env={"MALLOC_ARENA_MAX": "2"}, meta=d["meta"])
+
+
+class StopDaemon(KillDaemon):
+    kind = "stop"
+    help = "stop a daemon with SIGTERM (it shuts down cleanly); undo: start it again"
+    signal = signal.SIGTERM
+
+
+class LoseNode(KillDaemon):
+    kind = "node"
+    help = "kill -9 every daemon of a node at once; undo: start them all again"
+
+    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+        procs = [p for p in self.cluster.runtime.procs.all() if p.node == target and p.meta.get("kind") != "client"]
+        if not procs:
+            raise FaultError(f"no daemons on node {target!r}; nodes: {', '.join(self.cluster.spec.node_names())}")
+        for proc in procs:
+            if proc_start_time(proc.pid) == proc.start_time:
+                os.kill(proc.pid, signal.SIGKILL)
+        return {"daemons": [{"name": p.name, "node": p.node, "argv": p.argv, "meta": p.meta} for p in procs]}

@@ -1,0 +1,111 @@
+"""Faults timed into a run: a thread injects each fault `at` seconds after its workload
+starts and undoes it `duration` later, while a checksummed writer keeps load on the cluster
+and journals every acknowledged write. Afterwards: wait for recovery, then verify."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..cluster import Attached
+from ..experiment import FaultEntry
+from ..workloads import Runner
+from . import inject, undo
+
+INTEGRITY = [sys.executable, "-m", "dfslab.chaos.integrity"]
+
+
+class TimedFault:
+    """One fault entry: inject, hold, undo; events with wall-clock times."""
+
+    def __init__(self, cluster: Attached, entry: FaultEntry, index: int):
+        self.cluster, self.entry, self.index = cluster, entry, index
+        self.events: dict[str, Any] = {"index": index, "kind": entry.kind, "target": entry.target,
+                                       "during": entry.during, "error": None}
+        self._thread = threading.Thread(target=self._run, name=f"fault-{index}", daemon=True)
+
+    def start(self) -> "TimedFault":
+        self.events["workload_start"] = time.time()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            time.sleep(self.entry.at)
+            injected = inject(self.cluster, self.entry.kind, self.entry.target, **self.entry.options)
+            self.events["inject"] = injected.at
+            time.sleep(self.entry.duration)
+            undo(self.cluster, injected.as_dict())
+            self.events["undo"] = time.time()
+        except Exception as exc:
+            self.events["error"] = str(exc) or repr(exc)
+
+    def join(self) -> None:
+        self._thread.join()
+
+
+class Writer:
+    """The checksummed writer on the client node, with its journal of acknowledged writes."""
+
+    def __init__(self, runner: Runner, directory: Path, pool: str = "dfslab"):
+        self.runner, self.directory, self.pool = runner, directory, pool
+        self.journal = directory / f"journal-{int(time.time() * 1000)}.jsonl"
+        self.stopfile = self.journal.with_suffix(".stop")
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "Writer":
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.proc = self.runner.popen([*INTEGRITY, "write", self.pool, str(self.journal), str(self.stopfile)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return self
+
+    def stop(self, timeout: float = 300) -> None:
+        self.stopfile.touch()
+        if self.proc is not None:
+            try:
+                self.proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:  # a write still blocked: its ack never came, nothing was promised
+                self.proc.kill()
+                self.proc.communicate()
+
+    def acks(self) -> list[dict[str, Any]]:
+        if not self.journal.exists():
+            return []
+        return [json.loads(line) for line in self.journal.read_text().splitlines() if line.strip()]
+
+
+def wait_recovered(cluster: Attached, timeout: float) -> float | None:
+    """Seconds until the backend reports full health, or None on timeout."""
+    start = time.time()
+    while time.time() - start < timeout:
+        try:
+            if cluster.backend.healthy():
+                return time.time() - start
+        except Exception:
+            pass  # MONs electing, MGR restarting: keep asking
+        time.sleep(1)
+    return None
+
+
+def throughput(acks: list[dict[str, Any]], start: float, end: float) -> float | None:
+    """MB/s of acknowledged writes whose ack fell in [start, end)."""
+    if end <= start:
+        return None
+    return sum(a["size"] for a in acks if start <= a["ack"] < end) / (end - start) / 1e6
+
+
+def detection(samples: list[tuple[float, str, float, str]], inject_at: float) -> float | None:
+    """Seconds from inject to the first sample where the backend saw something wrong."""
+    for t, series, value, _ in sorted(samples):
+        if t < inject_at:
+            continue
+        degraded = (series == "ceph.health" and value > 0) or (series.startswith("ceph.pgs.") and
+                                                              series != "ceph.pgs.active+clean" and value > 0)
+        if degraded:
+            return t - inject_at
+    return None

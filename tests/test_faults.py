@@ -1,0 +1,142 @@
+"""Faults on a real cluster: each kind breaks something observable and its undo puts it back;
+faults timed into a run lose nothing acknowledged; the checker itself can fail."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import dfslab, small_spec, status_json, wait_for, write_spec
+from dfslab import cluster
+from dfslab.state import ClusterState
+
+pytestmark = pytest.mark.cluster
+NAME = "t-fault"
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory):
+    dfslab("up", str(write_spec(tmp_path_factory.mktemp("f"), small_spec(NAME, cephfs=False))))
+    yield NAME
+    cluster.down(NAME)
+
+
+def daemon(name: str) -> dict:
+    return next(d for d in status_json(NAME)["daemons"] if d["name"] == name)
+
+
+def ceph_json(*args: str) -> dict:
+    return json.loads(dfslab("exec", NAME, "--", "ceph", *args, "--format", "json").stdout)
+
+
+def healthy() -> bool:
+    info = status_json(NAME)
+    return info["health"] == "HEALTH_OK" and info["pgs"]["total"] == info["pgs"]["by_state"].get("active+clean")
+
+
+def test_kill_and_restore_an_osd(up):
+    before = daemon("osd.1")["pid"]
+    dfslab("fault", NAME, "kill", "osd.1")
+    assert not daemon("osd.1")["alive"]
+    wait_for(lambda: not next(o for o in ceph_json("osd", "dump")["osds"] if o["osd"] == 1)["up"], 60, "osd.1 marked down")
+    assert "kill osd.1" in dfslab("fault", NAME, "list").stdout
+    dfslab("fault", NAME, "restore")
+    assert daemon("osd.1")["alive"] and daemon("osd.1")["pid"] != before
+    wait_for(healthy, 120, "HEALTH_OK after restore", interval=1)
+    assert "active:" not in dfslab("fault", NAME, "list").stdout
+
+
+def test_out_and_in(up):
+    dfslab("fault", NAME, "out", "osd.2")
+    assert ceph_json("osd", "dump")["osds"][2]["in"] == 0
+    dfslab("fault", NAME, "restore")
+    assert ceph_json("osd", "dump")["osds"][2]["in"] == 1
+    wait_for(healthy, 120, "HEALTH_OK after mark in", interval=1)
+
+
+def hub_link_flags(port: str) -> list[str]:
+    out = subprocess.run(["ip", "-n", f"dfs-{NAME}-hub", "-o", "link", "show", port], capture_output=True, text=True).stdout
+    return out.split("<", 1)[1].split(">", 1)[0].split(",")
+
+
+def test_partition_cuts_the_link_and_restore_reconnects(up):
+    dfslab("fault", NAME, "partition", "node2")
+    assert "UP" not in hub_link_flags("v1")  # node2's port on the bridge is down
+    res = subprocess.run(["nsenter", f"--net=/run/netns/dfs-{NAME}-client", "ping", "-c", "1", "-W", "1",
+                          status_json(NAME)["addresses"]["node2"]], capture_output=True)
+    assert res.returncode == 1  # ping ran and got no answer: node2 is unreachable
+    dfslab("fault", NAME, "restore")
+    res = subprocess.run(["nsenter", f"--net=/run/netns/dfs-{NAME}-client", "ping", "-c", "1", "-W", "2",
+                          status_json(NAME)["addresses"]["node2"]], capture_output=True)
+    assert res.returncode == 0
+    wait_for(healthy, 120, "HEALTH_OK after the link is back", interval=1)
+
+
+def test_degrade_caps_bandwidth_and_restore_removes_it(up):
+    dfslab("fault", NAME, "degrade", "node3", "--set", "bandwidth=50mbit")
+    qdisc = subprocess.run(["tc", "-n", f"dfs-{NAME}-node3", "qdisc", "show", "dev", "eth0"], capture_output=True, text=True).stdout
+    assert "tbf" in qdisc and "50Mbit" in qdisc
+    dfslab("fault", NAME, "restore")
+    qdisc = subprocess.run(["tc", "-n", f"dfs-{NAME}-node3", "qdisc", "show", "dev", "eth0"], capture_output=True, text=True).stdout
+    assert "tbf" not in qdisc
+
+
+def test_bad_fault_requests_are_refused(up):
+    res = dfslab("fault", NAME, "kill", "osd.9", check=False)
+    assert res.returncode == 2 and "no daemon 'osd.9'" in res.stderr
+    res = dfslab("fault", NAME, "explode", "osd.1", check=False)
+    assert res.returncode == 2 and "unknown fault" in res.stderr
+    res = dfslab("fault", NAME, "degrade", "node1", "--set", "latency=5ms", check=False)
+    assert res.returncode == 2 and "netem" in res.stderr
+
+
+def test_faults_during_load_lose_nothing(up, tmp_path):
+    exp = {"name": "t-faultrun", "cluster": {"name": NAME, "nodes": 3},
+           "baselines": {"network": False, "disk": False},
+           "integrity": {"seed_objects": 12, "recovery_timeout": "120s"},
+           "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 12, "threads": 8, "object_size": "1MiB"},
+                         {"type": "radosbench", "modes": ["write"], "seconds": 8, "threads": 8, "object_size": "1MiB"}],
+           "faults": [{"kind": "kill", "target": "osd.1", "during": 0, "at": "2s", "duration": "6s"},
+                      {"kind": "node", "target": "node3", "during": 1, "at": "2s", "duration": "4s"}]}
+    path = tmp_path / "faults.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    res = dfslab("run", str(path), "--cluster", NAME, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = Path(res.stdout.strip().split("report: ")[-1]).parent
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0
+    assert integrity["checked"] > 12  # the seed and the writer's acknowledged objects
+    events = json.loads((run / "faults.json").read_text())
+    assert [(e["kind"], e["target"]) for e in events] == [("kill", "osd.1"), ("node", "node3")]
+    for e in events:
+        assert e["error"] is None and e["undo"] > e["inject"]
+        assert e["recover_s"] is not None and e["recover_s"] < 120
+        assert e["acknowledged_writes"] > 0
+    html = (run / "report.html").read_text()
+    assert "0 lost" in html and "Faults" in html
+    assert healthy()
+
+
+def test_the_checker_fails_when_data_is_gone(tmp_path):
+    name = "t-lossy"
+    dfslab("up", str(write_spec(tmp_path, f"name: {name}\nnodes: 2\nceph: {{replica_size: 1, osd_size: 2GiB, cephfs: false}}\n")))
+    try:
+        manifest = tmp_path / "manifest.json"
+        dfslab("exec", name, "--", sys.executable, "-m", "dfslab.chaos.integrity", "seed", "dfslab", str(manifest), "8")
+        assert dfslab("verify", name, str(manifest)).returncode == 0
+        # Pool size 1: destroy node2's OSD behind Ceph's back (process killed, block file wiped).
+        dfslab("fault", name, "node", "node2")
+        block = Path(ClusterState(name).dir / "ceph" / "data" / "osd.1" / "block")
+        block.write_bytes(b"")
+        res = dfslab("verify", name, str(manifest), "--timeout", "5", check=False)
+        assert res.returncode == 1
+        result = json.loads(res.stdout)
+        assert result["lost"] > 0 and result["checked"] == 8
+        assert "lost" in res.stderr
+    finally:
+        cluster.down(name)
+    assert cluster.leftovers(name) == []
