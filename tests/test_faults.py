@@ -140,3 +140,29 @@ def test_the_checker_fails_when_data_is_gone(tmp_path):
     finally:
         cluster.down(name)
     assert cluster.leftovers(name) == []
+
+
+def test_down_after_kill_9_in_the_middle_of_a_fault_run(tmp_path):
+    name = "t-faultkill"
+    exp = {"name": name, "cluster": {"name": name, "nodes": 2, "ceph": {"replica_size": 2, "osd_size": "2GiB", "cephfs": False}},
+           "baselines": {"network": False, "disk": False}, "integrity": {"seed_objects": 4},
+           "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 30, "threads": 4, "object_size": "1MiB"}],
+           "faults": [{"kind": "partition", "target": "node2", "during": 0, "at": "1s", "duration": "60s"}]}
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    proc = subprocess.Popen([sys.executable, "-m", "dfslab.cli", "run", str(path)], cwd=Path(__file__).parent.parent,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        state = ClusterState(name)
+        wait_for(lambda: any(not f["record"].get("pending") for f in state.resources("faults")) if state.exists() else False,
+                 120, "the partition to be injected", interval=0.2)
+        proc.kill()
+        proc.wait()
+        assert cluster.leftovers(name)  # killed mid-fault: the cluster and its cut link are still there
+        res = dfslab("down", name)
+        assert "left:" not in res.stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cluster.down(name)
+    assert cluster.leftovers(name) == []

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .spec import ClusterSpec, Seconds, SpecError, Strict, _problems, check_name, parse_spec
+from .spec import ClusterSpec, Seconds, SpecError, Strict, _problems, check_name, parse_spec, read_yaml
 from .workloads import WORKLOADS, Workload, workload
 
 
@@ -143,7 +142,7 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment") -> E
         if not path.is_file():
             raise SpecError([("cluster", f"no cluster spec at {str(path)!r}; give a path relative to the experiment or an inline mapping")], source)
         try:
-            cluster = parse_spec(yaml.safe_load(path.read_text()), str(path))
+            cluster = parse_spec(read_yaml(path), str(path))
         except SpecError as err:
             raise SpecError([(f"cluster ({path.name}): {p}", m) for p, m in err.problems], source) from None
     else:
@@ -163,11 +162,4 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment") -> E
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError([("", f"no such file {str(path)!r}")], str(path))
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SpecError([("", f"not valid YAML: {exc}")], str(path)) from None
-    return parse_experiment(data, path.parent, str(path))
+    return parse_experiment(read_yaml(path), Path(path).parent, str(path))

@@ -46,7 +46,7 @@ kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ integrity.lost_names|join(', ') }}{% endif %}
 {% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
 <table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>undone (s)</th><th>detected after (s)</th>
-<th>recovered after undo (s)</th><th>client writes before (MB/s)</th><th>during (MB/s)</th><th>during / before</th><th class="l">error</th></tr>
+<th>recovered after undo (s)</th><th>client MB/s before</th><th>during</th><th>during / before</th><th class="l">error</th></tr>
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.t_undo }}</td>
 <td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
 </table>{% endif %}

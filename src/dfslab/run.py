@@ -114,8 +114,8 @@ class FaultRun:
             if inject_at and undo_at:
                 ev["detect_s"] = schedule.detection(samples, inject_at)
                 ev["recover_s"] = healed_at - undo_at if healed_at else None
-                before = schedule.throughput(acks, max(ev["workload_start"], inject_at - 10), inject_at)
-                during = schedule.throughput(acks, inject_at, undo_at)
+                before = schedule.throughput(samples, max(ev["workload_start"], inject_at - 10), inject_at)
+                during = schedule.throughput(samples, inject_at, undo_at)
                 ev.update(throughput_before=before, throughput_during=during,
                           throughput_fraction=(during / before) if before and during is not None else None)
             ev["acknowledged_writes"] = len(acks)

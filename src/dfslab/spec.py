@@ -237,12 +237,16 @@ def parse_spec(data: Any, source: str = "spec", name: str | None = None) -> Clus
         raise SpecError(_problems(exc), source) from None
 
 
-def load_spec(path: str | Path, name: str | None = None) -> ClusterSpec:
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's data, or a SpecError saying why it cannot be read."""
     path = Path(path)
     if not path.is_file():
         raise SpecError([("", f"no such file {str(path)!r}")], str(path))
     try:
-        data = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise SpecError([("", f"not valid YAML: {exc}")], str(path)) from None
-    return parse_spec(data, str(path), name)
+
+
+def load_spec(path: str | Path, name: str | None = None) -> ClusterSpec:
+    return parse_spec(read_yaml(path), str(path), name)

@@ -92,11 +92,14 @@ def wait_recovered(cluster: Attached, timeout: float) -> float | None:
     return None
 
 
-def throughput(acks: list[dict[str, Any]], start: float, end: float) -> float | None:
-    """MB/s of acknowledged writes whose ack fell in [start, end)."""
-    if end <= start:
-        return None
-    return sum(a["size"] for a in acks if start <= a["ack"] < end) / (end - start) / 1e6
+def throughput(samples: list[tuple[float, str, float, str]], start: float, end: float) -> float | None:
+    """Mean client throughput (reads + writes, MB/s) Ceph reported in [start, end): the
+    workload and the checksummed writer together."""
+    per_t: dict[float, float] = {}
+    for t, series, value, _ in samples:
+        if start <= t < end and series in ("ceph.client_write", "ceph.client_read"):
+            per_t[t] = per_t.get(t, 0.0) + value
+    return sum(per_t.values()) / len(per_t) if per_t else None
 
 
 def detection(samples: list[tuple[float, str, float, str]], inject_at: float) -> float | None:
