@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -31,6 +32,18 @@ app = typer.Typer(
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
 console = Console(stderr=True)
+
+
+def _terminated(signum, frame):  # noqa: ARG001
+    # SIGTERM/SIGHUP unwind like Ctrl-C, so every `finally` runs: a run tears down the cluster
+    # it made, stops its sampler and writes what it measured.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@app.callback()
+def _main() -> None:
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGHUP, _terminated)
 USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_)
 
 

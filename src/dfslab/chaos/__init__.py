@@ -78,6 +78,11 @@ def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injecte
     try:
         record = fault.inject(target, **options)
     except Exception:
+        # Half an inject is still a change: try the undo before giving up the record.
+        try:
+            fault.undo(target, {})
+        except Exception:
+            pass
         cluster.state.remove_resource("faults", pending)
         raise
     done = Injected(kind, target, pending["at"], record)

@@ -1,12 +1,13 @@
 """Proof that nothing acknowledged was lost. Runs on the client node:
 
     python -m dfslab.chaos.integrity seed   POOL MANIFEST COUNT [DIR]   write a dataset with known SHA-256s
-    python -m dfslab.chaos.integrity write  POOL JOURNAL STOPFILE      write until STOPFILE exists; journal every ack
+    python -m dfslab.chaos.integrity write  POOL JOURNAL STOPFILE      overwrite a ring of objects until STOPFILE exists
     python -m dfslab.chaos.integrity verify POOL MANIFEST [JOURNAL...] read everything back; JSON counts on stdout
 
-The journal line for an object is written (and fsync'd) only after librados acknowledged the
-write, so every line is a promise Ceph made; verify counts objects that are gone (lost) or
-whose bytes differ (corrupt). Files in DIR (a CephFS mount) are seeded and checked alike.
+Every write is journalled (and fsync'd) as an intent before and an ack after librados
+acknowledged it, so every ack line is a promise Ceph made: the object holds that content (or,
+if a later write was still in flight, that one's). verify counts objects that are gone or
+unreadable (lost) or whose bytes match neither (corrupt). Files in DIR (a CephFS mount) are seeded and checked alike.
 """
 
 from __future__ import annotations
@@ -57,32 +58,59 @@ def seed(pool: str, manifest: str, count: int, directory: str | None = None) -> 
     return {"seeded": len(entries)}
 
 
-def write(pool: str, journal: str, stopfile: str) -> dict:
+def write(pool: str, journal: str, stopfile: str, ring: int = 128) -> dict:
+    """Overwrite a ring of `ring` objects (bounded space: a long fault run must not fill the
+    cluster). Each write is journalled twice: its intent before, its ack after."""
     cluster, ioctx = connect(pool)
     rng = random.Random(os.getpid())
     n = 0
     with open(journal, "a") as fh:
-        while not os.path.exists(stopfile):
-            data = rng.randbytes(rng.choice([4096, 65536, 262144, 1 << 20]))
-            name = f"integrity-live-{os.getpid()}-{n}"
-            start = time.time()
-            ioctx.write_full(name, data)  # returns once the write is acknowledged (durable on all replicas)
-            ack = time.time()
-            fh.write(json.dumps({"where": "rados", "name": name, "size": len(data), "sha256": digest(data),
-                                 "start": start, "ack": ack}) + "\n")
+        def log(entry: dict) -> None:
+            fh.write(json.dumps(entry) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+        while not os.path.exists(stopfile):
+            data = rng.randbytes(rng.choice([4096, 65536, 262144, 1 << 20]))
+            entry = {"where": "rados", "name": f"integrity-live-{os.getpid()}-{n % ring}", "size": len(data),
+                     "sha256": digest(data), "start": time.time()}
+            log({"op": "intent", **entry})
+            ioctx.write_full(entry["name"], data)  # returns once acknowledged (durable on every replica)
+            log({"op": "ack", **entry, "ack": time.time()})
             n += 1
     ioctx.close()
     cluster.shutdown()
     return {"written": n}
 
 
-def verify(pool: str, manifest: str, journals: list[str]) -> dict:
-    entries = json.load(open(manifest)) if manifest != "-" else []
+def expected(journals: list[str]) -> list[dict]:
+    """Per object, what it must hold: its last acknowledged content; the content of a write
+    still in flight after that ack (it may or may not have landed) is also accepted."""
+    objects: dict[str, dict] = {}
     for path in journals:
         with open(path) as fh:
-            entries += [json.loads(line) for line in fh if line.strip()]
+            for line in fh:
+                if not line.strip():
+                    continue
+                entry = json.loads(line)
+                obj = objects.setdefault(entry["name"], {"where": entry["where"], "name": entry["name"], "acked": None, "inflight": []})
+                if entry.get("op") == "ack":
+                    obj["acked"] = entry
+                    obj["inflight"] = []
+                else:
+                    obj["inflight"].append(entry)
+    out = []
+    for obj in objects.values():
+        if obj["acked"] is None:
+            continue  # never acknowledged: nothing was promised
+        accepted = [obj["acked"], *obj["inflight"]]
+        out.append({"where": obj["where"], "name": obj["name"], "size": obj["acked"]["size"],
+                    "sha256": obj["acked"]["sha256"], "accept": [(e["size"], e["sha256"]) for e in accepted]})
+    return out
+
+
+def verify(pool: str, manifest: str, journals: list[str]) -> dict:
+    entries = json.load(open(manifest)) if manifest != "-" else []
+    entries += expected(journals)
     import rados
     # A read that cannot complete (its only OSD is gone) counts as lost, after a bounded wait.
     cluster, ioctx = connect(pool, float(os.environ.get("DFSLAB_VERIFY_TIMEOUT", "30")))
@@ -97,7 +125,8 @@ def verify(pool: str, manifest: str, journals: list[str]) -> dict:
         except (rados.Error, OSError):  # gone, or unreadable within the timeout
             lost.append(e["name"])
             continue
-        if len(data) != e["size"] or digest(data) != e["sha256"]:
+        accept = e.get("accept") or [(e["size"], e["sha256"])]
+        if (len(data), digest(data)) not in [tuple(a) for a in accept]:
             corrupt.append(e["name"])
     ioctx.close()
     cluster.shutdown()

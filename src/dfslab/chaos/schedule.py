@@ -76,7 +76,8 @@ class Writer:
     def acks(self) -> list[dict[str, Any]]:
         if not self.journal.exists():
             return []
-        return [json.loads(line) for line in self.journal.read_text().splitlines() if line.strip()]
+        lines = (json.loads(line) for line in self.journal.read_text().splitlines() if line.strip())
+        return [entry for entry in lines if entry.get("op") == "ack"]
 
 
 def wait_recovered(cluster: Attached, timeout: float) -> float | None:

@@ -87,9 +87,13 @@ class CephBackend(Backend):
             out[f"ceph.pgs.{entry['state_name']}"] = (entry["count"], "PGs")
         return out
 
+    # Averages of past heartbeat times: they stay raised for minutes after a link is back and
+    # say nothing about whether the data has recovered.
+    LINGERING_CHECKS = {"OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT"}
+
     def healthy(self) -> bool:
         snap = health.snapshot(self.ctx.admin)
-        return snap.health == "HEALTH_OK" and snap.num_pgs == snap.expected_pgs == snap.clean_pgs
+        return not set(snap.checks) - self.LINGERING_CHECKS and snap.num_pgs == snap.expected_pgs == snap.clean_pgs
 
     def enable_metrics(self) -> str | None:
         self.ctx.admin.cmd("mgr module enable", module="prometheus")
