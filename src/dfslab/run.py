@@ -114,7 +114,8 @@ class FaultRun:
             if inject_at and undo_at:
                 ev["detect_s"] = schedule.detection(samples, inject_at)
                 ev["recover_s"] = healed_at - undo_at if healed_at else None
-                before = schedule.throughput(samples, max(ev["workload_start"], inject_at - 10), inject_at)
+                # Before: up to 10 s of steady load, leaving out the workload's first 3 s of ramp-up.
+                before = schedule.throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
                 during = schedule.throughput(samples, inject_at, undo_at)
                 ev.update(throughput_before=before, throughput_during=during,
                           throughput_fraction=(during / before) if before and during is not None else None)
