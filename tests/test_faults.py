@@ -4,7 +4,6 @@ faults timed into a run lose nothing acknowledged; the checker itself can fail."
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest

@@ -96,6 +96,5 @@ def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limi
 
 
 def bottleneck_line(label: str, value: float, unit: str, result: dict[str, Any]) -> str:
-    names = {"CPU": "CPU", "link": "link", "disk": "disk"}
-    parts = ", ".join(f"{f * 100:.0f} % of {names[k]}" for k, f in result["fractions"].items())
+    parts = ", ".join(f"{f * 100:.0f} % of {k}" for k, f in result["fractions"].items())
     return f"{label} {value:.4g} {unit} — {parts}: {result['verdict']}"

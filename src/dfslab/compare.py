@@ -14,9 +14,8 @@ from .results import RunDir
 def _groups(rows: list[dict[str, Any]], varying: dict[str, set[str]]) -> dict[tuple, list[float]]:
     groups: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
-        if r["t"] is None and r["workload"] != "baseline" or r["workload"] == "baseline":
-            if r["t"] is None:
-                groups[(r["workload"], _label(r["params"], varying[r["workload"]]), r["metric"], r["unit"])].append(r["value"])
+        if r["t"] is None:  # summary rows; per-second samples are not compared
+            groups[(r["workload"], _label(r["params"], varying[r["workload"]]), r["metric"], r["unit"])].append(r["value"])
     return groups
 
 

@@ -44,14 +44,10 @@ class TrackedProcess:
     argv: list[str]
     log: str
     meta: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)  # what spawn added to dfslab's environment
 
     def alive(self) -> bool:
-        if proc_start_time(self.pid) != self.start_time:
-            return False
-        try:
-            return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
+        return _running(self.pid, self.start_time)
 
     def rss_bytes(self) -> int | None:
         try:
@@ -77,7 +73,7 @@ class ProcessTable:
                 env=full_env, start_new_session=True, close_fds=True,
             )
         start = proc_start_time(popen.pid) or 0
-        proc = TrackedProcess(name, node, popen.pid, start, argv, str(log), meta or {})
+        proc = TrackedProcess(name, node, popen.pid, start, argv, str(log), meta or {}, env or {})
         self._file(name).write_text(json.dumps(asdict(proc)))
         self._popen[name] = popen
         return proc

@@ -12,6 +12,11 @@ from ..procs import TrackedProcess, proc_start_time, terminate
 from . import Fault, FaultError
 
 
+def restartable(proc: TrackedProcess) -> dict[str, Any]:
+    """What starting `proc` again as it was takes."""
+    return {"name": proc.name, "node": proc.node, "argv": proc.argv, "meta": proc.meta, "env": proc.env}
+
+
 class KillDaemon(Fault):
     kind = "kill"
     help = "kill -9 a daemon (osd.N, mon.X, mds.a, mgr.x); undo: start it again"
@@ -35,7 +40,7 @@ class KillDaemon(Fault):
     def inject(self, target: str, **options: Any) -> dict[str, Any]:
         proc = self.tracked(target)
         self.stop(proc)
-        return {"daemons": [{"name": proc.name, "node": proc.node, "argv": proc.argv, "meta": proc.meta}]}
+        return {"daemons": [restartable(proc)]}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
         procs = self.cluster.runtime.procs
@@ -45,7 +50,7 @@ class KillDaemon(Fault):
                 continue
             procs.exited(d["name"])  # reap a child of ours, if it is one
             # argv is already wrapped for the node (nsenter ...): start it as it was.
-            procs.spawn(d["name"], d["node"], d["argv"], env={"MALLOC_ARENA_MAX": "2"}, meta=d["meta"])
+            procs.spawn(d["name"], d["node"], d["argv"], env=d.get("env"), meta=d["meta"])
 
 
 class StopDaemon(KillDaemon):
@@ -65,4 +70,4 @@ class LoseNode(KillDaemon):
         for proc in procs:
             if proc_start_time(proc.pid) == proc.start_time:
                 os.kill(proc.pid, signal.SIGKILL)
-        return {"daemons": [{"name": p.name, "node": p.node, "argv": p.argv, "meta": p.meta} for p in procs]}
+        return {"daemons": [restartable(p) for p in procs]}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from ..runtime.local import LocalNetnsRuntime, netem_available, tbf_args
+from ..runtime.local import LocalNetnsRuntime, hub_ports, netem_available, tbf_args
 from ..units import UnitError, parse_bandwidth
 from . import Fault, FaultError
 
@@ -20,10 +20,10 @@ class _LinkFault(Fault):
         return rt
 
     def port(self, node: str) -> str:
-        names = [*self.cluster.spec.node_names(), *self.cluster.spec.client_names()]
-        if node not in names:
-            raise FaultError(f"no node {node!r}; nodes: {', '.join(names)}")
-        return f"v{names.index(node)}"
+        ports = hub_ports(self.cluster.spec)
+        if node not in ports:
+            raise FaultError(f"no node {node!r}; nodes: {', '.join(ports)}")
+        return ports[node]
 
     def sh(self, *argv: str, check: bool = True) -> None:
         res = subprocess.run(list(argv), capture_output=True, text=True)

@@ -16,11 +16,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import subprocess
-import uuid
 from pathlib import Path
 
 from ..spec import ClusterSpec, LinkShape
-from . import CLIENT, Runtime, RuntimeError_
+from . import Runtime, RuntimeError_
 
 NETNS_DIR = Path("/run/netns")
 
@@ -73,6 +72,11 @@ def tbf_args(rate_bps: int) -> list[str]:
     return ["tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "latency", "50ms"]
 
 
+def hub_ports(spec: ClusterSpec) -> dict[str, str]:
+    """{node or client: its veth on the hub's bridge}."""
+    return {node: f"v{i}" for i, node in enumerate([*spec.node_names(), *spec.client_names()])}
+
+
 class LocalNetnsRuntime(Runtime):
     kind = "local"
 
@@ -103,8 +107,8 @@ class LocalNetnsRuntime(Runtime):
         shapes = {n.name: spec.shape_of(n) for n in spec.nodes}
         for client in spec.client_names():
             shapes[client] = LinkShape.model_construct(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
-        for i, node in enumerate([*spec.node_names(), *spec.client_names()]):
-            ns, port = self.ns(node), f"v{i}"
+        for node, port in hub_ports(spec).items():
+            ns = self.ns(node)
             self._add_ns(ns)
             _ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
             _ip("-n", self.hub, "link", "set", port, "master", "br0", "up")
@@ -165,6 +169,3 @@ class LocalNetnsRuntime(Runtime):
     def leftovers(self) -> list[str]:
         return [f"netns {ns}" for ns in self._ours() if (NETNS_DIR / ns).exists()]
 
-
-def new_probe_name() -> str:
-    return f"dfs-probe-{uuid.uuid4().hex[:8]}"

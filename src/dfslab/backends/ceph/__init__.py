@@ -53,7 +53,6 @@ class CephBackend(Backend):
 
     def status(self) -> dict[str, Any]:
         snap = health.snapshot(self.ctx.admin)
-        pools_detail = self.ctx.admin.cmd("osd pool ls", detail="detail") or []
         return {
             "health": snap.health,
             "checks": snap.checks,
@@ -62,7 +61,7 @@ class CephBackend(Backend):
             "mgr_available": snap.mgr_available,
             "mds_active": snap.mds_active,
             "pools": [{"name": p["pool_name"], "size": p["size"], "min_size": p["min_size"], "pg_num": p["pg_num"],
-                       "application": sorted(p.get("application_metadata", {}))} for p in pools_detail],
+                       "application": sorted(p.get("application_metadata", {}))} for p in snap.pools],
         }
 
     def mount(self, node: str = CLIENT) -> Path:

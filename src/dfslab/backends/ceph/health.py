@@ -21,6 +21,7 @@ class Snapshot:
     expected_pgs: int = 0
     mgr_available: bool = False
     mds_active: int = 0
+    pools: list[dict[str, Any]] = field(default_factory=list)  # `osd pool ls detail`
 
     @property
     def clean_pgs(self) -> int:
@@ -49,6 +50,7 @@ def snapshot(admin: CephAdmin) -> Snapshot:
         expected_pgs=sum(p.get("pg_num", 0) for p in pools),
         mgr_available=bool(status.get("mgrmap", {}).get("available")),
         mds_active=sum(1 for r in fsmap.get("by_rank", []) if r.get("status") == "up:active"),
+        pools=pools,
     )
 
 
