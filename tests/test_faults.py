@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, small_spec, status_json, wait_for, write_spec
+from conftest import DFSLAB, dfslab, small_spec, status_json, wait_for, write_spec
 from dfslab import cluster
 from dfslab.state import ClusterState
 
@@ -55,6 +55,30 @@ def test_out_and_in(up):
     dfslab("fault", NAME, "restore")
     assert ceph_json("osd", "dump")["osds"][2]["in"] == 1
     wait_for(healthy, 120, "HEALTH_OK after mark in", interval=1)
+
+
+def test_fill_trips_full_blocks_writes_and_restore_resumes_them(up):
+    dfslab("fault", NAME, "fill", "osd.0", "--set", "headroom=64MiB")
+    assert "OSD_FULL" in ceph_json("health", "detail")["checks"]
+    # A full OSD makes its pools full: a client write waits instead of failing or landing.
+    put = subprocess.Popen([*DFSLAB, "exec", NAME, "--", "sh", "-c",
+                            "echo full-test | rados -p dfslab put fill-probe -"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            put.wait(timeout=6)
+        dfslab("fault", NAME, "restore")
+        assert put.wait(timeout=60) == 0, put.stderr.read()
+    finally:
+        if put.poll() is None:
+            put.kill()
+    got = dfslab("exec", NAME, "--", "rados", "-p", "dfslab", "get", "fill-probe", "-").stdout
+    assert got == "full-test\n"
+    assert "OSD_FULL" not in ceph_json("health", "detail")["checks"]
+    pools = [p["pool_name"] for p in ceph_json("osd", "dump")["pools"]]
+    assert "dfslab-fill" not in pools
+    assert ceph_json("osd", "dump")["full_ratio"] == pytest.approx(0.95)
+    wait_for(healthy, 120, "HEALTH_OK after the fill is removed", interval=1)
 
 
 def hub_link_flags(port: str) -> list[str]:
@@ -115,10 +139,12 @@ def test_faults_during_load_lose_nothing(up, tmp_path):
         assert e["error"] is None and e["undo"] > e["inject"]
         assert e["recover_s"] is not None and e["recover_s"] < 120
         assert e["acknowledged_writes"] > 0
+        assert e["write_latency"] and all(peak >= mean > 0 and n > 0 for _, mean, peak, n in e["write_latency"])
     # Killing one of three OSDs under a write load leaves the client still moving data.
     assert events[0]["throughput_before"] > 0 and events[0]["throughput_during"] > 0
+    assert events[0]["latency_before_ms"] > 0 and events[0]["latency_during_ms"] > 0
     html = (run / "report.html").read_text()
-    assert "0 lost" in html and "Faults" in html
+    assert "0 lost" in html and "Faults" in html and "client write latency per second" in html
     assert healthy()
 
 

@@ -24,3 +24,16 @@ def test_last_ack_wins_and_inflight_write_is_also_accepted(tmp_path):
 
 def test_never_acknowledged_objects_promise_nothing(tmp_path):
     assert expected(journal(tmp_path, [entry("intent", "b", "9")])) == []
+
+
+def test_write_latency_buckets_acks_per_second_and_weights_the_mean():
+    from dfslab.chaos.schedule import mean_latency, write_latency
+    acks = [{"start": 100.0, "ack": 100.010}, {"start": 100.5, "ack": 100.530},   # second 100: 10 and 30 ms
+            {"start": 101.0, "ack": 104.0}]                                        # blocked 3 s, acked in second 104
+    per_second = write_latency(acks)
+    assert [t for t, *_ in per_second] == [100.0, 104.0]
+    t, mean, peak, n = per_second[0]
+    assert abs(mean - 20) < 1e-6 and abs(peak - 30) < 1e-6 and n == 2
+    assert abs(per_second[1][2] - 3000) < 1e-6
+    assert abs(mean_latency(per_second, 100, 105) - (10 + 30 + 3000) / 3) < 1e-6
+    assert mean_latency(per_second, 101, 104) is None

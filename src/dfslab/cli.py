@@ -277,14 +277,15 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory, runs/<id>/
 @app.command()
 def fault(
     name: str = typer.Argument(..., help="cluster name"),
-    kind: str = typer.Argument(..., help="kill | stop | node | out | partition | degrade, or: restore, list"),
+    kind: str = typer.Argument(..., help="kill | stop | node | out | fill | partition | degrade, or: restore, list"),
     target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, or a node name"),
     option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit"),
 ) -> None:
     """Break a running cluster on purpose, and put it back.
 
     dfslab fault small kill osd.1 · dfslab fault small partition node2 ·
-    dfslab fault small degrade node3 --set bandwidth=100mbit · dfslab fault small restore
+    dfslab fault small degrade node3 --set bandwidth=100mbit · dfslab fault small fill osd.0 ·
+    dfslab fault small restore
     """
     from . import chaos
     try:

@@ -46,9 +46,9 @@ kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ integrity.lost_names|join(', ') }}{% endif %}
 {% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
 <table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>undone (s)</th><th>detected after (s)</th>
-<th>recovered after undo (s)</th><th>client MB/s before</th><th>during</th><th>during / before</th><th class="l">error</th></tr>
+<th>recovered after undo (s)</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.t_undo }}</td>
-<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
+<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
 </table>{% endif %}
 {% if bottlenecks %}<h2>Bottlenecks</h2>
 <p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio;
@@ -176,7 +176,7 @@ def _shade(ax, intervals, t0, faults=()):
             ax.axvline(f["undo"] - t0, color="#080", linestyle="--", linewidth=1)
 
 
-def _timeline(series, intervals, prefix_fn, ylabel, caption, t0, faults=()) -> dict | None:
+def _timeline(series, intervals, prefix_fn, ylabel, caption, t0, faults=(), log=False) -> dict | None:
     chosen = {name: pts for name, pts in series.items() if prefix_fn(name)}
     if not chosen:
         return None
@@ -184,6 +184,8 @@ def _timeline(series, intervals, prefix_fn, ylabel, caption, t0, faults=()) -> d
     for name, pts in sorted(chosen.items()):
         ax.plot([t - t0 for t, _ in pts], [v for _, v in pts], label=name, linewidth=1.2)
     _shade(ax, intervals, t0, faults)
+    if log:
+        ax.set_yscale("log")
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
@@ -327,7 +329,22 @@ def _fault_row(f: dict[str, Any], t0: float) -> dict[str, Any]:
             "t_undo": fmt(f["undo"] - t0 if f.get("undo") else None),
             "detect": fmt(f.get("detect_s")), "recover": fmt(f.get("recover_s")),
             "before": fmt(f.get("throughput_before")), "during": fmt(f.get("throughput_during")),
-            "fraction": fmt(f.get("throughput_fraction"), "{:.0%}")}
+            "fraction": fmt(f.get("throughput_fraction"), "{:.0%}"),
+            "lat_before": fmt(f.get("latency_before_ms")), "lat_during": fmt(f.get("latency_during_ms"))}
+
+
+def _write_latency_series(faults) -> dict[str, list[tuple[float, float]]]:
+    """The checksummed writer's per-second latency, as timeline series (one writer may
+    serve several faults of one workload: its seconds are taken once)."""
+    seen: dict[float, tuple[float, float]] = {}
+    for f in faults:
+        for t, mean, peak, _ in f.get("write_latency") or []:
+            seen[t] = (mean, peak)
+    points = sorted(seen.items())
+    if not points:
+        return {}
+    return {"write latency mean (ms)": [(t, v[0]) for t, v in points],
+            "write latency max (ms)": [(t, v[1]) for t, v in points]}
 
 
 def build(run_path: Path) -> Path:
@@ -357,6 +374,10 @@ def build(run_path: Path) -> Path:
                   + ("; red: fault injected, green: undone" if faults else ""), t0, faults),
         _timeline(series, intervals, lambda n: n in ("ceph.client_write", "ceph.client_read"), "MB/s",
                   "client throughput as Ceph saw it" + ("; red: fault injected, green: undone" if faults else ""), t0, faults)
+        if faults else None,
+        _timeline(_write_latency_series(faults), intervals, lambda n: True, "ms",
+                  "client write latency per second (dfslab's checksummed writer, 4 KiB-1 MiB objects, log scale)"
+                  "; red: fault injected, green: undone", t0, faults, log=True)
         if faults else None,
     ) if f]
     figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _per_second(rows, varying)

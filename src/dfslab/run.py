@@ -108,6 +108,7 @@ class FaultRun:
         writer = timed[0][1]
         writer.stop()
         acks = writer.acks()
+        latency = schedule.write_latency(acks)
         for fault, _ in timed:
             ev = fault.events
             inject_at, undo_at = ev.get("inject"), ev.get("undo")
@@ -118,7 +119,10 @@ class FaultRun:
                 before = schedule.throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
                 during = schedule.throughput(samples, inject_at, undo_at)
                 ev.update(throughput_before=before, throughput_during=during,
-                          throughput_fraction=(during / before) if before and during is not None else None)
+                          throughput_fraction=(during / before) if before and during is not None else None,
+                          latency_before_ms=schedule.mean_latency(latency, max(ev["workload_start"] + 3, inject_at - 10), inject_at),
+                          latency_during_ms=schedule.mean_latency(latency, inject_at, undo_at))
+            ev["write_latency"] = latency
             ev["acknowledged_writes"] = len(acks)
             self.events.append(ev)
         self.run_dir.write_json("faults.json", self.events)

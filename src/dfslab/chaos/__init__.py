@@ -61,6 +61,7 @@ FAULTS = {
     "out": "dfslab.chaos.osdout:MarkOut",
     "partition": "dfslab.chaos.link:CutLink",
     "degrade": "dfslab.chaos.link:DegradeLink",
+    "fill": "dfslab.chaos.fill:FillOsd",
 }
 
 

@@ -107,6 +107,23 @@ def throughput(samples: list[tuple[float, str, float, str]], start: float, end: 
     return sum(per_t.values()) / len(per_t) if per_t else None
 
 
+def write_latency(acks: list[dict[str, Any]]) -> list[tuple[float, float, float, int]]:
+    """Per second of acknowledgement: (second, mean ms, max ms, writes) of the checksummed
+    writer's writes, each timed from just before the call to its ack. A second with no ack
+    (writes blocked) is simply absent; the write that ends the stall carries its full wait."""
+    buckets: dict[int, list[float]] = {}
+    for a in acks:
+        buckets.setdefault(int(a["ack"]), []).append((a["ack"] - a["start"]) * 1000)
+    return [(float(t), sum(v) / len(v), max(v), len(v)) for t, v in sorted(buckets.items())]
+
+
+def mean_latency(per_second: list[tuple[float, float, float, int]], start: float, end: float) -> float | None:
+    """Write-weighted mean latency (ms) of the acks in [start, end)."""
+    chosen = [(mean, n) for t, mean, _, n in per_second if start <= t < end]
+    writes = sum(n for _, n in chosen)
+    return sum(mean * n for mean, n in chosen) / writes if writes else None
+
+
 def detection(samples: list[tuple[float, str, float, str]], inject_at: float) -> float | None:
     """Seconds from inject to the first sample where the backend saw something wrong."""
     for t, series, value, _ in sorted(samples):
