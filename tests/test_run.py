@@ -190,7 +190,7 @@ def test_cephfs_workload_on_a_cluster_without_cephfs_is_refused_before_anything_
     path = tmp_path / "nofs.yaml"
     path.write_text(yaml.safe_dump(exp))
     res = dfslab("run", str(path), check=False)
-    assert res.returncode == 2 and "workloads[1].target" in res.stderr and "no CephFS" in res.stderr
+    assert res.returncode == 2 and "workloads[1].target" in res.stderr and "ceph.cephfs: true" in res.stderr
     assert cluster.leftovers("t-nofs") == []
     assert not list(Path(os.environ["DFSLAB_RUNS"]).glob("*-t-nofs"))
 

@@ -141,6 +141,21 @@ def status(
         states = ", ".join(f"{n} {s}" for s, n in pgs["by_state"].items())
         out.print(f"PGs: {pgs['total']}/{pgs['expected']} — {states}; OSDs {info['osds']['up']}/{info['osds']['total']} up, "
                   f"{info['osds']['in']} in")
+    if "bricks" in info:
+        _print_gluster(out, info)
+
+
+def _print_gluster(out: Console, info: dict) -> None:
+    vol = info["volume"]
+    out.print(f"volume {vol['name']}: {vol['type']}, {vol['status']}, {vol['bricks']} brick(s); "
+              f"network.ping-timeout {info.get('ping_timeout')} s; heal pending: "
+              f"{'n/a (no redundancy)' if info['heal_pending'] is None else info['heal_pending']}")
+    bricks = Table("brick", "pid", "port", "state", box=None)
+    for b in info["bricks"]:
+        bricks.add_row(b["brick"], str(b["pid"]), str(b["port"]), "[green]online[/]" if b["online"] else "[red]offline[/]")
+    out.print(bricks)
+    peers = ", ".join(f"{p['hostname']} ({'connected' if p['connected'] else 'DISCONNECTED'})" for p in info["peers"])
+    out.print(f"peers of the first server: {peers or 'none (single server)'}")
 
 
 @app.command()

@@ -20,7 +20,8 @@ from .spec import ClusterSpec, parse_spec
 from .state import ClusterState, dfslab_home, list_clusters
 from .workloads import Runner
 
-REQUIRED_TOOLS = {"ceph": ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"]}
+REQUIRED_TOOLS = {"ceph": ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"],
+                  "gluster": ["glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"]}
 # Planned resident memory per daemon on this kind of machine (FACTS.md: OSD 240-890 MB under load).
 PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 << 20}
 
@@ -33,6 +34,11 @@ def preflight(spec: ClusterSpec) -> None:
     missing = [t for t in REQUIRED_TOOLS.get(spec.filesystem, []) if shutil.which(t) is None]
     if missing:
         raise ClusterError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
+    if spec.filesystem == "ceph":
+        _ceph_preflight(spec)
+
+
+def _ceph_preflight(spec: ClusterSpec) -> None:
     c = spec.ceph
     planned = (c.mons * PLANNED_RSS["mon"] + PLANNED_RSS["mgr"] * c.mgr + PLANNED_RSS["mds"] * c.cephfs
                + len(spec.nodes) * c.osds_per_node * PLANNED_RSS["osd"])
@@ -103,7 +109,8 @@ def _keep_logs(state: ClusterState) -> Path | None:
     if not state.dir.exists():
         return None
     dest = dfslab_home() / "failed" / f"{state.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    for sub in ("logs", "ceph/logs", "ceph/conf"):
+    subs = ["logs", "ceph/logs", "ceph/conf", *(str(p.relative_to(state.dir)) for p in state.dir.glob("gluster/*/log"))]
+    for sub in subs:
         src = state.dir / sub
         if src.is_dir():
             shutil.copytree(src, dest / sub, dirs_exist_ok=True)
@@ -203,7 +210,7 @@ class Attached:
         scratch = self.state.sub("scratch")
         return Runner(self.runtime.command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
-                      clients=self.spec.client_names())
+                      clients=self.spec.client_names(), info=self.backend.client_info())
 
     def close(self) -> None:
         self.backend.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cluster, report
-from .backends import Progress, backend_for
+from .backends import Progress, backend_class, backend_for
 from .chaos import schedule
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, ResourceSampler
@@ -141,11 +141,22 @@ class FaultRun:
         return problems
 
 
+TARGET_HINTS = {"fs": "a POSIX mount (Ceph: ceph.cephfs: true; GlusterFS always has one)",
+                "rados": "RADOS pools (filesystem: ceph)", "rbd": "RBD images (filesystem: ceph)",
+                "gfapi": "libgfapi (filesystem: gluster)"}
+
+
 def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
     """What only the cluster can tell: refuse before anything runs."""
-    problems = [(f"workloads[{step.index}].target", f"cluster {spec.name!r} has no CephFS (ceph.cephfs: false); "
-                 "use target rbd or local, or a cluster with cephfs: true")
-                for step in exp.steps if getattr(step.params, "target", None) == "cephfs" and not spec.ceph.cephfs]
+    offered = backend_class(spec).targets_for(spec)
+    problems = []
+    for step in exp.steps:
+        need = step.workload.needs(step.params)
+        if need and need not in offered:
+            field = "target" if getattr(step.params, "target", None) else "type"
+            problems.append((f"workloads[{step.index}].{field}",
+                             f"{step.workload.name} needs {TARGET_HINTS.get(need, need)}, which cluster {spec.name!r} "
+                             f"({spec.filesystem}) does not have; it offers: {', '.join(sorted(offered)) or 'nothing'}"))
     if problems:
         raise SpecError(sorted(set(problems)), exp.name)
 

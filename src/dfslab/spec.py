@@ -135,14 +135,35 @@ class CephSpec(Strict):
         return value
 
 
+GLUSTER_VOLUME_TYPES = ("distribute", "replicate", "disperse")
+
+
+class GlusterSpec(Strict):
+    bricks_per_node: int = Field(1, ge=1, le=4, description="brick directories per server node")
+    volume: Literal["distribute", "replicate", "disperse"] = Field("replicate", description="volume type")
+    replica: Literal[2, 3] = Field(3, description="copies per file (volume: replicate)")
+    arbiter: bool = Field(False, description="replica 3 with the third brick of each set an arbiter (metadata only)")
+    disperse_data: int = Field(2, ge=2, le=16, description="k: data bricks per disperse set (volume: disperse)")
+    redundancy: int = Field(1, ge=1, le=8, description="m: bricks of a disperse set that may be lost")
+    ping_timeout: Seconds = Field("10s", description="network.ping-timeout: how long clients wait on a silent server "
+                                                      "(GlusterFS's default of 42 s freezes clients for over a minute)")
+    options: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="extra `gluster volume set` options, e.g. {performance.cache-size: 64MB}")
+
+    def set_size(self) -> int:
+        """Bricks per replica or disperse set (1 for distribute)."""
+        return {"distribute": 1, "replicate": self.replica, "disperse": self.disperse_data + self.redundancy}[self.volume]
+
+
 class ClusterSpec(Strict):
     name: str = Field(description="cluster name; namespaces and the state directory are named after it")
-    filesystem: Literal["ceph"] = "ceph"
+    filesystem: Literal["ceph", "gluster"] = Field("ceph", description="ceph or gluster (GlusterFS)")
     runtime: Literal["local"] = "local"
     network: Network = Field(default_factory=Network)
     nodes: list[Node] = Field(min_length=1, max_length=16)
     clients: int = Field(1, ge=1, le=8, description="client namespaces (client, client2, ...) for parallel workloads")
     ceph: CephSpec = Field(default_factory=CephSpec)
+    gluster: GlusterSpec = Field(default_factory=GlusterSpec)
 
     @field_validator("name")
     @classmethod
@@ -165,6 +186,8 @@ class ClusterSpec(Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"nodes: duplicate node names {dupes}")
+        if self.filesystem == "gluster":
+            return self._gluster_checks()
         ceph = self.ceph
         if ceph.mons > len(self.nodes):
             raise ValueError(
@@ -179,6 +202,24 @@ class ClusterSpec(Strict):
                 f"{'node(s)' if ceph.failure_domain == 'host' else 'OSD(s)'} (failure_domain: {ceph.failure_domain}); "
                 f"lower replica_size, add nodes, or set failure_domain: osd"
             )
+        return self
+
+    def _gluster_checks(self) -> "ClusterSpec":
+        g = self.gluster
+        bricks = g.bricks_per_node * len(self.nodes)
+        per_set = g.set_size()
+        if g.arbiter and (g.volume != "replicate" or g.replica != 3):
+            raise ValueError("gluster.arbiter: an arbiter needs volume: replicate with replica: 3")
+        if g.volume == "disperse" and g.redundancy * 2 >= per_set:
+            raise ValueError(f"gluster.redundancy: {g.redundancy} of {per_set} bricks may not be lost; "
+                             "redundancy must be less than half of disperse_data + redundancy (e.g. 2+1, 4+2)")
+        if bricks % per_set:
+            raise ValueError(f"gluster.bricks_per_node: {len(self.nodes)} node(s) x {g.bricks_per_node} brick(s) = {bricks} "
+                             f"bricks, not a multiple of the {g.volume} set size {per_set}; "
+                             f"use {per_set} x k bricks (change nodes or bricks_per_node)")
+        if g.volume != "distribute" and per_set > len(self.nodes):
+            raise ValueError(f"gluster.volume: a {g.volume} set of {per_set} bricks on {len(self.nodes)} node(s) puts two "
+                             "copies on one server, which then loses both; add nodes or use a smaller set")
         return self
 
     def node_names(self) -> list[str]:

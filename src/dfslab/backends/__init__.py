@@ -23,6 +23,11 @@ class BackendError(RuntimeError):
 
 class Backend(ABC):
     name: str = "?"
+    @classmethod
+    def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:
+        """What workloads can run against on such a cluster: fs (a POSIX mount), rados
+        (pools), rbd (images), gfapi (libgfapi)."""
+        return frozenset()
 
     def __init__(self, runtime: Runtime, spec: ClusterSpec):
         self.runtime = runtime
@@ -57,6 +62,10 @@ class Backend(ABC):
         """Turn on the filesystem's own metrics exporter, if it has one; say where it is."""
         return None
 
+    def client_info(self) -> dict[str, Any]:
+        """What a workload needs to name the cluster to its tools (e.g. a GlusterFS volume)."""
+        return {}
+
     def client_pid(self) -> int | None:
         """A process of ours on the client node (its network counters are the client's)."""
         return None
@@ -67,9 +76,14 @@ class Backend(ABC):
 
 BACKENDS = {
     "ceph": "dfslab.backends.ceph:CephBackend",
+    "gluster": "dfslab.backends.gluster:GlusterBackend",
 }
 
 
-def backend_for(spec: ClusterSpec, runtime: Runtime) -> Backend:
+def backend_class(spec: ClusterSpec) -> type[Backend]:
     module, _, cls = BACKENDS[spec.filesystem].partition(":")
-    return getattr(import_module(module), cls)(runtime, spec)
+    return getattr(import_module(module), cls)
+
+
+def backend_for(spec: ClusterSpec, runtime: Runtime) -> Backend:
+    return backend_class(spec)(runtime, spec)

@@ -83,17 +83,28 @@ class FillOsd(Fault):
         self.ceph("osd", "pool", "application", "enable", POOL, "rados")
 
     def write_until_full(self, osd: int, objects: int, timeout: float) -> None:
-        # Writes block once the OSD is full, so the bench is bounded by time and by count.
-        bench = ["timeout", "-s", "KILL", str(int(timeout)), "rados", "-p", POOL, "bench", str(int(timeout)),
-                 "write", "--no-cleanup", "-t", "4", "--max-objects", str(objects), "--run-name", POOL]
-        self.cluster.runtime.run("client", bench, timeout=timeout + 30, check=False, env=self.cluster.env)
+        """Write the headroom's worth, then keep writing in small chunks until OSD_FULL shows:
+        the OSD's use can also shrink meanwhile (a workload deleting its objects)."""
         deadline = time.monotonic() + timeout
+        chunk, n = objects, 0
         while time.monotonic() < deadline:
-            if "OSD_FULL" in self.json("health", "detail").get("checks", {}):
+            if self.osd_full():
                 return
-            time.sleep(0.5)
+            # Once the OSD is full, writes block: a chunk that hangs is cut off by timeout.
+            seconds = max(5, int(min(30, deadline - time.monotonic())))
+            bench = ["timeout", "-s", "KILL", str(seconds), "rados", "-p", POOL, "bench", str(seconds), "write",
+                     "--no-cleanup", "-t", "4", "--max-objects", str(chunk), "--run-name", f"{POOL}-{n}"]
+            self.cluster.runtime.run("client", bench, timeout=seconds + 30, check=False, env=self.cluster.env)
+            n, chunk = n + 1, 4
+            for _ in range(10):  # the MGR's view of OSD use lags a few seconds
+                if self.osd_full():
+                    return
+                time.sleep(0.5)
         used, total = self.usage(osd)
         raise FaultError(f"osd.{osd} did not trip OSD_FULL within {timeout:.0f} s ({used / total:.2%} used)")
+
+    def osd_full(self) -> bool:
+        return "OSD_FULL" in self.json("health", "detail").get("checks", {})
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
         osd = record.get("osd", self.osd_id(target))

@@ -15,9 +15,19 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+# Where file workloads write: fs is the cluster's POSIX mount (CephFS via ceph-fuse, or the
+# GlusterFS volume via its FUSE client; "cephfs" is its older name), local the machine's disk.
+FileTarget = Literal["fs", "cephfs", "local"]
+FS_TARGET = Field("fs", description="fs: the cluster's POSIX mount (CephFS or the GlusterFS volume); local: this machine's disk")
+
+
+def cluster_target(target: str) -> str | None:
+    """What a workload target needs of the cluster (a backend's `targets`), None for local."""
+    return None if target == "local" else {"cephfs": "fs"}.get(target, target)
 
 
 @dataclass
@@ -52,6 +62,19 @@ class Runner:
     addresses: dict[str, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     clients: list[str] = field(default_factory=lambda: ["client"])
+    info: dict[str, Any] = field(default_factory=dict)  # the backend's client_info (e.g. a GlusterFS volume)
+
+    def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
+        """A directory a file workload writes in: on the cluster's POSIX mount on `node`
+        (target fs) or on this machine's disk (target local)."""
+        if cluster_target(target) == "fs":
+            if self.mount is None:
+                raise WorkloadError("this cluster has no POSIX mount (a Ceph cluster needs ceph.cephfs: true)")
+            path = self.mount(node) / subdir
+        else:
+            path = (self.scratch or Path("/tmp")) / subdir
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def popen(self, argv: list[str], node: str = "client", **kw) -> subprocess.Popen:
         return subprocess.Popen(self.command(node, argv), env=self.env, **kw)
@@ -85,6 +108,11 @@ class Workload(ABC):
     @abstractmethod
     def run(self, runner: Runner, params: Any, repetition: int) -> list[Measurement]:
         """Run once with validated `params`; return what was measured."""
+
+    def needs(self, params: Any) -> str | None:
+        """What this run needs of the cluster (see Backend.targets): its target's, by default."""
+        target = getattr(params, "target", None)
+        return cluster_target(target) if target else None
 
     def estimate(self, params: Any) -> float:
         """Seconds one run is expected to take (for ETA and the time budget)."""

@@ -18,7 +18,8 @@ RBD_IMAGE = "dfslab-fio"
 
 
 class FioParams(WorkloadParams):
-    target: Literal["cephfs", "rbd", "local"] = Field("cephfs", description="what fio runs on")
+    target: Literal["fs", "cephfs", "rbd", "gfapi", "local"] = Field(
+        "fs", description="fs: the cluster's POSIX mount; rbd: a Ceph RBD image; gfapi: the GlusterFS volume through libgfapi; local")
     rw: Literal["read", "write", "randread", "randwrite", "readwrite", "randrw"] = "randread"
     bs: Bytes = "4KiB"
     iodepth: int = Field(16, ge=1, le=1024)
@@ -91,13 +92,12 @@ def target_options(runner: Runner, target: str, size: int, numjobs: int, direct:
     if target == "rbd":
         ensure_rbd_image(runner, size * numjobs)
         return {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": RBD_IMAGE}
-    if target == "cephfs":
-        if runner.mount is None:
-            raise WorkloadError("this cluster has no POSIX mount for fio target cephfs")
-        directory = runner.mount("client") / "dfslab-fio"
-    else:
-        directory = (runner.scratch or Path("/tmp")) / "fio"
-    directory.mkdir(parents=True, exist_ok=True)
+    if target == "gfapi":
+        # fio opens files relative to the volume root; the directory is made through the mount.
+        runner.workdir("fs", "dfslab-fio-gfapi")
+        return {"ioengine": "gfapi", "volume": runner.info["gluster_volume"], "brick": runner.info["volfile_server"],
+                "directory": "/dfslab-fio-gfapi"}
+    directory = runner.workdir(target, "dfslab-fio")
     return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
 
 

@@ -3,17 +3,16 @@ write then a sequential read of the same files, each cell one measurement (done 
 
 from __future__ import annotations
 
-from typing import Literal
 
 from pydantic import Field
 
 from ..spec import Bytes
-from . import Measurement, Runner, Workload, WorkloadParams
+from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
 from .fio import fio_argv, parse_json, target_options
 
 
 class IozoneParams(WorkloadParams):
-    target: Literal["cephfs", "local"] = "cephfs"
+    target: FileTarget = FS_TARGET
     file_size: Bytes = Field("64MiB", description="per thread; sweep it for the grid's rows")
     threads: int = Field(1, ge=1, le=64, description="sweep it for the grid's columns")
     record_size: Bytes = "1MiB"

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
 from ..spec import Bytes
-from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
 
 PHASES = ("create", "stat", "read", "unlink")
 
 
 class MdtestParams(WorkloadParams):
-    target: Literal["cephfs", "local"] = "cephfs"
+    target: FileTarget = FS_TARGET
     procs: int = Field(2, ge=1, le=64)
     files_per_proc: int = Field(500, ge=1, le=100000)
     file_size: Bytes = "4KiB"
@@ -31,12 +29,7 @@ class Mdtest(Workload):
         return params.procs * params.files_per_proc * len(PHASES) / 2000 + 3
 
     def run(self, runner: Runner, params: MdtestParams, repetition: int) -> list[Measurement]:
-        if params.target == "cephfs":
-            if runner.mount is None:
-                raise WorkloadError("this cluster has no POSIX mount for mdtest target cephfs")
-            base = runner.mount("client") / "dfslab-mdtest"
-        else:
-            base = (runner.scratch or Path("/tmp")) / "mdtest"
+        base = runner.workdir(params.target, "dfslab-mdtest")
         tag = f"mdtest-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}"
         argv = [sys.executable, "-m", "dfslab.workloads.mdtest_worker", str(base / tag), str(params.procs),
                 str(params.files_per_proc), str(params.file_size)]

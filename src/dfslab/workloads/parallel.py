@@ -7,18 +7,17 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
 from ..spec import Bytes
-from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fio import fio_argv
 from .iozone import drop_caches
 
 
 class ParallelParams(WorkloadParams):
-    target: Literal["cephfs", "local"] = "cephfs"
+    target: FileTarget = FS_TARGET
     clients: int = Field(1, ge=1, le=8, description="client namespaces (the spec's `clients` must be at least this)")
     procs: int = Field(2, ge=1, le=64, description="processes per client, a file each")
     transfer_size: Bytes = "32MiB"
@@ -33,14 +32,7 @@ class ParallelIO(Workload):
         return 2 * params.clients * params.procs * params.block_size / 150e6 + 5
 
     def directory(self, runner: Runner, client: str, target: str) -> Path:
-        if target == "cephfs":
-            if runner.mount is None:
-                raise WorkloadError("this cluster has no POSIX mount for parallel target cephfs")
-            path = runner.mount(client) / "dfslab-ior" / client
-        else:
-            path = (runner.scratch or Path("/tmp")) / "ior" / client
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return runner.workdir(target, f"dfslab-ior/{client}", node=client)
 
     def run(self, runner: Runner, params: ParallelParams, repetition: int) -> list[Measurement]:
         if params.clients > len(runner.clients):

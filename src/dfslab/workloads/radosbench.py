@@ -66,6 +66,9 @@ class RadosBench(Workload):
     name = "radosbench"
     Params = RadosBenchParams
 
+    def needs(self, params) -> str:
+        return "rados"
+
     def estimate(self, params: RadosBenchParams) -> float:
         return len(params.modes) * (params.seconds + 2) + 3
 

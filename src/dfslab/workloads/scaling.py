@@ -69,6 +69,9 @@ class OsdScaling(Workload):
     name = "scaling"
     Params = ScalingParams
 
+    def needs(self, params) -> str:
+        return "rados"
+
     def estimate(self, params: ScalingParams) -> float:
         return RadosBench().estimate(params) + 7  # + making and removing the confined pool
 

@@ -12,17 +12,16 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
-from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 TIMES = {"Average": "time_avg", "Minimum": "time_min", "Maximum": "time_max"}
 
 
 class SqlParams(WorkloadParams):
-    target: Literal["cephfs", "local"] = "cephfs"
+    target: FileTarget = FS_TARGET
     concurrency: int = Field(4, ge=1, le=128, description="concurrent client sessions (sweep 4..20 as the seed)")
     iterations: int = Field(3, ge=1, le=50)
     queries: int = Field(2048, ge=1, description="total queries per iteration (corrected to divide evenly)")
@@ -94,12 +93,7 @@ class Sql(Workload):
 
     def server(self, runner: Runner, target: str) -> MariaDB:
         if target not in self.servers:
-            if target == "cephfs":
-                if runner.mount is None:
-                    raise WorkloadError("this cluster has no POSIX mount for sql target cephfs")
-                datadir = runner.mount("client") / "dfslab-sql" / "data"
-            else:
-                datadir = (runner.scratch or Path("/tmp")) / "sql-local" / "data"
+            datadir = runner.workdir(target, f"dfslab-sql-{target}") / "data"
             # The socket stays on local disk: a UNIX socket on a FUSE mount is not portable.
             socket = (runner.scratch or Path("/tmp")) / f"sql-{target}.sock"
             server = MariaDB(runner, datadir, socket)

@@ -21,6 +21,10 @@ from .context import CephContext
 class CephBackend(Backend):
     name = "ceph"
 
+    @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        return frozenset({"rados", "rbd", *(["fs"] if spec.ceph.cephfs else [])})
+
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
         self.layout = CephLayout(self.state.dir / "ceph")

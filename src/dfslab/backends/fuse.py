@@ -1,0 +1,32 @@
+"""FUSE clients (ceph-fuse, glusterfs): started in the foreground on a node, tracked like a
+daemon, and recorded as a mount before it exists so `down` unmounts it even after a crash."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..runtime import Runtime
+from . import BackendError
+
+
+def is_mounted(path: Path) -> bool:
+    return any(line.split()[1] == str(path) for line in Path("/proc/mounts").read_text().splitlines())
+
+
+def fuse_mount(runtime: Runtime, name: str, node: str, argv: list[str], mnt: Path,
+               env: dict[str, str] | None = None, timeout: float = 60) -> Path:
+    if is_mounted(mnt):
+        return mnt
+    mnt.mkdir(parents=True, exist_ok=True)
+    runtime.state.add_resource("mounts", str(mnt))
+    # nsenter --net only (not `ip netns exec`): the mount stays visible to every process.
+    proc = runtime.spawn(name, node, argv, env=env, meta={"kind": "client", "mount": str(mnt)})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if is_mounted(mnt):
+            return mnt
+        if runtime.procs.exited(name) is not None:
+            break
+        time.sleep(0.1)
+    raise BackendError(f"{argv[0]} did not mount {mnt} within {timeout:.0f} s; see {proc.log}")

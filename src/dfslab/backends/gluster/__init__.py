@@ -1,0 +1,94 @@
+"""GlusterFS from Debian's packages: one glusterd per server node (glusterd.py), a volume of
+bricks on those nodes (volume.py), FUSE clients (client.py). This class only orders them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...runtime import CLIENT
+from .. import Backend, BackendError, Progress
+from . import client, glusterd, volume
+from .glusterd import GlusterContext
+
+
+class GlusterBackend(Backend):
+    name = "gluster"
+
+    @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        return frozenset({"fs", "gfapi"})
+
+    def __init__(self, runtime, spec):
+        super().__init__(runtime, spec)
+        self.ctx = GlusterContext(spec, runtime, self.state.dir / "gluster", self.state.read().get("addresses", {}))
+
+    @property
+    def first(self) -> str:
+        """The server the CLI talks to: the first one whose glusterd runs (node loss faults)."""
+        for node in self.spec.node_names():
+            proc = self.runtime.procs.get(glusterd.daemon_name(node))
+            if proc is not None and proc.alive():
+                return node
+        raise BackendError("no glusterd is running")
+
+    def deploy(self, progress: Progress, timeout: float) -> None:
+        if self.runtime.kind != "local":
+            raise BackendError("GlusterFS needs the local (network namespace) runtime: every glusterd listens on port 24007")
+        nodes = self.spec.node_names()
+        progress("starting glusterd", f"{len(nodes)} server(s), each in its own network and mount namespace")
+        for node in nodes:
+            glusterd.start(self.ctx, node)
+        for node in nodes:
+            glusterd.wait_listening(self.ctx, node)
+        progress("forming the trusted pool", f"peer probe from {nodes[0]}")
+        glusterd.probe_peers(self.ctx)
+        g = self.spec.gluster
+        n_bricks = g.bricks_per_node * len(nodes)
+        progress("creating the volume", f"{volume.VOLUME}: {g.volume} of {n_bricks} brick(s) "
+                 + (f"({' '.join(volume.layout_args(self.ctx))})" if g.volume != "distribute" else ""))
+        volume.create(self.ctx, nodes[0])
+        progress("waiting for bricks", f"{n_bricks} brick(s) online")
+        volume.wait_bricks_online(self.ctx, nodes[0], n_bricks, timeout)
+
+    def status(self) -> dict[str, Any]:
+        node = self.first
+        bricks = volume.bricks(self.ctx, node)
+        peers = glusterd.peer_states(self.ctx, node)
+        heal = volume.heal_pending(self.ctx, node)
+        vol = volume.info(self.ctx, node)
+        ok = all(b["online"] for b in bricks) and all(p["connected"] for p in peers) and not heal
+        return {"health": "HEALTH_OK" if ok else "HEALTH_WARN", "volume": vol, "bricks": bricks, "peers": peers,
+                "heal_pending": heal, "ping_timeout": vol["options"].get("network.ping-timeout")}
+
+    def healthy(self) -> bool:
+        node = self.first
+        bricks = volume.bricks(self.ctx, node)
+        want = volume.info(self.ctx, node)["bricks"]
+        if len(bricks) != want or not all(b["online"] for b in bricks):
+            return False
+        if not all(p["connected"] for p in glusterd.peer_states(self.ctx, node)):
+            return False
+        return not volume.heal_pending(self.ctx, node)
+
+    def sample(self) -> dict[str, tuple[float, str]]:
+        node = self.first
+        bricks = volume.bricks(self.ctx, node)
+        peers = glusterd.peer_states(self.ctx, node)
+        out = {"gluster.bricks_online": (sum(b["online"] for b in bricks), "bricks"),
+               "gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
+        heal = volume.heal_pending(self.ctx, node)
+        if heal is not None:
+            out["gluster.heal_pending"] = (heal, "entries")
+        degraded = not all(b["online"] for b in bricks) or not all(p["connected"] for p in peers) or bool(heal)
+        out["gluster.health"] = (int(degraded), "0=OK,1=degraded")
+        return out
+
+    def mount(self, node: str = CLIENT) -> Path:
+        return client.mount_volume(self.ctx, node)
+
+    def client_info(self) -> dict[str, Any]:
+        return {"gluster_volume": volume.VOLUME, "volfile_server": self.ctx.addresses[self.spec.nodes[0].name]}
+
+
+__all__ = ["GlusterBackend"]

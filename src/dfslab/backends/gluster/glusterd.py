@@ -1,0 +1,116 @@
+"""glusterd, one per server node.
+
+Several glusterd cannot share a machine's /var/lib/glusterd, /var/log/glusterfs or /run
+(the CLI socket path is fixed), so each runs in its node's network namespace AND a private
+mount namespace of its own where those three paths are bind-mounted from the node's
+directory under the cluster's state dir. The bricks and self-heal daemon glusterd starts
+inherit both namespaces and the environment mark `down` finds them by. The gluster CLI is
+run by entering the same two namespaces.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+from ...runtime import Runtime
+from ...spec import ClusterSpec
+from .. import BackendError
+
+PRIVATE_PATHS = {"lib": "/var/lib/glusterd", "log": "/var/log/glusterfs", "run": "/run"}
+
+
+@dataclass
+class GlusterContext:
+    spec: ClusterSpec
+    runtime: Runtime
+    root: Path  # <state>/gluster
+    addresses: dict[str, str]
+
+    def node_dir(self, node: str, sub: str) -> Path:
+        return self.root / node / sub
+
+    def brick_paths(self, node: str, count: int | None = None) -> list[Path]:
+        n = self.spec.gluster.bricks_per_node if count is None else count
+        return [self.node_dir(node, "bricks") / f"b{i}" for i in range(n)]
+
+
+def daemon_name(node: str) -> str:
+    return f"glusterd.{node}"
+
+
+def start(ctx: GlusterContext, node: str) -> None:
+    for sub in (*PRIVATE_PATHS, "bricks"):
+        ctx.node_dir(node, sub).mkdir(parents=True, exist_ok=True)
+    binds = " && ".join(f"mount --bind {shlex.quote(str(ctx.node_dir(node, sub)))} {target}"
+                        for sub, target in PRIVATE_PATHS.items())
+    script = f"{binds} && exec glusterd -N --log-level INFO"
+    ctx.runtime.spawn(daemon_name(node), node, ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                      meta={"kind": "glusterd", "log": str(ctx.node_dir(node, "log") / "glusterd.log")})
+
+
+def pid(ctx: GlusterContext, node: str) -> int:
+    proc = ctx.runtime.procs.get(daemon_name(node))
+    if proc is None or not proc.alive():
+        raise BackendError(f"glusterd on {node} is not running; see {ctx.node_dir(node, 'log') / 'glusterd.log'}")
+    return proc.pid
+
+
+def cli(ctx: GlusterContext, node: str, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+    """`gluster --mode=script ARGS` against the glusterd of `node`."""
+    argv = ["nsenter", f"--mount=/proc/{pid(ctx, node)}/ns/mnt", "gluster", "--mode=script", *args]
+    res = ctx.runtime.run(node, argv, timeout=timeout, check=False)
+    if check and res.returncode != 0:
+        msg = (res.stderr.strip() or res.stdout.strip())[-400:]
+        raise BackendError(f"`gluster {' '.join(args)}` on {node} failed: {msg}")
+    return res
+
+
+def xml(ctx: GlusterContext, node: str, *args: str, timeout: float = 60) -> ElementTree.Element:
+    """A gluster command's --xml answer; BackendError when it reports failure."""
+    res = cli(ctx, node, *args, "--xml", timeout=timeout, check=False)
+    try:
+        root = ElementTree.fromstring(res.stdout)
+    except ElementTree.ParseError:
+        raise BackendError(f"`gluster {' '.join(args)}` on {node} failed: {(res.stderr or res.stdout).strip()[-400:]}") from None
+    if root.findtext("opRet", "0") != "0":
+        raise BackendError(f"`gluster {' '.join(args)}` on {node} failed: {root.findtext('opErrstr', '').strip()}")
+    return root
+
+
+def wait_listening(ctx: GlusterContext, node: str, timeout: float = 60) -> None:
+    """glusterd answers its CLI (it spends ~1.5 s in a geo-replication check at start)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ctx.runtime.procs.exited(daemon_name(node)) is not None:
+            break
+        if cli(ctx, node, "pool", "list", timeout=10, check=False).returncode == 0:
+            return
+        time.sleep(0.2)
+    raise BackendError(f"glusterd on {node} did not answer within {timeout:.0f} s; see {ctx.node_dir(node, 'log') / 'glusterd.log'}")
+
+
+def probe_peers(ctx: GlusterContext, timeout: float = 60) -> None:
+    """Join every server into node1's trusted pool and wait until all are connected."""
+    first, *others = ctx.spec.node_names()
+    for node in others:
+        cli(ctx, first, "peer", "probe", ctx.addresses[node])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        peers = peer_states(ctx, first)
+        if len(peers) == len(others) and all(p["connected"] and p["in_cluster"] for p in peers):
+            return
+        time.sleep(0.3)
+    raise BackendError(f"peers did not all join within {timeout:.0f} s: {peer_states(ctx, first)}")
+
+
+def peer_states(ctx: GlusterContext, node: str) -> list[dict[str, Any]]:
+    root = xml(ctx, node, "peer", "status")
+    return [{"hostname": p.findtext("hostname"), "connected": p.findtext("connected") == "1",
+             "in_cluster": p.findtext("stateStr") == "Peer in Cluster", "state": p.findtext("stateStr")}
+            for p in root.iter("peer")]

@@ -1,0 +1,107 @@
+"""The volume: bricks laid out so every replica / disperse set spans distinct servers,
+create + start, tuning options, and what `gluster volume status` and `heal info` say."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .. import BackendError
+from .glusterd import GlusterContext, cli, xml
+
+VOLUME = "dfslab"
+
+
+def brick_list(ctx: GlusterContext, nodes: list[str] | None = None, first: int = 0, count: int | None = None) -> list[str]:
+    """HOST:PATH of bricks `first`..`first+count` of every node, brick-major (b0 of node1,
+    node2, node3, then b1 ...) so that consecutive bricks, which gluster groups into one
+    replica or disperse set, sit on different servers."""
+    nodes = nodes or ctx.spec.node_names()
+    per_node = ctx.spec.gluster.bricks_per_node if count is None else count
+    return [f"{ctx.addresses[node]}:{ctx.node_dir(node, 'bricks') / f'b{i}'}"
+            for i in range(first, first + per_node) for node in nodes]
+
+
+def layout_args(ctx: GlusterContext) -> list[str]:
+    g = ctx.spec.gluster
+    if g.volume == "replicate":
+        return ["replica", "3", "arbiter", "1"] if g.arbiter else ["replica", str(g.replica)]
+    if g.volume == "disperse":
+        return ["disperse-data", str(g.disperse_data), "redundancy", str(g.redundancy)]
+    return []
+
+
+def options(ctx: GlusterContext) -> dict[str, str]:
+    g = ctx.spec.gluster
+    opts = {"network.ping-timeout": str(max(1, round(g.ping_timeout)))}
+    opts.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in g.options.items()})
+    return opts
+
+
+def create(ctx: GlusterContext, node: str) -> None:
+    bricks = brick_list(ctx)
+    # Bricks on the root filesystem (the state dir) need `force`; that is all it overrides here,
+    # as brick_list already keeps each set on distinct servers.
+    cli(ctx, node, "volume", "create", VOLUME, *layout_args(ctx), "transport", "tcp", *bricks, "force")
+    for key, value in options(ctx).items():
+        try:
+            cli(ctx, node, "volume", "set", VOLUME, key, value)
+        except BackendError as exc:
+            raise BackendError(f"gluster.options: {key}={value} refused: {exc}") from None
+    cli(ctx, node, "volume", "start", VOLUME)
+
+
+def bricks(ctx: GlusterContext, node: str) -> list[dict[str, Any]]:
+    root = xml(ctx, node, "volume", "status", VOLUME)
+    out = []
+    for b in root.iter("node"):
+        path = b.findtext("path", "")
+        if not path.startswith("/"):
+            continue  # self-heal daemon and other services are listed as nodes too
+        out.append({"brick": f"{b.findtext('hostname')}:{path}", "host": b.findtext("hostname"),
+                    "online": b.findtext("status") == "1", "pid": int(b.findtext("pid") or -1),
+                    "port": b.findtext("port")})
+    return out
+
+
+def heal_pending(ctx: GlusterContext, node: str) -> int | None:
+    """Entries still to heal on all bricks; None for a volume without redundancy."""
+    if ctx.spec.gluster.volume == "distribute":
+        return None
+    root = xml(ctx, node, "volume", "heal", VOLUME, "info", "summary")
+    total = 0
+    for brick in root.iter("brick"):
+        if brick.findtext("status") not in ("Connected", None):
+            total += 1  # a brick that cannot answer has pending heals by definition
+        for tag in ("totalNumberOfEntries", "numberOfEntries"):
+            value = brick.findtext(tag)
+            if value and value.isdigit():
+                total += int(value)
+                break
+    return total
+
+
+def info(ctx: GlusterContext, node: str) -> dict[str, Any]:
+    root = xml(ctx, node, "volume", "info", VOLUME)
+    vol = root.find(".//volume")
+    if vol is None:
+        raise BackendError(f"no volume {VOLUME}")
+    return {"name": vol.findtext("name"), "type": vol.findtext("typeStr"), "status": vol.findtext("statusStr"),
+            "bricks": int(vol.findtext("brickCount") or 0),
+            "options": {o.findtext("name"): o.findtext("value") for o in vol.iter("option")}}
+
+
+def wait_bricks_online(ctx: GlusterContext, node: str, want: int, timeout: float = 60) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    seen: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        try:
+            seen = bricks(ctx, node)
+        except BackendError:
+            seen = []
+        if len(seen) == want and all(b["online"] for b in seen):
+            return seen
+        time.sleep(0.3)
+    offline = [b["brick"] for b in seen if not b["online"]]
+    raise BackendError(f"{want} bricks not all online within {timeout:.0f} s (offline: {offline or 'unknown'}); "
+                       f"see the brick logs under {ctx.root}/<node>/log/bricks/")
