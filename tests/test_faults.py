@@ -153,7 +153,7 @@ def test_the_checker_fails_when_data_is_gone(tmp_path):
     dfslab("up", str(write_spec(tmp_path, f"name: {name}\nnodes: 2\nceph: {{replica_size: 1, osd_size: 2GiB, cephfs: false}}\n")))
     try:
         manifest = tmp_path / "manifest.json"
-        dfslab("exec", name, "--", sys.executable, "-m", "dfslab.chaos.integrity", "seed", "dfslab", str(manifest), "8")
+        dfslab("exec", name, "--", sys.executable, "-m", "dfslab.chaos.integrity", "seed", str(manifest), "8", "rados:dfslab")
         assert dfslab("verify", name, str(manifest)).returncode == 0
         # Pool size 1: destroy node2's OSD behind Ceph's back (process killed, block file wiped).
         dfslab("fault", name, "node", "node2")

@@ -12,7 +12,7 @@ def journal(tmp_path, lines):
 
 
 def entry(op, name, sha, size=10):
-    return {"op": op, "where": "rados", "name": name, "sha256": sha, "size": size}
+    return {"op": op, "store": "rados:dfslab", "name": name, "sha256": sha, "size": size}
 
 
 def test_last_ack_wins_and_inflight_write_is_also_accepted(tmp_path):
@@ -37,3 +37,19 @@ def test_write_latency_buckets_acks_per_second_and_weights_the_mean():
     assert abs(per_second[1][2] - 3000) < 1e-6
     assert abs(mean_latency(per_second, 100, 105) - (10 + 30 + 3000) / 3) < 1e-6
     assert mean_latency(per_second, 101, 104) is None
+
+
+def test_dir_store_round_trips_and_replaces_atomically(tmp_path):
+    from dfslab.chaos.integrity import digest, open_store, seed, verify
+    store = open_store(f"dir:{tmp_path / 'files'}")
+    store.put("x", b"old")
+    store.put("x", b"new")
+    assert store.get("x", 3) == b"new" and not list((tmp_path / "files").glob("*.tmp"))
+    manifest = tmp_path / "m.json"
+    assert seed(str(manifest), 4, [f"dir:{tmp_path / 'seed'}"]) == {"seeded": 4}
+    assert verify(str(manifest), [])["lost"] == 0
+    (tmp_path / "seed" / "integrity-seed-1").write_bytes(b"flipped")
+    (tmp_path / "seed" / "integrity-seed-2").unlink()
+    result = verify(str(manifest), [])
+    assert (result["checked"], result["lost"], result["corrupt"]) == (4, 1, 1)
+    assert digest(b"new") != digest(b"old")

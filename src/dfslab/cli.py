@@ -336,7 +336,7 @@ def verify(
     timeout: float = typer.Option(30, help="seconds a read may take before the object counts as lost"),
 ) -> None:
     """Read back every seeded and acknowledged object; exit 1 if any is lost or corrupt."""
-    argv = [sys.executable, "-m", "dfslab.chaos.integrity", "verify", "dfslab", str(manifest.resolve()),
+    argv = [sys.executable, "-m", "dfslab.chaos.integrity", "verify", str(manifest.resolve()),
             *[str(j.resolve()) for j in journals or []]]
     try:
         wrapped, env = cluster.client_command(name, argv)

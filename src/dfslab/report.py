@@ -372,6 +372,9 @@ def build(run_path: Path) -> Path:
         _timeline(series, intervals, lambda n: n.startswith("ceph.pgs.") or n in ("ceph.osds_up", "ceph.osds_in", "ceph.health"),
                   "count", "Ceph: PG states, OSDs up/in and health (0 OK, 1 WARN, 2 ERR) over time"
                   + ("; red: fault injected, green: undone" if faults else ""), t0, faults),
+        _timeline(series, intervals, lambda n: n.startswith("gluster."),
+                  "count", "GlusterFS: bricks online, peers connected, entries pending heal, health (0 OK, 1 degraded) over time"
+                  + ("; red: fault injected, green: undone" if faults else ""), t0, faults),
         _timeline(series, intervals, lambda n: n in ("ceph.client_write", "ceph.client_read"), "MB/s",
                   "client throughput as Ceph saw it" + ("; red: fault injected, green: undone" if faults else ""), t0, faults)
         if faults else None,

@@ -83,10 +83,17 @@ class FaultRun:
         self.journals: list[str] = []
         self.events: list[dict[str, Any]] = []
 
+    def stores(self) -> list[str]:
+        """Where the checksummed data goes: RADOS objects and/or files on the POSIX mount."""
+        offered = self.attached.backend.targets_for(self.attached.spec)
+        stores = ["rados:dfslab"] if "rados" in offered else []
+        if "fs" in offered:
+            stores.append(f"dir:{self.attached.backend.mount('client') / 'dfslab-integrity'}")
+        return stores
+
     def seed(self) -> None:
-        argv = [*schedule.INTEGRITY, "seed", "dfslab", str(self.dir / "manifest.json"), str(self.exp.file.integrity.seed_objects)]
-        if self.attached.spec.ceph.cephfs:
-            argv.append(str(self.attached.backend.mount("client") / "dfslab-integrity"))
+        argv = [*schedule.INTEGRITY, "seed", str(self.dir / "manifest.json"), str(self.exp.file.integrity.seed_objects),
+                *self.stores()]
         self.runner.run(argv, "integrity-seed", timeout=600)
 
     def start(self, workload_index: int) -> list[tuple[schedule.TimedFault, schedule.Writer]]:
@@ -96,7 +103,7 @@ class FaultRun:
         entries = [(i, f) for i, f in enumerate(self.exp.file.faults) if f.during == workload_index]
         if not entries:
             return []
-        writer = schedule.Writer(self.runner, self.dir).start()
+        writer = schedule.Writer(self.runner, self.dir, self.stores()[0]).start()
         self.journals.append(str(writer.journal))
         return [(schedule.TimedFault(self.attached, f, i).start(), writer) for i, f in entries]
 
@@ -128,7 +135,7 @@ class FaultRun:
         self.run_dir.write_json("faults.json", self.events)
 
     def verify(self) -> list[str]:
-        out = self.runner.run([*schedule.INTEGRITY, "verify", "dfslab", str(self.dir / "manifest.json"), *self.journals],
+        out = self.runner.run([*schedule.INTEGRITY, "verify", str(self.dir / "manifest.json"), *self.journals],
                               "integrity-verify", timeout=1800)
         result = json.loads(out)
         self.run_dir.write_json("integrity.json", result)

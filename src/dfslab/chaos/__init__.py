@@ -62,6 +62,7 @@ FAULTS = {
     "partition": "dfslab.chaos.link:CutLink",
     "degrade": "dfslab.chaos.link:DegradeLink",
     "fill": "dfslab.chaos.fill:FillOsd",
+    "brick": "dfslab.chaos.brick:KillBrick",
 }
 
 

@@ -8,7 +8,7 @@ import os
 import signal
 from typing import Any
 
-from ..procs import TrackedProcess, proc_start_time, terminate
+from ..procs import TrackedProcess, marked_pids, proc_start_time, terminate
 from . import Fault, FaultError
 
 
@@ -70,4 +70,26 @@ class LoseNode(KillDaemon):
         for proc in procs:
             if proc_start_time(proc.pid) == proc.start_time:
                 os.kill(proc.pid, signal.SIGKILL)
+        # Daemons the tracked ones started (GlusterFS bricks and self-heal daemon) die with the node too.
+        for pid in self.children_on(target):
+            os.kill(pid, signal.SIGKILL)
         return {"daemons": [restartable(p) for p in procs]}
+
+    def children_on(self, node: str) -> list[int]:
+        """PIDs marked with this cluster, in `node`'s network namespace, that dfslab did not spawn itself."""
+        ns_of = getattr(self.cluster.runtime, "ns", None)
+        if ns_of is None:
+            return []
+        try:
+            node_ns = os.stat(f"/run/netns/{ns_of(node)}").st_ino
+        except OSError:
+            return []
+        tracked = {p.pid for p in self.cluster.runtime.procs.all()}
+        found = []
+        for pid in marked_pids(self.cluster.state.name):
+            try:
+                if pid not in tracked and os.stat(f"/proc/{pid}/ns/net").st_ino == node_ns:
+                    found.append(pid)
+            except OSError:
+                continue
+        return found

@@ -1,13 +1,14 @@
 """Proof that nothing acknowledged was lost. Runs on the client node:
 
-    python -m dfslab.chaos.integrity seed   POOL MANIFEST COUNT [DIR]   write a dataset with known SHA-256s
-    python -m dfslab.chaos.integrity write  POOL JOURNAL STOPFILE      overwrite a ring of objects until STOPFILE exists
-    python -m dfslab.chaos.integrity verify POOL MANIFEST [JOURNAL...] read everything back; JSON counts on stdout
+    python -m dfslab.chaos.integrity seed   MANIFEST COUNT STORE...     write a dataset with known SHA-256s
+    python -m dfslab.chaos.integrity write  STORE JOURNAL STOPFILE     overwrite a ring of items until STOPFILE exists
+    python -m dfslab.chaos.integrity verify MANIFEST [JOURNAL...]      read everything back; JSON counts on stdout
 
-Every write is journalled (and fsync'd) as an intent before and an ack after librados
-acknowledged it, so every ack line is a promise Ceph made: the object holds that content (or,
-if a later write was still in flight, that one's). verify counts objects that are gone or
-unreadable (lost) or whose bytes match neither (corrupt). Files in DIR (a CephFS mount) are seeded and checked alike.
+A STORE is `rados:POOL` (objects through librados) or `dir:PATH` (files on a POSIX mount:
+CephFS, a GlusterFS volume). Every write is journalled (and fsync'd) as an intent before and
+an ack after the store acknowledged it, so every ack line is a promise the filesystem made:
+the item holds that content (or, if a later write was still in flight, that one's). verify
+counts items that are gone or unreadable (lost) or whose bytes match neither (corrupt).
 """
 
 from __future__ import annotations
@@ -22,46 +23,94 @@ import time
 SIZES = [1024, 64 * 1024, 1 << 20, 4 << 20]
 
 
-def connect(pool: str, op_timeout: float = 0):
-    """op_timeout 0: a write waits as long as Ceph needs (an ack is a promise, however late)."""
-    import rados
-    cluster = rados.Rados(conffile=os.environ["CEPH_CONF"],
-                          conf={"keyring": os.environ["CEPH_ARGS"].split()[-1], "rados_osd_op_timeout": str(int(op_timeout))})
-    cluster.connect(timeout=60)
-    return cluster, cluster.open_ioctx(pool)
-
-
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def seed(pool: str, manifest: str, count: int, directory: str | None = None) -> dict:
-    cluster, ioctx = connect(pool)
+class RadosStore:
+    """RADOS objects: write_full returns once every replica has the object (atomic)."""
+
+    def __init__(self, pool: str, op_timeout: float = 0):
+        # op_timeout 0: a write waits as long as Ceph needs (an ack is a promise, however late).
+        import rados
+        self.errors = (rados.Error,)
+        self.cluster = rados.Rados(conffile=os.environ["CEPH_CONF"],
+                                   conf={"keyring": os.environ["CEPH_ARGS"].split()[-1],
+                                         "rados_osd_op_timeout": str(int(op_timeout))})
+        self.cluster.connect(timeout=60)
+        self.ioctx = self.cluster.open_ioctx(pool)
+
+    def put(self, name: str, data: bytes) -> None:
+        self.ioctx.write_full(name, data)
+
+    def get(self, name: str, size: int) -> bytes:
+        return self.ioctx.read(name, length=size + 1)
+
+    def close(self) -> None:
+        self.ioctx.close()
+        self.cluster.shutdown()
+
+
+class DirStore:
+    """Files: written to a temporary name, fsync'd, renamed over the old one and the
+    directory fsync'd, so a file holds either its old or its new content, never a mix."""
+
+    errors = (OSError,)
+
+    def __init__(self, path: str, op_timeout: float = 0):
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+
+    def put(self, name: str, data: bytes) -> None:
+        final = os.path.join(self.path, name)
+        tmp = f"{final}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.rename(tmp, final)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def get(self, name: str, size: int) -> bytes:
+        with open(os.path.join(self.path, name), "rb") as fh:
+            return fh.read()
+
+    def close(self) -> None:
+        pass
+
+
+def open_store(spec: str, op_timeout: float = 0) -> RadosStore | DirStore:
+    kind, _, where = spec.partition(":")
+    if kind == "rados":
+        return RadosStore(where, op_timeout)
+    if kind == "dir":
+        return DirStore(where, op_timeout)
+    raise ValueError(f"unknown store {spec!r}: rados:POOL or dir:PATH")
+
+
+def seed(manifest: str, count: int, stores: list[str]) -> dict:
     entries = []
-    for i in range(count):
-        data = os.urandom(SIZES[i % len(SIZES)])
-        name = f"integrity-seed-{i}"
-        ioctx.write_full(name, data)
-        entries.append({"where": "rados", "name": name, "size": len(data), "sha256": digest(data)})
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-            path = os.path.join(directory, f"seed-{i}")
-            with open(path, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            entries.append({"where": "file", "name": path, "size": len(data), "sha256": digest(data)})
+    for spec in stores:
+        store = open_store(spec)
+        for i in range(count):
+            data = os.urandom(SIZES[i % len(SIZES)])
+            name = f"integrity-seed-{i}"
+            store.put(name, data)
+            entries.append({"store": spec, "name": name, "size": len(data), "sha256": digest(data)})
+        store.close()
     with open(manifest, "w") as fh:
         json.dump(entries, fh)
-    ioctx.close()
-    cluster.shutdown()
     return {"seeded": len(entries)}
 
 
-def write(pool: str, journal: str, stopfile: str, ring: int = 128) -> dict:
-    """Overwrite a ring of `ring` objects (bounded space: a long fault run must not fill the
+def write(spec: str, journal: str, stopfile: str, ring: int = 128) -> dict:
+    """Overwrite a ring of `ring` items (bounded space: a long fault run must not fill the
     cluster). Each write is journalled twice: its intent before, its ack after."""
-    cluster, ioctx = connect(pool)
+    store = open_store(spec)
     rng = random.Random(os.getpid())
     n = 0
     with open(journal, "a") as fh:
@@ -71,65 +120,63 @@ def write(pool: str, journal: str, stopfile: str, ring: int = 128) -> dict:
             os.fsync(fh.fileno())
         while not os.path.exists(stopfile):
             data = rng.randbytes(rng.choice([4096, 65536, 262144, 1 << 20]))
-            entry = {"where": "rados", "name": f"integrity-live-{os.getpid()}-{n % ring}", "size": len(data),
+            entry = {"store": spec, "name": f"integrity-live-{os.getpid()}-{n % ring}", "size": len(data),
                      "sha256": digest(data), "start": time.time()}
             log({"op": "intent", **entry})
-            ioctx.write_full(entry["name"], data)  # returns once acknowledged (durable on every replica)
+            store.put(entry["name"], data)  # returns once acknowledged (durable on every replica)
             log({"op": "ack", **entry, "ack": time.time()})
             n += 1
-    ioctx.close()
-    cluster.shutdown()
+    store.close()
     return {"written": n}
 
 
 def expected(journals: list[str]) -> list[dict]:
-    """Per object, what it must hold: its last acknowledged content; the content of a write
+    """Per item, what it must hold: its last acknowledged content; the content of a write
     still in flight after that ack (it may or may not have landed) is also accepted."""
-    objects: dict[str, dict] = {}
+    items: dict[tuple[str, str], dict] = {}
     for path in journals:
         with open(path) as fh:
             for line in fh:
                 if not line.strip():
                     continue
                 entry = json.loads(line)
-                obj = objects.setdefault(entry["name"], {"where": entry["where"], "name": entry["name"], "acked": None, "inflight": []})
+                key = (entry["store"], entry["name"])
+                item = items.setdefault(key, {"store": entry["store"], "name": entry["name"], "acked": None, "inflight": []})
                 if entry.get("op") == "ack":
-                    obj["acked"] = entry
-                    obj["inflight"] = []
+                    item["acked"] = entry
+                    item["inflight"] = []
                 else:
-                    obj["inflight"].append(entry)
+                    item["inflight"].append(entry)
     out = []
-    for obj in objects.values():
-        if obj["acked"] is None:
+    for item in items.values():
+        if item["acked"] is None:
             continue  # never acknowledged: nothing was promised
-        accepted = [obj["acked"], *obj["inflight"]]
-        out.append({"where": obj["where"], "name": obj["name"], "size": obj["acked"]["size"],
-                    "sha256": obj["acked"]["sha256"], "accept": [(e["size"], e["sha256"]) for e in accepted]})
+        accepted = [item["acked"], *item["inflight"]]
+        out.append({"store": item["store"], "name": item["name"], "size": item["acked"]["size"],
+                    "sha256": item["acked"]["sha256"], "accept": [(e["size"], e["sha256"]) for e in accepted]})
     return out
 
 
-def verify(pool: str, manifest: str, journals: list[str]) -> dict:
+def verify(manifest: str, journals: list[str]) -> dict:
     entries = json.load(open(manifest)) if manifest != "-" else []
     entries += expected(journals)
-    import rados
-    # A read that cannot complete (its only OSD is gone) counts as lost, after a bounded wait.
-    cluster, ioctx = connect(pool, float(os.environ.get("DFSLAB_VERIFY_TIMEOUT", "30")))
+    # A read that cannot complete (its only replica is gone) counts as lost, after a bounded wait.
+    timeout = float(os.environ.get("DFSLAB_VERIFY_TIMEOUT", "30"))
+    stores = {spec: open_store(spec, timeout) for spec in sorted({e["store"] for e in entries})}
     lost, corrupt = [], []
     for e in entries:
+        store = stores[e["store"]]
+        label = f"{e['store']}/{e['name']}"
         try:
-            if e["where"] == "rados":
-                data = ioctx.read(e["name"], length=e["size"] + 1)
-            else:
-                with open(e["name"], "rb") as fh:
-                    data = fh.read()
-        except (rados.Error, OSError):  # gone, or unreadable within the timeout
-            lost.append(e["name"])
+            data = store.get(e["name"], e["size"])
+        except store.errors:  # gone, or unreadable within the timeout
+            lost.append(label)
             continue
         accept = e.get("accept") or [(e["size"], e["sha256"])]
         if (len(data), digest(data)) not in [tuple(a) for a in accept]:
-            corrupt.append(e["name"])
-    ioctx.close()
-    cluster.shutdown()
+            corrupt.append(label)
+    for store in stores.values():
+        store.close()
     return {"checked": len(entries), "lost": len(lost), "corrupt": len(corrupt),
             "lost_names": lost[:50], "corrupt_names": corrupt[:50]}
 
@@ -137,11 +184,11 @@ def verify(pool: str, manifest: str, journals: list[str]) -> dict:
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "seed":
-        out = seed(args[0], args[1], int(args[2]), args[3] if len(args) > 3 else None)
+        out = seed(args[0], int(args[1]), args[2:])
     elif cmd == "write":
         out = write(args[0], args[1], args[2])
     elif cmd == "verify":
-        out = verify(args[0], args[1], args[2:])
+        out = verify(args[0], args[1:])
     else:
         sys.exit(f"unknown command {cmd!r}: seed | write | verify")
     print(json.dumps(out))

@@ -52,15 +52,15 @@ class TimedFault:
 class Writer:
     """The checksummed writer on the client node, with its journal of acknowledged writes."""
 
-    def __init__(self, runner: Runner, directory: Path, pool: str = "dfslab"):
-        self.runner, self.directory, self.pool = runner, directory, pool
+    def __init__(self, runner: Runner, directory: Path, store: str = "rados:dfslab"):
+        self.runner, self.directory, self.store = runner, directory, store
         self.journal = directory / f"journal-{int(time.time() * 1000)}.jsonl"
         self.stopfile = self.journal.with_suffix(".stop")
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Writer":
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.proc = self.runner.popen([*INTEGRITY, "write", self.pool, str(self.journal), str(self.stopfile)],
+        self.proc = self.runner.popen([*INTEGRITY, "write", self.store, str(self.journal), str(self.stopfile)],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return self
 

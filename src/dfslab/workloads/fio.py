@@ -93,10 +93,11 @@ def target_options(runner: Runner, target: str, size: int, numjobs: int, direct:
         ensure_rbd_image(runner, size * numjobs)
         return {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": RBD_IMAGE}
     if target == "gfapi":
-        # fio opens files relative to the volume root; the directory is made through the mount.
+        # fio names gfapi files relative to the volume root (and checks `directory=` on the
+        # local disk), so the directory goes into the file name; it is made through the mount.
         runner.workdir("fs", "dfslab-fio-gfapi")
         return {"ioengine": "gfapi", "volume": runner.info["gluster_volume"], "brick": runner.info["volfile_server"],
-                "directory": "/dfslab-fio-gfapi"}
+                "filename_format": "dfslab-fio-gfapi/$jobname.$jobnum.$filenum"}
     directory = runner.workdir(target, "dfslab-fio")
     return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
 

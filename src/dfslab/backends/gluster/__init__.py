@@ -84,6 +84,13 @@ class GlusterBackend(Backend):
         out["gluster.health"] = (int(degraded), "0=OK,1=degraded")
         return out
 
+    def bricks(self) -> list[dict[str, Any]]:
+        return volume.bricks(self.ctx, self.first)
+
+    def start_offline_bricks(self) -> None:
+        """`volume start force`: restarts bricks that are down, leaves running ones alone."""
+        glusterd.cli(self.ctx, self.first, "volume", "start", volume.VOLUME, "force")
+
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_volume(self.ctx, node)
 

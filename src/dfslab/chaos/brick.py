@@ -1,0 +1,57 @@
+"""GlusterFS brick fault: kill -9 one brick process (glusterfsd). Undo: `gluster volume start
+VOL force`, which restarts the volume's offline bricks and nothing else; self-heal then
+copies what the brick missed (the recovery wait covers heal)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from typing import Any
+
+from ..procs import ENV_MARK
+from . import Fault, FaultError
+
+
+class KillBrick(Fault):
+    kind = "brick"
+    help = "kill -9 a GlusterFS brick process (target: node2, or node2/b1); undo: volume start force"
+
+    def backend(self):
+        from ..backends.gluster import GlusterBackend
+        backend = self.cluster.backend
+        if not isinstance(backend, GlusterBackend):
+            raise FaultError("fault brick is for GlusterFS clusters; on Ceph use kill osd.N")
+        return backend
+
+    def find(self, target: str) -> dict[str, Any]:
+        m = re.fullmatch(r"([a-z][a-z0-9-]*)(?:/b(\d+))?", target)
+        if not m:
+            raise FaultError(f"fault brick takes a node or node/bN, e.g. node2 or node2/b1; got {target!r}")
+        node, index = m.group(1), int(m.group(2) or 0)
+        backend = self.backend()
+        if node not in self.cluster.spec.node_names():
+            raise FaultError(f"no node {node!r}; nodes: {', '.join(self.cluster.spec.node_names())}")
+        path = str(backend.ctx.node_dir(node, "bricks") / f"b{index}")
+        for brick in backend.bricks():
+            if brick["brick"].endswith(f":{path}"):
+                return brick
+        raise FaultError(f"no brick {path} in the volume")
+
+    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+        brick = self.find(target)
+        pid = brick["pid"]
+        if not brick["online"] or pid <= 0:
+            raise FaultError(f"brick {brick['brick']} is not online")
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                ours = f"{ENV_MARK}={self.cluster.state.name}".encode() in fh.read().split(b"\0")
+        except OSError:
+            ours = False
+        if not ours:
+            raise FaultError(f"pid {pid} of brick {brick['brick']} is not a process of cluster {self.cluster.state.name}")
+        os.kill(pid, signal.SIGKILL)
+        return {"brick": brick["brick"], "pid": pid}
+
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        self.backend().start_offline_bricks()
