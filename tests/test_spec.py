@@ -56,6 +56,17 @@ MALFORMED = [
     ("cephfs not a boolean", variant(ceph__cephfs="maybe"), "ceph.cephfs", "boolean"),
     ("unknown ceph key", variant(ceph__osd_count=3), "ceph.osd_count", "unknown field"),
     ("negative replica size", variant(ceph__replica_size=0), "ceph.replica_size", "greater than or equal to 1"),
+    ("gluster bricks not a multiple of the replica set", variant(filesystem="gluster", nodes=2, gluster={"replica": 3}),
+     "gluster.bricks_per_node", "multiple of the replicate set size 3"),
+    ("gluster arbiter without replica 3", variant(filesystem="gluster", nodes=2, gluster={"replica": 2, "arbiter": True}),
+     "gluster.arbiter", "replica: 3"),
+    ("gluster disperse redundancy too high", variant(filesystem="gluster", nodes=4,
+                                                    gluster={"volume": "disperse", "disperse_data": 2, "redundancy": 2}),
+     "gluster.redundancy", "less than half"),
+    ("gluster replica set on one server", variant(filesystem="gluster", nodes=1, gluster={"replica": 2, "bricks_per_node": 2}),
+     "gluster.volume", "two copies on one server"),
+    ("gluster unknown volume type", variant(filesystem="gluster", gluster={"volume": "stripe"}), "gluster.volume", "'distribute'"),
+    ("gluster ping timeout without unit", variant(filesystem="gluster", gluster={"ping_timeout": 5}), "gluster.ping_timeout", "unit"),
 ]
 
 

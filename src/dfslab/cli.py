@@ -104,7 +104,8 @@ def up(
         raise typer.Exit(130)
     console.print(f"[bold green]cluster {spec.name} is up[/] (HEALTH_OK in {elapsed:.1f}s) — "
                   f"nodes: {', '.join(f'{n}={a}' for n, a in addresses.items())}")
-    console.print(f"next: dfslab status {spec.name} · dfslab exec {spec.name} -- ceph -s · dfslab down {spec.name}")
+    peek = "ceph -s" if spec.filesystem == "ceph" else "df -h"
+    console.print(f"next: dfslab status {spec.name} · dfslab exec {spec.name} -- {peek} · dfslab down {spec.name}")
 
 
 @app.command()
@@ -156,6 +157,32 @@ def _print_gluster(out: Console, info: dict) -> None:
     out.print(bricks)
     peers = ", ".join(f"{p['hostname']} ({'connected' if p['connected'] else 'DISCONNECTED'})" for p in info["peers"])
     out.print(f"peers of the first server: {peers or 'none (single server)'}")
+
+
+@app.command()
+def scale(
+    name: str = typer.Argument(..., help="cluster name"),
+    add_bricks: int = typer.Option(..., "--add-bricks", help="bricks to add (whole replica / disperse sets)"),
+    timeout: float = typer.Option(1800, help="seconds to wait for the rebalance"),
+) -> None:
+    """Grow a GlusterFS volume: add-brick, then rebalance, and wait until it has completed.
+
+    New bricks go round-robin onto the nodes with the fewest bricks, so each new replica or
+    disperse set spans distinct servers. dfslab scale small --add-bricks 3
+    """
+    try:
+        attached = cluster.attach(name)
+    except USER_ERRORS as exc:
+        fail(exc)
+    try:
+        with LiveProgress() as progress:
+            result = attached.backend.add_bricks(add_bricks, progress, timeout)
+    except USER_ERRORS as exc:
+        fail(exc)
+    finally:
+        attached.close()
+    console.print(f"[bold green]added {len(result['added'])} brick(s)[/]; rebalance moved {result['files']} file(s) "
+                  f"({human_bytes(result['bytes'])}) in {result['seconds']:.1f} s, {result['scanned']} scanned")
 
 
 @app.command()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, Callable
 import psutil
 
 from .backends import Backend, BackendError, Progress, backend_for
+from .backends.fuse import unmount
 from .procs import ENV_MARK, marked_pids
 from .runtime import Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
@@ -117,12 +117,6 @@ def _keep_logs(state: ClusterState) -> Path | None:
     return dest if dest.exists() else None
 
 
-def unmount(mountpoint: str) -> None:
-    for argv in (["fusermount", "-u", "-z", mountpoint], ["umount", "-l", mountpoint]):
-        if shutil.which(argv[0]) and subprocess.run(argv, capture_output=True).returncode == 0:
-            return
-
-
 def down(name: str) -> dict[str, Any]:
     """Remove every process, mount, namespace and file of cluster `name`. Idempotent."""
     state = ClusterState(name)
@@ -210,7 +204,8 @@ class Attached:
         scratch = self.state.sub("scratch")
         return Runner(self.runtime.command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
-                      clients=self.spec.client_names(), info=self.backend.client_info())
+                      clients=self.spec.client_names(), info=self.backend.client_info(),
+                      confined=self.backend.confined)
 
     def close(self) -> None:
         self.backend.close()

@@ -256,28 +256,31 @@ NUMERIC_AXES = ("threads", "numjobs", "iodepth", "procs", "servers", "clients", 
 
 def _scaling_figures(rows, varying) -> list[dict]:
     figs = []
-    heads = [r for r in rows if r["t"] is None and r["metric"] in ("bandwidth", "ops", "qps") and r["workload"] != "baseline"]
+    heads = [r for r in rows if r["t"] is None and r["metric"] in ("bandwidth", "iops", "ops", "qps") and r["workload"] != "baseline"]
     for workload in sorted({r["workload"] for r in heads}):
         for axis in NUMERIC_AXES:
             if axis not in varying.get(workload, ()):
                 continue
-            lines: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-            unit = ""
-            for r in heads:
-                if r["workload"] == workload and axis in r["params"]:
-                    rest = _label(r["params"], varying[workload] - {axis})
-                    lines[rest][r["params"][axis]].append(r["value"])
-                    unit = r["unit"]
-            fig, ax = plt.subplots(figsize=(8, 3.2))
-            for label, pts in sorted(lines.items()):
-                xs = sorted(pts)
-                ax.plot(xs, [sum(pts[x]) / len(pts[x]) for x in xs], marker="o", label=label)
-            ax.set_xlabel(axis)
-            ax.set_ylabel(unit)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-            figs.append({"svg": _svg(fig), "caption": f"{workload}: scaling with {axis}"})
+            for metric in sorted({r["metric"] for r in heads if r["workload"] == workload}):
+                figs.append(_scaling_figure([r for r in heads if r["workload"] == workload and r["metric"] == metric],
+                                            axis, varying[workload] - {axis}, f"{workload}: {metric} scaling with {axis}"))
     return figs
+
+
+def _scaling_figure(rows, axis: str, other_keys: set, caption: str) -> dict:
+    lines: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if axis in r["params"]:
+            lines[_label(r["params"], other_keys)][r["params"][axis]].append(r["value"])
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for label, pts in sorted(lines.items()):
+        xs = sorted(pts)
+        ax.plot(xs, [sum(pts[x]) / len(pts[x]) for x in xs], marker="o", label=label)
+    ax.set_xlabel(axis)
+    ax.set_ylabel(rows[0]["unit"] if rows else "")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return {"svg": _svg(fig), "caption": caption}
 
 
 def _sql_figure(rows) -> list[dict]:

@@ -150,7 +150,8 @@ class FaultRun:
 
 TARGET_HINTS = {"fs": "a POSIX mount (Ceph: ceph.cephfs: true; GlusterFS always has one)",
                 "rados": "RADOS pools (filesystem: ceph)", "rbd": "RBD images (filesystem: ceph)",
-                "gfapi": "libgfapi (filesystem: gluster)"}
+                "gfapi": "libgfapi (filesystem: gluster)",
+                "confine": "a file system built on some servers only (filesystem: gluster; on Ceph use workload scaling)"}
 
 
 def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:

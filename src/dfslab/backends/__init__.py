@@ -62,6 +62,14 @@ class Backend(ABC):
         """Turn on the filesystem's own metrics exporter, if it has one; say where it is."""
         return None
 
+    # Optional: `confined(nodes)`, a context manager giving a POSIX mount of a file system
+    # built on `nodes` only (scaling with the number of servers). None: not offered.
+    confined: Callable[[list[str]], Any] | None = None
+
+    def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
+        """Grow the file system by `count` storage units and rebalance onto them."""
+        raise BackendError(f"{self.name} cannot be grown by dfslab yet (dfslab scale is for GlusterFS)")
+
     def client_info(self) -> dict[str, Any]:
         """What a workload needs to name the cluster to its tools (e.g. a GlusterFS volume)."""
         return {}

@@ -3,6 +3,8 @@ daemon, and recorded as a mount before it exists so `down` unmounts it even afte
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -30,3 +32,17 @@ def fuse_mount(runtime: Runtime, name: str, node: str, argv: list[str], mnt: Pat
             break
         time.sleep(0.1)
     raise BackendError(f"{argv[0]} did not mount {mnt} within {timeout:.0f} s; see {proc.log}")
+
+
+def unmount(mountpoint: str) -> None:
+    """Lazy unmount: a FUSE mount whose daemon is gone would hang every stat() of it."""
+    for argv in (["fusermount", "-u", "-z", mountpoint], ["umount", "-l", mountpoint]):
+        if shutil.which(argv[0]) and subprocess.run(argv, capture_output=True).returncode == 0:
+            return
+
+
+def fuse_unmount(runtime: Runtime, name: str, mnt: Path) -> None:
+    """Unmount, stop the client process, forget both."""
+    unmount(str(mnt))
+    runtime.procs.stop(name, timeout=10)
+    runtime.state.remove_resource("mounts", str(mnt))

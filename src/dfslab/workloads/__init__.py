@@ -63,6 +63,7 @@ class Runner:
     nodes: list[str] = field(default_factory=list)
     clients: list[str] = field(default_factory=lambda: ["client"])
     info: dict[str, Any] = field(default_factory=dict)  # the backend's client_info (e.g. a GlusterFS volume)
+    confined: Callable[[list[str]], Any] | None = None  # nodes -> context manager giving a mount on those servers only
 
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
         """A directory a file workload writes in: on the cluster's POSIX mount on `node`
@@ -144,6 +145,7 @@ WORKLOADS = {
     "sql": "dfslab.workloads.sql:Sql",
     "scaling": "dfslab.workloads.scaling:OsdScaling",
     "parallel": "dfslab.workloads.parallel:ParallelIO",
+    "servers": "dfslab.workloads.servers:ServerScaling",
 }
 
 

@@ -3,8 +3,11 @@ bricks on those nodes (volume.py), FUSE clients (client.py). This class only ord
 
 from __future__ import annotations
 
+import shutil
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ...runtime import CLIENT
 from .. import Backend, BackendError, Progress
@@ -17,7 +20,7 @@ class GlusterBackend(Backend):
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
-        return frozenset({"fs", "gfapi"})
+        return frozenset({"fs", "gfapi", "confine"})
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
@@ -50,6 +53,8 @@ class GlusterBackend(Backend):
         volume.create(self.ctx, nodes[0])
         progress("waiting for bricks", f"{n_bricks} brick(s) online")
         volume.wait_bricks_online(self.ctx, nodes[0], n_bricks, timeout)
+        progress("mounting", f"FUSE client in the client namespace at {client.mount_point(self.ctx, CLIENT)[1]}")
+        self.mount(CLIENT)
 
     def status(self) -> dict[str, Any]:
         node = self.first
@@ -90,6 +95,52 @@ class GlusterBackend(Backend):
     def start_offline_bricks(self) -> None:
         """`volume start force`: restarts bricks that are down, leaves running ones alone."""
         glusterd.cli(self.ctx, self.first, "volume", "start", volume.VOLUME, "force")
+
+    @contextmanager
+    def confined(self, nodes: list[str]) -> Iterator[Path]:
+        """A distributed volume of one new brick on each of `nodes`, mounted on the client,
+        for the length of a `with` block: the Azure guide's throughput-vs-servers runs."""
+        name = f"{volume.VOLUME}-s{len(nodes)}"
+        dirs = [self.ctx.node_dir(node, "bricks") / name for node in nodes]
+        first = self.first
+        volume.delete(self.ctx, first, name)  # left by an interrupted run
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        try:
+            volume.create(self.ctx, first, name, [f"{self.ctx.addresses[n]}:{d}" for n, d in zip(nodes, dirs)], [])
+            volume.wait_bricks_online(self.ctx, first, len(nodes), name=name)
+            yield client.mount_volume(self.ctx, CLIENT, name)
+        finally:
+            client.unmount_volume(self.ctx, CLIENT, name)
+            volume.delete(self.ctx, first, name)
+            for d in dirs:
+                shutil.rmtree(d, ignore_errors=True)
+
+    def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
+        """add-brick (whole replica / disperse sets), then rebalance and wait for it."""
+        g = self.spec.gluster
+        if count < 1 or count % g.set_size():
+            raise BackendError(f"--add-bricks: {count} is not a positive multiple of the {g.volume} set size "
+                               f"{g.set_size()}; add whole sets")
+        node = self.first
+        existing = volume.info(self.ctx, node)["brick_names"]
+        bricks = volume.new_bricks(self.ctx, existing, count)
+        progress("adding bricks", ", ".join(bricks))
+        glusterd.cli(self.ctx, node, "volume", "add-brick", volume.VOLUME, *bricks, "force")
+        volume.wait_bricks_online(self.ctx, node, len(existing) + count)
+        glusterd.cli(self.ctx, node, "volume", "rebalance", volume.VOLUME, "start")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = volume.rebalance_status(self.ctx, node)
+            progress("rebalancing", f"{st['status']}: {st['files']} files ({st['bytes'] / 2**20:.1f} MiB) moved, "
+                     f"{st['scanned']} scanned, {st['failures']} failed")
+            if st["status"] in ("completed", "failed", "stopped"):
+                if st["status"] != "completed" or st["failures"]:
+                    raise BackendError(f"rebalance {st['status']} with {st['failures']} failure(s); "
+                                       f"see {self.ctx.root}/<node>/log/dfslab-rebalance.log")
+                return {"added": bricks, **st}
+            time.sleep(0.5)
+        raise BackendError(f"rebalance not completed within {timeout:.0f} s")
 
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_volume(self.ctx, node)

@@ -38,21 +38,29 @@ def options(ctx: GlusterContext) -> dict[str, str]:
     return opts
 
 
-def create(ctx: GlusterContext, node: str) -> None:
-    bricks = brick_list(ctx)
+def create(ctx: GlusterContext, node: str, name: str = VOLUME, bricks: list[str] | None = None,
+           layout: list[str] | None = None) -> None:
+    """Create and start a volume (by default the spec's, on every node's bricks)."""
+    bricks = brick_list(ctx) if bricks is None else bricks
+    layout = layout_args(ctx) if layout is None else layout
     # Bricks on the root filesystem (the state dir) need `force`; that is all it overrides here,
     # as brick_list already keeps each set on distinct servers.
-    cli(ctx, node, "volume", "create", VOLUME, *layout_args(ctx), "transport", "tcp", *bricks, "force")
+    cli(ctx, node, "volume", "create", name, *layout, "transport", "tcp", *bricks, "force")
     for key, value in options(ctx).items():
         try:
-            cli(ctx, node, "volume", "set", VOLUME, key, value)
+            cli(ctx, node, "volume", "set", name, key, value)
         except BackendError as exc:
             raise BackendError(f"gluster.options: {key}={value} refused: {exc}") from None
-    cli(ctx, node, "volume", "start", VOLUME)
+    cli(ctx, node, "volume", "start", name)
 
 
-def bricks(ctx: GlusterContext, node: str) -> list[dict[str, Any]]:
-    root = xml(ctx, node, "volume", "status", VOLUME)
+def delete(ctx: GlusterContext, node: str, name: str) -> None:
+    cli(ctx, node, "volume", "stop", name, "force", check=False)
+    cli(ctx, node, "volume", "delete", name, check=False)
+
+
+def bricks(ctx: GlusterContext, node: str, name: str = VOLUME) -> list[dict[str, Any]]:
+    root = xml(ctx, node, "volume", "status", name)
     out = []
     for b in root.iter("node"):
         path = b.findtext("path", "")
@@ -88,15 +96,17 @@ def info(ctx: GlusterContext, node: str) -> dict[str, Any]:
         raise BackendError(f"no volume {VOLUME}")
     return {"name": vol.findtext("name"), "type": vol.findtext("typeStr"), "status": vol.findtext("statusStr"),
             "bricks": int(vol.findtext("brickCount") or 0),
+            "brick_names": [b.findtext("name") for b in vol.iter("brick")],
             "options": {o.findtext("name"): o.findtext("value") for o in vol.iter("option")}}
 
 
-def wait_bricks_online(ctx: GlusterContext, node: str, want: int, timeout: float = 60) -> list[dict[str, Any]]:
+def wait_bricks_online(ctx: GlusterContext, node: str, want: int, timeout: float = 60,
+                       name: str = VOLUME) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     seen: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         try:
-            seen = bricks(ctx, node)
+            seen = bricks(ctx, node, name)
         except BackendError:
             seen = []
         if len(seen) == want and all(b["online"] for b in seen):
@@ -105,3 +115,29 @@ def wait_bricks_online(ctx: GlusterContext, node: str, want: int, timeout: float
     offline = [b["brick"] for b in seen if not b["online"]]
     raise BackendError(f"{want} bricks not all online within {timeout:.0f} s (offline: {offline or 'unknown'}); "
                        f"see the brick logs under {ctx.root}/<node>/log/bricks/")
+
+
+def new_bricks(ctx: GlusterContext, existing: list[str], count: int) -> list[str]:
+    """HOST:PATH of `count` new bricks, round-robin over the nodes from the one with the
+    fewest bricks, each the next free bN on its node, so each new set spans distinct servers."""
+    nodes = ctx.spec.node_names()
+    used = {n: sum(1 for b in existing if b.startswith(f"{ctx.addresses[n]}:")) for n in nodes}
+    order = sorted(nodes, key=lambda n: (used[n], nodes.index(n)))
+    out = []
+    for i in range(count):
+        node = order[i % len(order)]
+        while f"{ctx.addresses[node]}:{ctx.node_dir(node, 'bricks') / f'b{used[node]}'}" in existing:
+            used[node] += 1
+        out.append(f"{ctx.addresses[node]}:{ctx.node_dir(node, 'bricks') / f'b{used[node]}'}")
+        used[node] += 1
+    return out
+
+
+def rebalance_status(ctx: GlusterContext, node: str) -> dict[str, Any]:
+    agg = xml(ctx, node, "volume", "rebalance", VOLUME, "status").find(".//aggregate")
+    if agg is None:
+        raise BackendError("rebalance status has no aggregate")
+    return {"status": agg.findtext("statusStr", ""), "files": int(agg.findtext("files") or 0),
+            "bytes": int(agg.findtext("size") or 0), "scanned": int(agg.findtext("lookups") or 0),
+            "failures": int(agg.findtext("failures") or 0), "skipped": int(agg.findtext("skipped") or 0),
+            "seconds": float(agg.findtext("runtime") or 0)}
