@@ -77,15 +77,22 @@ class GlusterBackend(Backend):
         return not volume.heal_pending(self.ctx, node)
 
     def sample(self) -> dict[str, tuple[float, str]]:
+        """Peers from the first server's own view (local, fast); bricks and heal need the
+        whole pool: if they do not answer within 3 s, the cluster counts as degraded."""
         node = self.first
-        bricks = volume.bricks(self.ctx, node)
         peers = glusterd.peer_states(self.ctx, node)
-        out = {"gluster.bricks_online": (sum(b["online"] for b in bricks), "bricks"),
-               "gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
-        heal = volume.heal_pending(self.ctx, node)
+        out = {"gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
+        degraded = not all(p["connected"] for p in peers)
+        try:
+            bricks = volume.bricks(self.ctx, node, timeout=3)
+            heal = volume.heal_pending(self.ctx, node, timeout=3)
+        except BackendError:
+            out["gluster.health"] = (1, "0=OK,1=degraded")
+            return out
+        out["gluster.bricks_online"] = (sum(b["online"] for b in bricks), "bricks")
         if heal is not None:
             out["gluster.heal_pending"] = (heal, "entries")
-        degraded = not all(b["online"] for b in bricks) or not all(p["connected"] for p in peers) or bool(heal)
+        degraded = degraded or not all(b["online"] for b in bricks) or bool(heal)
         out["gluster.health"] = (int(degraded), "0=OK,1=degraded")
         return out
 

@@ -63,8 +63,12 @@ def pid(ctx: GlusterContext, node: str) -> int:
 
 def cli(ctx: GlusterContext, node: str, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     """`gluster --mode=script ARGS` against the glusterd of `node`."""
-    argv = ["nsenter", f"--mount=/proc/{pid(ctx, node)}/ns/mnt", "gluster", "--mode=script", *args]
-    res = ctx.runtime.run(node, argv, timeout=timeout, check=False)
+    # --timeout: the CLI's own wait for glusterd (cluster-wide ops wait on unreachable peers).
+    argv = ["nsenter", f"--mount=/proc/{pid(ctx, node)}/ns/mnt", "gluster", "--mode=script", f"--timeout={int(timeout)}", *args]
+    try:
+        res = ctx.runtime.run(node, argv, timeout=timeout + 5, check=False)
+    except subprocess.TimeoutExpired:
+        raise BackendError(f"`gluster {' '.join(args)}` on {node} did not answer within {timeout:.0f} s") from None
     if check and res.returncode != 0:
         msg = (res.stderr.strip() or res.stdout.strip())[-400:]
         raise BackendError(f"`gluster {' '.join(args)}` on {node} failed: {msg}")

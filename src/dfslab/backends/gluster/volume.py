@@ -59,8 +59,8 @@ def delete(ctx: GlusterContext, node: str, name: str) -> None:
     cli(ctx, node, "volume", "delete", name, check=False)
 
 
-def bricks(ctx: GlusterContext, node: str, name: str = VOLUME) -> list[dict[str, Any]]:
-    root = xml(ctx, node, "volume", "status", name)
+def bricks(ctx: GlusterContext, node: str, name: str = VOLUME, timeout: float = 60) -> list[dict[str, Any]]:
+    root = xml(ctx, node, "volume", "status", name, timeout=timeout)
     out = []
     for b in root.iter("node"):
         path = b.findtext("path", "")
@@ -72,11 +72,11 @@ def bricks(ctx: GlusterContext, node: str, name: str = VOLUME) -> list[dict[str,
     return out
 
 
-def heal_pending(ctx: GlusterContext, node: str) -> int | None:
+def heal_pending(ctx: GlusterContext, node: str, timeout: float = 60) -> int | None:
     """Entries still to heal on all bricks; None for a volume without redundancy."""
     if ctx.spec.gluster.volume == "distribute":
         return None
-    root = xml(ctx, node, "volume", "heal", VOLUME, "info", "summary")
+    root = xml(ctx, node, "volume", "heal", VOLUME, "info", "summary", timeout=timeout)
     total = 0
     for brick in root.iter("brick"):
         if brick.findtext("status") not in ("Connected", None):
