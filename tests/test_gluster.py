@@ -65,7 +65,8 @@ def test_up_gives_a_started_replica_volume_with_every_brick_online(replica3):
     assert [p["connected"] for p in info["peers"]] == [True, True]
     assert info["heal_pending"] == 0
     assert info["ping_timeout"] == "10"  # the spec's default, not GlusterFS's 42 s
-    assert sorted(d["name"] for d in info["daemons"] if d["alive"]) == ["glusterd.node1", "glusterd.node2", "glusterd.node3"]
+    assert sorted(d["name"] for d in info["daemons"] if d["alive"]) == ["glusterd.node1", "glusterd.node2", "glusterd.node3",
+                                                                        "glusterfs.client"]  # the FUSE mount
 
 
 def test_a_file_written_through_the_mount_is_on_all_three_bricks(replica3):
@@ -161,7 +162,7 @@ def test_add_brick_and_rebalance_keep_every_byte_and_use_the_new_bricks(tmp_path
             (data / f"f{i:03d}").write_bytes(os.urandom(1024 + 37 * i))
         before = sha_tree(data)
         res = dfslab("scale", name, "--add-bricks", "2")
-        assert "added 2 brick(s)" in res.stdout
+        assert "added 2 brick(s)" in res.stderr
         info = status_json(name)
         assert len(info["bricks"]) == 4 and all(b["online"] for b in info["bricks"])
         assert sha_tree(data) == before

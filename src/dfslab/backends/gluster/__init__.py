@@ -80,7 +80,10 @@ class GlusterBackend(Backend):
         """Peers from the first server's own view (local, fast); bricks and heal need the
         whole pool: if they do not answer within 3 s, the cluster counts as degraded."""
         node = self.first
-        peers = glusterd.peer_states(self.ctx, node)
+        try:
+            peers = glusterd.peer_states(self.ctx, node, timeout=3)
+        except BackendError:  # glusterd busy waiting on an unreachable peer
+            return {"gluster.health": (1, "0=OK,1=degraded")}
         out = {"gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
         degraded = not all(p["connected"] for p in peers)
         try:

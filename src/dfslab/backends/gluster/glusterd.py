@@ -113,8 +113,8 @@ def probe_peers(ctx: GlusterContext, timeout: float = 60) -> None:
     raise BackendError(f"peers did not all join within {timeout:.0f} s: {peer_states(ctx, first)}")
 
 
-def peer_states(ctx: GlusterContext, node: str) -> list[dict[str, Any]]:
-    root = xml(ctx, node, "peer", "status")
+def peer_states(ctx: GlusterContext, node: str, timeout: float = 60) -> list[dict[str, Any]]:
+    root = xml(ctx, node, "peer", "status", timeout=timeout)
     return [{"hostname": p.findtext("hostname"), "connected": p.findtext("connected") == "1",
              "in_cluster": p.findtext("stateStr") == "Peer in Cluster", "state": p.findtext("stateStr")}
             for p in root.iter("peer")]
