@@ -6,9 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse glusterfs-server glusterfs-client python3-rados python3-rbd
-      fio iperf3 iproute2 iputils-ping util-linux procps fuse3 python3-venv python3-pip
+      g++ make fio iperf3 iproute2 iputils-ping util-linux procps fuse3 python3-venv python3-pip
       mariadb-server mariadb-client
-      chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload
+      chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload; g++: cls_dfslab
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (dfslab creates network namespaces and runs Ceph daemons)" >&2

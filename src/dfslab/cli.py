@@ -380,6 +380,90 @@ def verify(
     console.print(f"[green]✓[/] all {result['checked']} intact")
 
 
+data_app = typer.Typer(help="Datasets for query pushdown: columnar RADOS objects with a manifest.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+
+def _engine(name: str):
+    """A pushdown engine on the cluster's client node, with cls_dfslab built for the OSDs."""
+    from . import native
+    from .pushdown import ENGINE, Engine
+    try:
+        native.build_class()
+        state, spec = cluster.load(name)
+        if spec.filesystem != "ceph":
+            raise cluster.ClusterError(f"cluster {name!r} runs {spec.filesystem}; query pushdown needs Ceph")
+        argv, env = cluster.client_command(name, ENGINE)
+    except (native.BuildError, *USER_ERRORS) as exc:
+        fail(exc)
+    return Engine.start(argv, env)
+
+
+@data_app.command("load")
+def data_load(
+    name: str = typer.Argument(..., help="cluster name (Ceph)"),
+    rows: int = typer.Option(1_000_000, help="synthetic rows (columns id, a, b, c, qty, cat; c uniform in [0, 1))"),
+    objects: int = typer.Option(16, help="RADOS objects (one row group each)"),
+    dataset: str = typer.Option("ds", "--name", help="dataset name, used as the table in queries"),
+    seed: int = typer.Option(0, help="seed of the synthetic data"),
+    source: Optional[Path] = typer.Option(None, "--from", help="a Parquet or CSV file instead of synthetic data"),
+) -> None:
+    """Write a dataset into the cluster's `dfslab` pool: one object per row group plus a manifest.
+
+    dfslab data load small --rows 1000000 --objects 16 · dfslab data load small --from trips.parquet --name trips
+    """
+    from .pushdown import QueryError
+    if rows < 1 or objects < 1 or objects > rows:
+        fail(ValueError("--rows and --objects must be positive, with at least one row per object"))
+    request = {"op": "load", "dataset": dataset, "rows": rows, "objects": objects, "seed": seed}
+    if source is not None:
+        if not source.is_file():
+            fail(ValueError(f"--from: no such file {source}"))
+        request["path"] = str(source.resolve())
+    with _engine(name) as engine, console.status(f"writing {objects} objects"):
+        try:
+            answer = engine.call(**request)
+        except QueryError as exc:
+            fail(exc)
+    m = answer["manifest"]
+    console.print(f"[green]dataset {dataset}[/]: {m['rows']} rows in {len(m['objects'])} objects, "
+                  f"{human_bytes(m['bytes'])}, columns {', '.join(f'{n}:{t}' for n, t in m['types'].items())} "
+                  f"({answer['seconds']:.1f} s)")
+
+
+@app.command()
+def query(
+    name: str = typer.Argument(..., help="cluster name (Ceph)"),
+    sql: str = typer.Argument(..., help="SELECT cols | count/sum/min/max/avg(col) FROM ds [WHERE col op value AND ...] [GROUP BY col]"),
+    where: str = typer.Option("storage", help="storage: run inside the OSDs (cls_dfslab); client: read whole objects and compute here"),
+    limit: int = typer.Option(20, help="rows to print (all are counted)"),
+    as_json: bool = typer.Option(False, "--json", help="the whole answer as JSON"),
+) -> None:
+    """Run a query on a dataset, inside the storage or on the client; same answer either way.
+
+    dfslab query small "SELECT id, a FROM ds WHERE c < 0.01" --where storage
+    dfslab query small "SELECT cat, count(*), avg(a) FROM ds WHERE c < 0.1 GROUP BY cat" --where client
+    """
+    from .pushdown import QueryError
+    if where not in ("storage", "client"):
+        fail(ValueError(f"--where: storage or client, got {where!r}"))
+    with _engine(name) as engine:
+        try:
+            answer = engine.call(op="query", sql=sql, where=where)
+        except QueryError as exc:
+            fail(exc)
+    if as_json:
+        print(json.dumps(answer, indent=2))
+        return
+    table = Table(*answer["columns"], box=None)
+    for row in answer["rows"][:limit]:
+        table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
+    Console().print(table)
+    share = answer["bytes_moved"] / answer["dataset_bytes"] if answer["dataset_bytes"] else 0
+    console.print(f"{len(answer['rows'])} row(s) · {human_bytes(answer['bytes_moved'])} moved ({share:.1%} of the "
+                  f"dataset's {human_bytes(answer['dataset_bytes'])}) · {answer['seconds']:.3f} s · where={where}")
+
+
 @app.command()
 def version() -> None:
     """Print dfslab's version."""

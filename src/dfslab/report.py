@@ -283,6 +283,32 @@ def _scaling_figure(rows, axis: str, other_keys: set, caption: str) -> dict:
     return {"svg": _svg(fig), "caption": caption}
 
 
+def _pushdown_figures(rows) -> list[dict]:
+    """Time and bytes over the client link vs selectivity, storage vs client (Skyhook fig. 4)."""
+    figs = []
+    cells = [r for r in rows if r["workload"] == "pushdown" and r["metric"] in ("time", "bytes_moved")]
+    for query in sorted({r["params"]["query"] for r in cells}):
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+        for ax, metric, unit in zip(axes, ("time", "bytes_moved"), ("s", "MB")):
+            for where in ("storage", "client"):
+                pts: dict[float, list[float]] = defaultdict(list)
+                for r in cells:
+                    if r["params"]["query"] == query and r["params"]["where"] == where and r["metric"] == metric:
+                        pts[r["params"]["selectivity"]].append(r["value"])
+                if pts:
+                    xs = sorted(pts)
+                    ax.plot(xs, [sum(pts[x]) / len(pts[x]) for x in xs], marker="o", label=where)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("selectivity (%)")
+            ax.set_ylabel(f"{metric.replace('_', ' ')} ({unit})")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        figs.append({"svg": _svg(fig), "caption": f"pushdown {query}: query time and bytes over the client's link vs "
+                                                  "selectivity, inside the OSDs (storage) vs on the client"})
+    return figs
+
+
 def _sql_figure(rows) -> list[dict]:
     """mysqlslap seconds per run vs concurrency, min/avg/max, one line per target (DockerCEPH fig. 12)."""
     sql = [r for r in rows if r["workload"] == "sql" and r["metric"] in ("time_avg", "time_min", "time_max")]
@@ -386,7 +412,7 @@ def build(run_path: Path) -> Path:
                   "; red: fault injected, green: undone", t0, faults, log=True)
         if faults else None,
     ) if f]
-    figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _per_second(rows, varying)
+    figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
     html = TEMPLATE.render(
         title=f"run {run.path.name}", cluster=status.get("name", prov.get("cluster", "?")),
         filesystem=status.get("filesystem", "?"), runtime=status.get("runtime", "?"),

@@ -146,6 +146,7 @@ WORKLOADS = {
     "scaling": "dfslab.workloads.scaling:OsdScaling",
     "parallel": "dfslab.workloads.parallel:ParallelIO",
     "servers": "dfslab.workloads.servers:ServerScaling",
+    "pushdown": "dfslab.workloads.pushdown:Pushdown",
 }
 
 

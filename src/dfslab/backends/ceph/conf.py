@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...native import populate_class_dir
 from ...spec import ClusterSpec
 
 MON_IDS = "abc"
@@ -52,6 +53,7 @@ class CephLayout:
     def make_dirs(self) -> None:
         for sub in ("conf", "data", "run", "logs", "crash"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        populate_class_dir(self.root / "classes")
 
 
 def mon_placement(spec: ClusterSpec) -> dict[str, str]:
@@ -135,6 +137,10 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
             "osd op num shards": 2,
             "osd op num threads per shard": 2,
             "osd crush update on start": True,
+            # Debian's classes and dfslab's cls_dfslab (pushdown), linked into one directory.
+            "osd class dir": f"{root}/classes",
+            "osd class load list": "*",
+            "osd class default list": "*",
         },
         "mds": {"mds cache memory limit": "256M"},
     }

@@ -1,0 +1,125 @@
+"""Runs on the client node (inside the cluster's namespaces, with librados): loads datasets
+and runs queries in either mode, one JSON request per stdin line, one JSON answer per line.
+
+    {"op": "load", "dataset": "ds", "rows": 100000, "objects": 8, "seed": 1}  (or "path": FILE)
+    {"op": "query", "sql": "SELECT ...", "where": "storage" | "client", "limit": N}  (limit: rows returned)
+    {"op": "exec", "calls": [[object, request_base64, out_len], ...]}   raw class calls (fuzzing)
+    {"op": "put", "object": NAME, "data": BASE64}
+    {"op": "digests", "dataset": "ds"}                                  SHA-256 of each object
+
+storage: cls_dfslab.query runs on every object in parallel inside the OSDs and only answers
+cross the network; client: every object is read whole and the same work is done here. Bytes
+moved count what crossed the client's link in each direction (requests + answers, or reads).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from . import dataset as ds
+from .columnar import decode
+from .query import Answer, QueryError, bind, decode_partials, encode_request, execute_local, merge, parse
+
+CLASS = "dfslab"
+PARALLEL = 16
+
+
+def connect(pool: str = "dfslab"):
+    import rados
+    cluster = rados.Rados(conffile=os.environ["CEPH_CONF"], conf={"keyring": os.environ["CEPH_ARGS"].split()[-1]})
+    cluster.connect(timeout=60)
+    return cluster, cluster.open_ioctx(pool)
+
+
+def run_query(ioctx, sql: str, where: str, limit: int | None = None) -> dict[str, Any]:
+    query = parse(sql)
+    manifest = ds.read_manifest(ioctx, query.table)
+    schema = {n: int(t) for n, t in manifest["schema"].items()}
+    bind(query, schema)
+    started = time.perf_counter()
+    moved = 0
+
+    def storage(obj: dict[str, Any]):
+        request = encode_request(query, obj["size"])
+        # The answer is at most the object itself (select *), plus headers.
+        try:
+            ret, out = ioctx.execute(obj["name"], CLASS, "query", request, length=obj["size"] + 4096)
+        except Exception as exc:  # rados.Error: the class refused, or is not loadable
+            raise QueryError(f"cls_dfslab.query on {obj['name']} failed: {exc}") from None
+        if ret < 0:
+            raise QueryError(f"cls_dfslab.query on {obj['name']} returned {ret}")
+        return len(request) + len(out), (decode_partials(out) if query.aggregate else decode(out))
+
+    def client(obj: dict[str, Any]):
+        raw = ioctx.read(obj["name"], length=obj["size"])
+        return len(raw), execute_local(decode(raw), query)
+
+    work = storage if where == "storage" else client
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        results = list(pool.map(work, manifest["objects"]))
+    moved = sum(n for n, _ in results)
+    answer: Answer = merge(query, [piece for _, piece in results], schema, limit)
+    seconds = time.perf_counter() - started
+    return {"columns": answer.columns, "rows": answer.rows, "nrows": answer.nrows, "where": where, "seconds": seconds,
+            "bytes_moved": moved, "dataset_bytes": manifest["bytes"], "objects": len(manifest["objects"]),
+            "dataset_rows": manifest["rows"]}
+
+
+def handle(ioctx, req: dict[str, Any]) -> dict[str, Any]:
+    op = req.get("op")
+    if op == "load":
+        if req.get("path"):
+            chunks, source = ds.file_chunks(req["path"], req["objects"]), {"path": req["path"]}
+        else:
+            chunks = ds.synthetic_chunks(req["rows"], req["objects"], req.get("seed", 0))
+            source = {"synthetic": ds.SYNTHETIC_SCHEMA, "seed": req.get("seed", 0)}
+        started = time.perf_counter()
+        manifest = ds.load(ioctx, req["dataset"], chunks, source)
+        return {"manifest": manifest, "seconds": time.perf_counter() - started}
+    if op == "query":
+        return run_query(ioctx, req["sql"], req.get("where", "storage"), req.get("limit"))
+    if op == "exec":
+        codes = []
+        for name, request, length in req["calls"]:
+            try:
+                ret, _ = ioctx.execute(name, CLASS, "query", base64.b64decode(request), length=length)
+            except Exception as exc:  # python-rados raises for negative returns on some versions
+                ret = -abs(getattr(exc, "errno", 0) or 1)
+            codes.append(ret)
+        return {"codes": codes}
+    if op == "digests":  # SHA-256 of every object of a dataset, to show nothing changed them
+        manifest = ds.read_manifest(ioctx, req["dataset"])
+        return {o["name"]: hashlib.sha256(ioctx.read(o["name"], length=o["size"] + 1)).hexdigest()
+                for o in manifest["objects"]}
+    if op == "put":
+        ioctx.write_full(req["object"], base64.b64decode(req["data"]))
+        return {"ok": True}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def serve() -> None:
+    cluster, ioctx = connect(os.environ.get("DFSLAB_PUSHDOWN_POOL", "dfslab"))
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = handle(ioctx, json.loads(line))
+        except (QueryError, LookupError, ValueError) as exc:
+            answer = {"error": str(exc)}
+        except Exception as exc:  # a librados error: report it, keep serving
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(answer, default=str) + "\n")
+        sys.stdout.flush()
+    ioctx.close()
+    cluster.shutdown()
+
+
+if __name__ == "__main__":
+    serve()

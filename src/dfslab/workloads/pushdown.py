@@ -1,0 +1,87 @@
+"""Query pushdown vs client-side processing (SkyhookDM's figure 4): the same query at a
+selectivity, run inside the OSDs by cls_dfslab (`where: storage`) or on the client after
+reading whole objects (`where: client`); time, bytes over the client's link, rows.
+
+The dataset (synthetic, seeded; `c` uniform in [0, 1), so `c < s` selects s of the rows) is
+loaded once per (rows, objects) and kept for the rest of the run."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Literal
+
+from pydantic import Field
+
+from .. import native
+from ..pushdown import ENGINE, Engine, QueryError
+from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+
+QUERIES = {
+    "select": "SELECT id, a, b, c, qty, cat FROM {ds} WHERE c < {s}",
+    "aggregate": "SELECT cat, count(*), sum(a), min(b), max(b), avg(qty) FROM {ds} WHERE c < {s} GROUP BY cat",
+}
+
+
+class PushdownParams(WorkloadParams):
+    selectivity: float = Field(10, gt=0, le=100, description="percent of rows the predicate selects (sweep 1, 10, 100)")
+    where: Literal["storage", "client"] = Field("storage", description="storage: inside the OSDs; client: read and compute")
+    query: Literal["select", "aggregate"] = Field("select", description="select: every column of matching rows; "
+                                                                         "aggregate: count/sum/min/max/avg grouped by cat")
+    rows: int = Field(1_000_000, ge=1000, le=200_000_000)
+    objects: int = Field(16, ge=1, le=4096, description="one row group per RADOS object")
+
+
+class Pushdown(Workload):
+    name = "pushdown"
+    Params = PushdownParams
+
+    def __init__(self):
+        self.engine: Engine | None = None
+        self.loaded: set[tuple[int, int]] = set()
+
+    def needs(self, params: PushdownParams) -> str:
+        return "rados"
+
+    def estimate(self, params: PushdownParams) -> float:
+        load = 0 if (params.rows, params.objects) in self.loaded else params.rows * 48 / 100e6
+        return load + params.rows * 48 / (100e6 if params.where == "client" else 400e6) + 1
+
+    def run(self, runner: Runner, params: PushdownParams, repetition: int) -> list[Measurement]:
+        engine = self.start(runner)
+        dataset = f"pd{params.rows}x{params.objects}"
+        try:
+            if (params.rows, params.objects) not in self.loaded:
+                engine.call(op="load", dataset=dataset, rows=params.rows, objects=params.objects, seed=1)
+                self.loaded.add((params.rows, params.objects))
+            sql = QUERIES[params.query].format(ds=dataset, s=params.selectivity / 100)
+            # limit 0: the answer is complete on the client (columnar), but not sent back as JSON rows.
+            answer = engine.call(op="query", sql=sql, where=params.where, limit=0 if params.query == "select" else None)
+        except QueryError as exc:
+            raise WorkloadError(f"pushdown {params.where}: {exc}") from None
+        runner.keep(f"pushdown-{params.query}-{params.selectivity:g}-{params.where}-r{repetition}", [sql],
+                    f"{answer['seconds']:.6f} s, {answer['bytes_moved']} bytes, {len(answer['rows'])} rows\n", "")
+        labels = params.model_dump(mode="python")
+        rows = sum(r[1] for r in answer["rows"]) if params.query == "aggregate" else answer["nrows"]
+        return [Measurement(self.name, "time", answer["seconds"], "s", labels, repetition),
+                Measurement(self.name, "bytes_moved", answer["bytes_moved"] / 1e6, "MB", labels, repetition),
+                Measurement(self.name, "rows_selected", rows, "rows", labels, repetition),
+                Measurement(self.name, "scan_rate", answer["dataset_bytes"] / 1e6 / answer["seconds"], "MB/s",
+                            labels, repetition)]
+
+    def start(self, runner: Runner) -> Engine:
+        if self.engine is None:
+            try:
+                native.build_class()
+            except native.BuildError as exc:
+                raise WorkloadError(str(exc)) from None
+            self.engine = Engine(runner.popen(ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, text=True))
+        return self.engine
+
+    def headlines(self, rows: list[Measurement]) -> list[Measurement]:
+        return []  # time per query, not a throughput: no bottleneck line
+
+    def finish(self, runner: Runner) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
