@@ -80,6 +80,8 @@ class FillOsd(Fault):
         self.ceph("osd", "crush", "rule", "create-replicated", POOL, "default", "osd", POOL)
         self.ceph("osd", "pool", "create", POOL, "8", "8", "replicated", POOL)
         self.ceph("osd", "pool", "set", POOL, "size", "1", "--yes-i-really-mean-it")
+        # A cluster whose pools default to min_size 2 (replica 3) would leave size-1 PGs inactive.
+        self.ceph("osd", "pool", "set", POOL, "min_size", "1")
         self.ceph("osd", "pool", "application", "enable", POOL, "rados")
 
     def write_until_full(self, osd: int, objects: int, timeout: float) -> None:
