@@ -269,25 +269,32 @@ def execute_local(columns: Columns, query: Query) -> Columns | Partials:
         idx = np.flatnonzero(mask)
         return {n: columns[n][mask] if isinstance(columns[n], np.ndarray) else [columns[n][i] for i in idx] for n in names}
         # (string columns: only the selected rows become Python strings)
-    keys: list[Any] = [None] * int(mask.sum())
-    if query.group_by:
-        g = columns[query.group_by]
-        keys = [g[i] for i in np.flatnonzero(mask)] if not isinstance(g, np.ndarray) else g[mask].tolist()
-    groups: dict[Any, list[int]] = {}
     rows = np.flatnonzero(mask)
-    for key, row in zip(keys, rows):
-        groups.setdefault(key, []).append(row)
-    out: Partials = {}
-    for key, members in groups.items():
-        parts = []
-        for _, col in query.aggregates:
-            if col is None or not isinstance(columns[col], np.ndarray):
-                parts.append((len(members), 0.0, 0.0, 0.0))
-                continue
-            v = columns[col][members].astype(np.float64)
-            parts.append((len(members), float(v.sum()), float(v.min()), float(v.max())))
-        out[key] = parts
-    return out
+    keys, inverse = _factorize(columns[query.group_by], rows) if query.group_by else ([None] if len(rows) else [], np.zeros(len(rows), dtype=np.int64))
+    n = len(keys)
+    counts = np.bincount(inverse, minlength=n)
+    per_agg = []
+    for _, col in query.aggregates:
+        if col is None or not isinstance(columns[col], np.ndarray):
+            per_agg.append((np.zeros(n), np.zeros(n), np.zeros(n)))
+            continue
+        v = columns[col][rows].astype(np.float64)
+        lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
+        np.minimum.at(lo, inverse, v)
+        np.maximum.at(hi, inverse, v)
+        per_agg.append((np.bincount(inverse, weights=v, minlength=n), lo, hi))
+    return {_py(key): [(int(counts[g]), float(s[g]), float(lo[g]), float(hi[g])) for s, lo, hi in per_agg]
+            for g, key in enumerate(keys)}
+
+
+def _factorize(column, rows: np.ndarray) -> tuple[list, np.ndarray]:
+    """(distinct keys, each selected row's index into them), vectorized for numbers."""
+    if isinstance(column, np.ndarray):
+        keys, inverse = np.unique(column[rows], return_inverse=True)
+        return list(keys), inverse.astype(np.int64)
+    codes: dict[str, int] = {}
+    inverse = np.fromiter((codes.setdefault(column[i], len(codes)) for i in rows), dtype=np.int64, count=len(rows))
+    return list(codes), inverse
 
 
 # -- merging the per-object answers ------------------------------------------------------
