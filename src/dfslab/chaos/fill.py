@@ -1,12 +1,15 @@
 """Fill one OSD until Ceph's full ratios trip.
 
 Really filling an 8 GiB OSD to 95 % would take minutes and most of the machine's disk, so
-the fault does what Ceph's own full-ratio tests do: it lowers the cluster's nearfull /
-backfillfull / full ratios to just above what the target OSD holds now, then writes real
-objects onto that OSD alone (a size-1 pool whose CRUSH rule takes a device class only the
-target carries) until the OSD crosses the full ratio and Ceph raises OSD_FULL. Client writes
-then block, as on a full production cluster. Undo restores the ratios and the OSD's device
-class and deletes the fill pool; blocked writes resume.
+the fault does what Ceph's own full-ratio tests do with lowered ratios: it writes real objects
+onto the target OSD alone (a size-1 pool whose CRUSH rule takes a device class only the target
+carries) until it holds `headroom` more than any other OSD, then sets the cluster's full ratio
+halfway between the others' use and the target's (nearfull / backfillfull below it), so the
+target, and only it, crosses the full ratio and Ceph raises OSD_FULL. Ratios are cluster-wide,
+so under a concurrent writer (which grows every OSD) the gap is re-measured and more is written
+until the target is reported full. Client writes then block, as on a full production cluster.
+Undo restores the ratios and the OSD's device class and deletes the fill pool; blocked writes
+resume.
 """
 
 from __future__ import annotations
@@ -38,33 +41,23 @@ class FillOsd(Fault):
     def json(self, *args: str) -> Any:
         return json.loads(self.ceph(*args, "--format", "json"))
 
-    def usage(self, osd: int) -> tuple[int, int]:
-        """(bytes used, bytes total) of one OSD, as Ceph counts them for the full ratios."""
-        for node in self.json("osd", "df")["nodes"]:
-            if node["id"] == osd:
-                return node["kb_used"] * 1024, node["kb"] * 1024
-        raise FaultError(f"no osd.{osd} in `ceph osd df`")
+    def usage(self) -> dict[int, tuple[int, int]]:
+        """{osd id: (bytes used, bytes total)} as Ceph counts them for the full ratios."""
+        return {n["id"]: (n["kb_used"] * 1024, n["kb"] * 1024) for n in self.json("osd", "df")["nodes"]}
 
-    def inject(self, target: str, headroom: str = "128MiB", timeout: str | float = 60, **options: Any) -> dict[str, Any]:
+    def inject(self, target: str, headroom: str = "128MiB", timeout: str | float = 90, **options: Any) -> dict[str, Any]:
         osd = self.osd_id(target)
         try:
-            extra = parse_size(headroom)
+            gap = parse_size(headroom)
         except UnitError as exc:
             raise FaultError(f"fill headroom: {exc}") from None
+        if osd not in self.usage():
+            raise FaultError(f"no osd.{osd}; OSDs: {', '.join(f'osd.{i}' for i in sorted(self.usage()))}")
         dump = self.json("osd", "dump")
         record = {"osd": osd, "ratios": {k: dump[f"{k}_ratio"] for k in ("nearfull", "backfillfull", "full")},
                   "device_class": self.device_class(osd)}
-        used, total = self.usage(osd)
-        full = (used + extra) / total
-        if full >= record["ratios"]["full"]:
-            raise FaultError(f"osd.{osd} is already near its full ratio ({used / total:.1%} used); no fill needed")
         self.pin_pool(osd)
-        # Ceph refuses ratios out of order: full > backfillfull > nearfull.
-        self.ceph("osd", "set-full-ratio", f"{full:.4f}")
-        self.ceph("osd", "set-backfillfull-ratio", f"{(used + extra * 0.9) / total:.4f}")
-        self.ceph("osd", "set-nearfull-ratio", f"{(used + extra * 0.8) / total:.4f}")
-        self.write_until_full(osd, math.ceil(extra * 1.25 / OBJECT), float(timeout))
-        record["full_ratio"] = full
+        record["full_ratio"] = self.fill_until_full(osd, gap, float(timeout))
         return record
 
     def device_class(self, osd: int) -> str:
@@ -84,29 +77,41 @@ class FillOsd(Fault):
         self.ceph("osd", "pool", "set", POOL, "min_size", "1")
         self.ceph("osd", "pool", "application", "enable", POOL, "rados")
 
-    def write_until_full(self, osd: int, objects: int, timeout: float) -> None:
-        """Write the headroom's worth, then keep writing in small chunks until OSD_FULL shows:
-        the OSD's use can also shrink meanwhile (a workload deleting its objects)."""
+    def fill_until_full(self, osd: int, gap: int, timeout: float) -> float:
         deadline = time.monotonic() + timeout
-        chunk, n = objects, 0
+        chunk, n, ratio = math.ceil(gap / OBJECT), 0, 0.0
         while time.monotonic() < deadline:
-            if self.osd_full():
-                return
-            # Once the OSD is full, writes block: a chunk that hangs is cut off by timeout.
-            seconds = max(5, int(min(30, deadline - time.monotonic())))
-            bench = ["timeout", "-s", "KILL", str(seconds), "rados", "-p", POOL, "bench", str(seconds), "write",
-                     "--no-cleanup", "-t", "4", "--max-objects", str(chunk), "--run-name", f"{POOL}-{n}"]
-            self.cluster.runtime.run("client", bench, timeout=seconds + 30, check=False, env=self.cluster.env)
-            n, chunk = n + 1, 4
-            for _ in range(10):  # the MGR's view of OSD use lags a few seconds
-                if self.osd_full():
-                    return
-                time.sleep(0.5)
-        used, total = self.usage(osd)
+            use = self.usage()
+            used, total = use[osd]
+            others = max((u / t for i, (u, t) in use.items() if i != osd and t), default=0.0)
+            if used / total - others >= gap / 2 / total:
+                # Halfway between the others and the target: only the target is over it.
+                ratio = (others + used / total) / 2
+                step = (ratio - others) / 3
+                self.ceph("osd", "set-nearfull-ratio", f"{others + step:.5f}")
+                self.ceph("osd", "set-backfillfull-ratio", f"{others + 2 * step:.5f}")
+                self.ceph("osd", "set-full-ratio", f"{ratio:.5f}")
+                for _ in range(20):  # the OSD reports its state within a few heartbeats
+                    if self.osd_full(osd):
+                        return ratio
+                    time.sleep(0.5)
+                continue
+            self.write(chunk, n, deadline)
+            n, chunk = n + 1, max(1, math.ceil(gap / 2 / OBJECT))
+        used, total = self.usage()[osd]
         raise FaultError(f"osd.{osd} did not trip OSD_FULL within {timeout:.0f} s ({used / total:.2%} used)")
 
-    def osd_full(self) -> bool:
-        return "OSD_FULL" in self.json("health", "detail").get("checks", {})
+    def write(self, objects: int, n: int, deadline: float) -> None:
+        # Once any OSD is full, writes block: a write that hangs is cut off by timeout.
+        seconds = max(5, int(min(30, deadline - time.monotonic())))
+        bench = ["timeout", "-s", "KILL", str(seconds), "rados", "-p", POOL, "bench", str(seconds), "write",
+                 "--no-cleanup", "-t", "4", "--max-objects", str(objects), "--run-name", f"{POOL}-{n}"]
+        self.cluster.runtime.run("client", bench, timeout=seconds + 30, check=False, env=self.cluster.env)
+        time.sleep(1.5)  # the MGR's view of OSD use lags a little
+
+    def osd_full(self, osd: int) -> bool:
+        check = self.json("health", "detail").get("checks", {}).get("OSD_FULL", {})
+        return any(f"osd.{osd} " in d.get("message", "") + " " for d in check.get("detail", []))
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
         osd = record.get("osd", self.osd_id(target))
