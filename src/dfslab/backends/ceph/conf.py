@@ -109,7 +109,11 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
         "mon data avail crit": 2,
         # The MGR's PG stats otherwise lag by seconds and HEALTH_OK shows before PGs are clean.
         "mgr stats period": 1,
+        # A MON marks an OSD down after this long without a beacon; beacons must come well
+        # within it (the default 300 s interval let a quiet spell after an election mark every
+        # OSD down while all were running).
         "mon osd report timeout": 30,
+        "osd beacon report interval": 5,
     }
     if public_network:
         g["public network"] = public_network
