@@ -29,14 +29,15 @@ def test_never_acknowledged_objects_promise_nothing(tmp_path):
 def test_write_latency_buckets_acks_per_second_and_weights_the_mean():
     from dfslab.chaos.schedule import mean_latency, write_latency
     acks = [{"start": 100.0, "ack": 100.010}, {"start": 100.5, "ack": 100.530},   # second 100: 10 and 30 ms
-            {"start": 101.0, "ack": 104.0}]                                        # blocked 3 s, acked in second 104
+            {"start": 101.2, "ack": 104.2}]                                        # issued in 101, blocked 3 s
     per_second = write_latency(acks)
-    assert [t for t, *_ in per_second] == [100.0, 104.0]
+    assert [t for t, *_ in per_second] == [100.0, 101.0]
     t, mean, peak, n = per_second[0]
     assert abs(mean - 20) < 1e-6 and abs(peak - 30) < 1e-6 and n == 2
     assert abs(per_second[1][2] - 3000) < 1e-6
     assert abs(mean_latency(per_second, 100, 105) - (10 + 30 + 3000) / 3) < 1e-6
-    assert mean_latency(per_second, 101, 104) is None
+    assert abs(mean_latency(per_second, 101, 102) - 3000) < 1e-6  # counted where it was issued
+    assert mean_latency(per_second, 102, 105) is None
 
 
 def test_dir_store_round_trips_and_replaces_atomically(tmp_path):

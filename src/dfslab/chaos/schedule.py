@@ -108,17 +108,18 @@ def throughput(samples: list[tuple[float, str, float, str]], start: float, end: 
 
 
 def write_latency(acks: list[dict[str, Any]]) -> list[tuple[float, float, float, int]]:
-    """Per second of acknowledgement: (second, mean ms, max ms, writes) of the checksummed
-    writer's writes, each timed from just before the call to its ack. A second with no ack
-    (writes blocked) is simply absent; the write that ends the stall carries its full wait."""
+    """Per second in which writes were issued: (second, mean ms, max ms, writes) of the
+    checksummed writer's acknowledged writes, each timed from just before the call to its ack.
+    A write issued during a fault counts there with its whole wait, even if its ack came after
+    the undo; seconds in which no write was issued (one was blocked) are absent."""
     buckets: dict[int, list[float]] = {}
     for a in acks:
-        buckets.setdefault(int(a["ack"]), []).append((a["ack"] - a["start"]) * 1000)
+        buckets.setdefault(int(a["start"]), []).append((a["ack"] - a["start"]) * 1000)
     return [(float(t), sum(v) / len(v), max(v), len(v)) for t, v in sorted(buckets.items())]
 
 
 def mean_latency(per_second: list[tuple[float, float, float, int]], start: float, end: float) -> float | None:
-    """Write-weighted mean latency (ms) of the acks in [start, end)."""
+    """Write-weighted mean latency (ms) of the writes issued in [start, end)."""
     chosen = [(mean, n) for t, mean, _, n in per_second if start <= t < end]
     writes = sum(n for _, n in chosen)
     return sum(mean * n for mean, n in chosen) / writes if writes else None
