@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import re
 from typing import Any, Literal
 
@@ -55,11 +56,14 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
 
 
 def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float = 0.4) -> int:
-    df = json.loads(runner.run(["ceph", "df", "--format", "json"], "ceph-df", timeout=60))
-    avail = next((p["stats"]["max_avail"] for p in df["pools"] if p["name"] == pool), None)
-    if avail is None:
-        raise WorkloadError(f"pool {pool!r} does not exist; pools: {', '.join(p['name'] for p in df['pools'])}")
-    return max(16, int(avail * fraction // object_size))
+    # `ceph df` is the MGR's view: a pool made a moment ago may not be in it for a second or two.
+    for attempt in range(10):
+        df = json.loads(runner.run(["ceph", "df", "--format", "json"], "ceph-df", timeout=60))
+        avail = next((p["stats"]["max_avail"] for p in df["pools"] if p["name"] == pool), None)
+        if avail is not None:
+            return max(16, int(avail * fraction // object_size))
+        time.sleep(0.5)
+    raise WorkloadError(f"pool {pool!r} does not exist; pools: {', '.join(p['name'] for p in df['pools'])}")
 
 
 class RadosBench(Workload):
