@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,14 @@ os.environ["DFSLAB_RUNS"] = str(Path(_HOME) / "runs")
 
 REPO = Path(__file__).resolve().parent.parent
 DFSLAB = [sys.executable, "-m", "dfslab.cli"]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # The temporary DFSLAB_HOME goes when no cluster is left in it (a test that failed to tear
+    # down keeps its state, so `DFSLAB_HOME=... dfslab down --all` can still clean up).
+    clusters = Path(_HOME) / "clusters"
+    if not clusters.is_dir() or not any(clusters.iterdir()):
+        shutil.rmtree(_HOME, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
