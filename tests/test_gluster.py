@@ -69,6 +69,11 @@ def test_up_gives_a_started_replica_volume_with_every_brick_online(replica3):
                                                                         "glusterfs.client"]  # the FUSE mount
 
 
+def test_exec_on_a_server_reaches_its_glusterd(replica3):
+    out = dfslab("exec", replica3, "--node", "node2", "--", "gluster", "volume", "info", "dfslab").stdout
+    assert "Type: Replicate" in out and "Number of Bricks: 1 x 3 = 3" in out
+
+
 def test_a_file_written_through_the_mount_is_on_all_three_bricks(replica3):
     mnt = ClusterState(replica3).dir / "mnt" / "gluster-client"
     assert os.path.ismount(mnt)  # `up` mounts the volume on the client

@@ -48,10 +48,10 @@ class Limits:
     client_link: float | None  # MB/s, client <-> nodes
     disk_read: float | None  # MB/s
     disk_write: float | None  # MB/s
-    replicas: int = 1
+    replicas: float = 1  # bytes stored per byte written (replica size; (k+m)/k for erasure coding)
 
     @classmethod
-    def from_rows(cls, rows: list[dict[str, Any]], replicas: int) -> "Limits":
+    def from_rows(cls, rows: list[dict[str, Any]], replicas: float) -> "Limits":
         base = [r for r in rows if r["workload"] == "baseline"]
         client = [r["value"] for r in base if r["metric"] == "network_bandwidth" and "client" in (r["params"].get("src"), r["params"].get("dst"))]
         pick = lambda m: next((r["value"] for r in base if r["metric"] == m), None)  # noqa: E731

@@ -224,7 +224,7 @@ def client_command(name: str, argv: list[str], node: str = "client") -> tuple[li
     state, spec = load(name)
     runtime = attach_runtime(state)
     backend = backend_for(spec, runtime)
-    return runtime.command(node, argv), {**os.environ, **backend.client_env()}
+    return runtime.command(node, backend.on_node(node, argv)), {**os.environ, **backend.client_env()}
 
 
 def on_each_cluster(fn: Callable[[str], Any]) -> list[Any]:

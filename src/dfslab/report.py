@@ -383,7 +383,8 @@ def build(run_path: Path) -> Path:
     status = run.read_json("status.json")
     intervals = run.read_json("intervals.json") or []
     series = read_timeseries(run.path / "timeseries.csv")
-    replicas = status.get("pools", [{}])[0].get("size", 1) if status.get("pools") else 1
+    # Copies each written byte lands on (Ceph: the pools' size; GlusterFS: the volume's sets).
+    replicas = status.get("replicas") or (status.get("pools", [{}])[0].get("size", 1) if status.get("pools") else 1)
     varying = _varying(rows)
     workloads_rows = [r for r in rows if r["workload"] != "baseline"]
     tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS)),

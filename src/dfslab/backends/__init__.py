@@ -70,6 +70,10 @@ class Backend(ABC):
         """Grow the file system by `count` storage units and rebalance onto them."""
         raise BackendError(f"{self.name} cannot be grown by dfslab yet (dfslab scale is for GlusterFS)")
 
+    def on_node(self, node: str, argv: list[str]) -> list[str]:
+        """argv as a user's command on `node` should run (e.g. inside a daemon's mount namespace)."""
+        return argv
+
     def client_info(self) -> dict[str, Any]:
         """What a workload needs to name the cluster to its tools (e.g. a GlusterFS volume)."""
         return {}

@@ -64,7 +64,18 @@ class GlusterBackend(Backend):
         vol = volume.info(self.ctx, node)
         ok = all(b["online"] for b in bricks) and all(p["connected"] for p in peers) and not heal
         return {"health": "HEALTH_OK" if ok else "HEALTH_WARN", "volume": vol, "bricks": bricks, "peers": peers,
-                "heal_pending": heal, "ping_timeout": vol["options"].get("network.ping-timeout")}
+                "heal_pending": heal, "ping_timeout": vol["options"].get("network.ping-timeout"),
+                "replicas": self.write_amplification()}
+
+    def write_amplification(self) -> float:
+        """Bytes stored per byte written: replica count (an arbiter holds metadata only), or
+        (k+m)/k for disperse, 1 for distribute."""
+        g = self.spec.gluster
+        if g.volume == "replicate":
+            return 2 if g.arbiter else g.replica
+        if g.volume == "disperse":
+            return (g.disperse_data + g.redundancy) / g.disperse_data
+        return 1
 
     def healthy(self) -> bool:
         node = self.first
@@ -154,6 +165,12 @@ class GlusterBackend(Backend):
 
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_volume(self.ctx, node)
+
+    def on_node(self, node: str, argv: list[str]) -> list[str]:
+        """On a server: inside its glusterd's mount namespace, where the gluster CLI finds it."""
+        if node in self.spec.node_names():
+            return ["nsenter", f"--mount=/proc/{glusterd.pid(self.ctx, node)}/ns/mnt", *argv]
+        return argv
 
     def client_info(self) -> dict[str, Any]:
         return {"gluster_volume": volume.VOLUME, "volfile_server": self.ctx.addresses[self.spec.nodes[0].name]}
