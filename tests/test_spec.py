@@ -66,6 +66,8 @@ MALFORMED = [
     ("gluster replica set on one server", variant(filesystem="gluster", nodes=1, gluster={"replica": 2, "bricks_per_node": 2}),
      "gluster.volume", "two copies on one server"),
     ("gluster unknown volume type", variant(filesystem="gluster", gluster={"volume": "stripe"}), "gluster.volume", "'distribute'"),
+    ("gluster heal interval below GlusterFS's minimum", variant(filesystem="gluster", gluster={"heal_interval": "10s"}),
+     "gluster.heal_interval", "60s or more"),
     ("gluster ping timeout without unit", variant(filesystem="gluster", gluster={"ping_timeout": 5}), "gluster.ping_timeout", "unit"),
 ]
 

@@ -147,8 +147,18 @@ class GlusterSpec(Strict):
     redundancy: int = Field(1, ge=1, le=8, description="m: bricks of a disperse set that may be lost")
     ping_timeout: Seconds = Field("10s", description="network.ping-timeout: how long clients wait on a silent server "
                                                       "(GlusterFS's default of 42 s freezes clients for over a minute)")
+    heal_interval: Seconds = Field("60s", description="cluster.heal-timeout, 60 s or more: how often the self-heal "
+                                                       "daemon looks for work (GlusterFS's 600 s default left a volume "
+                                                       "unhealed for minutes after a partition here)")
     options: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="extra `gluster volume set` options, e.g. {performance.cache-size: 64MB}")
+
+    @field_validator("heal_interval")
+    @classmethod
+    def _heal_interval(cls, value: float) -> float:
+        if value < 60:
+            raise ValueError("GlusterFS accepts a cluster.heal-timeout of 60s or more")
+        return value
 
     def set_size(self) -> int:
         """Bricks per replica or disperse set (1 for distribute)."""

@@ -34,6 +34,8 @@ def layout_args(ctx: GlusterContext) -> list[str]:
 def options(ctx: GlusterContext) -> dict[str, str]:
     g = ctx.spec.gluster
     opts = {"network.ping-timeout": str(max(1, round(g.ping_timeout)))}
+    if g.volume != "distribute":  # only volumes with redundancy have a self-heal daemon
+        opts["cluster.heal-timeout"] = str(round(g.heal_interval))
     opts.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in g.options.items()})
     return opts
 
