@@ -132,15 +132,16 @@ class ProcessTable:
         return killed
 
 
+def is_marked(pid: int, cluster: str) -> bool:
+    """The process carries cluster's DFSLAB_CLUSTER mark (its own or inherited, e.g. a brick glusterd started)."""
+    try:
+        return psutil.Process(pid).environ().get(ENV_MARK) == cluster
+    except psutil.Error:
+        return False
+
+
 def marked_pids(cluster: str) -> list[int]:
-    pids = []
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            if proc.pid != os.getpid() and proc.environ().get(ENV_MARK) == cluster:
-                pids.append(proc.pid)
-        except psutil.Error:
-            continue
-    return pids
+    return [proc.pid for proc in psutil.process_iter(["pid"]) if proc.pid != os.getpid() and is_marked(proc.pid, cluster)]
 
 
 def terminate(pids: list[int], start_times: dict[int, int], timeout: float = 10.0) -> list[int]:

@@ -8,6 +8,7 @@ the cluster anyway). To add a fault kind: a `Fault` subclass registered in `FAUL
 
 from __future__ import annotations
 
+import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -46,6 +47,13 @@ class Fault(ABC):
     @abstractmethod
     def undo(self, target: str, record: dict[str, Any]) -> None:
         """Put `target` back as it was."""
+
+    def osd_id(self, target: str) -> int:
+        """N of a target written osd.N or N."""
+        m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
+        if not m:
+            raise FaultError(f"fault {self.kind} takes an OSD like osd.1, got {target!r}")
+        return int(m.group(1))
 
     def ceph(self, *args: str) -> str:
         res = self.cluster.runtime.run("client", ["ceph", *args], timeout=120, check=False, env=self.cluster.env)

@@ -9,7 +9,7 @@ import re
 import signal
 from typing import Any
 
-from ..procs import ENV_MARK
+from ..procs import is_marked
 from . import Fault, FaultError
 
 
@@ -43,12 +43,7 @@ class KillBrick(Fault):
         pid = brick["pid"]
         if not brick["online"] or pid <= 0:
             raise FaultError(f"brick {brick['brick']} is not online")
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                ours = f"{ENV_MARK}={self.cluster.state.name}".encode() in fh.read().split(b"\0")
-        except OSError:
-            ours = False
-        if not ours:
+        if not is_marked(pid, self.cluster.state.name):
             raise FaultError(f"pid {pid} of brick {brick['brick']} is not a process of cluster {self.cluster.state.name}")
         os.kill(pid, signal.SIGKILL)
         return {"brick": brick["brick"], "pid": pid}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 from typing import Any
 
@@ -29,14 +28,8 @@ OBJECT = 4 << 20
 
 class FillOsd(Fault):
     kind = "fill"
-    help = ("fill an OSD until OSD_FULL: ratios lowered to its use + headroom (default 128MiB), "
-            "then that much real data written onto it; undo: ratios back, fill data deleted")
-
-    def osd_id(self, target: str) -> int:
-        m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
-        if not m:
-            raise FaultError(f"fault fill takes an OSD like osd.1, got {target!r}")
-        return int(m.group(1))
+    help = ("fill an OSD until OSD_FULL: real data written onto it until it holds headroom (default 128MiB) "
+            "more than any other OSD, full ratio set between; undo: ratios back, fill data deleted")
 
     def json(self, *args: str) -> Any:
         return json.loads(self.ceph(*args, "--format", "json"))
@@ -51,8 +44,9 @@ class FillOsd(Fault):
             gap = parse_size(headroom)
         except UnitError as exc:
             raise FaultError(f"fill headroom: {exc}") from None
-        if osd not in self.usage():
-            raise FaultError(f"no osd.{osd}; OSDs: {', '.join(f'osd.{i}' for i in sorted(self.usage()))}")
+        known = self.usage()
+        if osd not in known:
+            raise FaultError(f"no osd.{osd}; OSDs: {', '.join(f'osd.{i}' for i in sorted(known))}")
         dump = self.json("osd", "dump")
         record = {"osd": osd, "ratios": {k: dump[f"{k}_ratio"] for k in ("nearfull", "backfillfull", "full")},
                   "device_class": self.device_class(osd)}

@@ -20,6 +20,8 @@ import random
 import sys
 import time
 
+from ..backends.ceph.helper import connect_from_env
+
 SIZES = [1024, 64 * 1024, 1 << 20, 4 << 20]
 
 
@@ -34,10 +36,7 @@ class RadosStore:
         # op_timeout 0: a write waits as long as Ceph needs (an ack is a promise, however late).
         import rados
         self.errors = (rados.Error,)
-        self.cluster = rados.Rados(conffile=os.environ["CEPH_CONF"],
-                                   conf={"keyring": os.environ["CEPH_ARGS"].split()[-1],
-                                         "rados_osd_op_timeout": str(int(op_timeout))})
-        self.cluster.connect(timeout=60)
+        self.cluster = connect_from_env(rados_osd_op_timeout=str(int(op_timeout)))
         self.ioctx = self.cluster.open_ioctx(pool)
 
     def put(self, name: str, data: bytes) -> None:

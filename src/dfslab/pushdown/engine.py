@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..backends.ceph.helper import connect_from_env
 from . import dataset as ds
 from .columnar import decode
 from .query import Answer, QueryError, bind, decode_partials, encode_request, execute_local, merge, parse
@@ -32,9 +33,7 @@ PARALLEL = 16
 
 
 def connect(pool: str = "dfslab"):
-    import rados
-    cluster = rados.Rados(conffile=os.environ["CEPH_CONF"], conf={"keyring": os.environ["CEPH_ARGS"].split()[-1]})
-    cluster.connect(timeout=60)
+    cluster = connect_from_env()
     return cluster, cluster.open_ioctx(pool)
 
 
@@ -44,7 +43,6 @@ def run_query(ioctx, sql: str, where: str, limit: int | None = None) -> dict[str
     schema = {n: int(t) for n, t in manifest["schema"].items()}
     bind(query, schema)
     started = time.perf_counter()
-    moved = 0
 
     def storage(obj: dict[str, Any]):
         request = encode_request(query, obj["size"])

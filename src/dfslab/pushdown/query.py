@@ -267,8 +267,8 @@ def execute_local(columns: Columns, query: Query) -> Columns | Partials:
     if not query.aggregate:
         names = query.columns or list(columns)
         idx = np.flatnonzero(mask)
+        # String columns: only the selected rows become Python strings.
         return {n: columns[n][mask] if isinstance(columns[n], np.ndarray) else [columns[n][i] for i in idx] for n in names}
-        # (string columns: only the selected rows become Python strings)
     rows = np.flatnonzero(mask)
     keys, inverse = _factorize(columns[query.group_by], rows) if query.group_by else ([None] if len(rows) else [], np.zeros(len(rows), dtype=np.int64))
     n = len(keys)

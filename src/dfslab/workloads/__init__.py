@@ -105,15 +105,17 @@ class Workload(ABC):
 
     name: str = "?"
     Params: type[BaseModel]
+    # What every run needs of the cluster when it has no `target` parameter (e.g. "rados").
+    requires: str | None = None
 
     @abstractmethod
     def run(self, runner: Runner, params: Any, repetition: int) -> list[Measurement]:
         """Run once with validated `params`; return what was measured."""
 
     def needs(self, params: Any) -> str | None:
-        """What this run needs of the cluster (see Backend.targets): its target's, by default."""
+        """What this run needs of the cluster (see Backend.targets_for): its target's, else `requires`."""
         target = getattr(params, "target", None)
-        return cluster_target(target) if target else None
+        return cluster_target(target) if target else self.requires
 
     def estimate(self, params: Any) -> float:
         """Seconds one run is expected to take (for ETA and the time budget)."""

@@ -34,13 +34,12 @@ class PushdownParams(WorkloadParams):
 class Pushdown(Workload):
     name = "pushdown"
     Params = PushdownParams
+    requires = "rados"
 
     def __init__(self):
         self.engine: Engine | None = None
         self.loaded: set[tuple[int, int]] = set()
 
-    def needs(self, params: PushdownParams) -> str:
-        return "rados"
 
     def estimate(self, params: PushdownParams) -> float:
         load = 0 if (params.rows, params.objects) in self.loaded else params.rows * 48 / 100e6

@@ -69,9 +69,7 @@ def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float
 class RadosBench(Workload):
     name = "radosbench"
     Params = RadosBenchParams
-
-    def needs(self, params) -> str:
-        return "rados"
+    requires = "rados"
 
     def estimate(self, params: RadosBenchParams) -> float:
         return len(params.modes) * (params.seconds + 2) + 3

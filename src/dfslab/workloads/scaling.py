@@ -68,9 +68,7 @@ class Confined:
 class OsdScaling(Workload):
     name = "scaling"
     Params = ScalingParams
-
-    def needs(self, params) -> str:
-        return "rados"
+    requires = "rados"
 
     def estimate(self, params: ScalingParams) -> float:
         return RadosBench().estimate(params) + 7  # + making and removing the confined pool

@@ -33,9 +33,7 @@ class ServersParams(WorkloadParams):
 class ServerScaling(Workload):
     name = "servers"
     Params = ServersParams
-
-    def needs(self, params: ServersParams) -> str:
-        return "confine"
+    requires = "confine"
 
     def estimate(self, params: ServersParams) -> float:
         # + building and removing the file system, + laying out the files once.

@@ -9,7 +9,17 @@ Protocol: in  {"cmd": {...}, "target": "mon"|"mgr", "inbuf": "<text>"}
 from __future__ import annotations
 
 import json
+import os
 import sys
+
+
+def connect_from_env(**conf: str):
+    """A librados connection from the client environment dfslab sets on the client node
+    (CEPH_CONF, and CEPH_ARGS ending in the admin keyring: see CephBackend.client_env)."""
+    import rados
+    cluster = rados.Rados(conffile=os.environ["CEPH_CONF"], conf={"keyring": os.environ["CEPH_ARGS"].split()[-1], **conf})
+    cluster.connect(timeout=60)
+    return cluster
 
 
 def main(conf: str, keyring: str) -> int:

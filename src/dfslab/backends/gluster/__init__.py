@@ -56,16 +56,22 @@ class GlusterBackend(Backend):
         progress("mounting", f"FUSE client in the client namespace at {client.mount_point(self.ctx, CLIENT)[1]}")
         self.mount(CLIENT)
 
-    def status(self) -> dict[str, Any]:
+    def view(self, timeout: float = 60) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], int | None]:
+        """(server asked, bricks, peers, entries pending heal) as one server sees the pool."""
         node = self.first
-        bricks = volume.bricks(self.ctx, node)
-        peers = glusterd.peer_states(self.ctx, node)
-        heal = volume.heal_pending(self.ctx, node)
+        return (node, volume.bricks(self.ctx, node, timeout=timeout), glusterd.peer_states(self.ctx, node, timeout=timeout),
+                volume.heal_pending(self.ctx, node, timeout=timeout))
+
+    @staticmethod
+    def intact(bricks: list[dict[str, Any]], peers: list[dict[str, Any]], heal: int | None) -> bool:
+        return all(b["online"] for b in bricks) and all(p["connected"] for p in peers) and not heal
+
+    def status(self) -> dict[str, Any]:
+        node, bricks, peers, heal = self.view()
         vol = volume.info(self.ctx, node)
-        ok = all(b["online"] for b in bricks) and all(p["connected"] for p in peers) and not heal
-        return {"health": "HEALTH_OK" if ok else "HEALTH_WARN", "volume": vol, "bricks": bricks, "peers": peers,
-                "heal_pending": heal, "ping_timeout": vol["options"].get("network.ping-timeout"),
-                "replicas": self.write_amplification()}
+        return {"health": "HEALTH_OK" if self.intact(bricks, peers, heal) else "HEALTH_WARN", "volume": vol,
+                "bricks": bricks, "peers": peers, "heal_pending": heal,
+                "ping_timeout": vol["options"].get("network.ping-timeout"), "replicas": self.write_amplification()}
 
     def write_amplification(self) -> float:
         """Bytes stored per byte written: replica count (an arbiter holds metadata only), or
@@ -78,25 +84,18 @@ class GlusterBackend(Backend):
         return 1
 
     def healthy(self) -> bool:
-        node = self.first
-        bricks = volume.bricks(self.ctx, node)
-        want = volume.info(self.ctx, node)["bricks"]
-        if len(bricks) != want or not all(b["online"] for b in bricks):
-            return False
-        if not all(p["connected"] for p in glusterd.peer_states(self.ctx, node)):
-            return False
-        return not volume.heal_pending(self.ctx, node)
+        node, bricks, peers, heal = self.view()
+        return len(bricks) == volume.info(self.ctx, node)["bricks"] and self.intact(bricks, peers, heal)
 
     def sample(self) -> dict[str, tuple[float, str]]:
         """Peers from the first server's own view (local, fast); bricks and heal need the
-        whole pool: if they do not answer within 3 s, the cluster counts as degraded."""
+        whole pool: a server that does not answer within 3 s counts as degraded."""
         node = self.first
         try:
             peers = glusterd.peer_states(self.ctx, node, timeout=3)
         except BackendError:  # glusterd busy waiting on an unreachable peer
             return {"gluster.health": (1, "0=OK,1=degraded")}
         out = {"gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
-        degraded = not all(p["connected"] for p in peers)
         try:
             bricks = volume.bricks(self.ctx, node, timeout=3)
             heal = volume.heal_pending(self.ctx, node, timeout=3)
@@ -106,8 +105,7 @@ class GlusterBackend(Backend):
         out["gluster.bricks_online"] = (sum(b["online"] for b in bricks), "bricks")
         if heal is not None:
             out["gluster.heal_pending"] = (heal, "entries")
-        degraded = degraded or not all(b["online"] for b in bricks) or bool(heal)
-        out["gluster.health"] = (int(degraded), "0=OK,1=degraded")
+        out["gluster.health"] = (int(not self.intact(bricks, peers, heal)), "0=OK,1=degraded")
         return out
 
     def bricks(self) -> list[dict[str, Any]]:
@@ -168,9 +166,7 @@ class GlusterBackend(Backend):
 
     def on_node(self, node: str, argv: list[str]) -> list[str]:
         """On a server: inside its glusterd's mount namespace, where the gluster CLI finds it."""
-        if node in self.spec.node_names():
-            return ["nsenter", f"--mount=/proc/{glusterd.pid(self.ctx, node)}/ns/mnt", *argv]
-        return argv
+        return glusterd.in_mount_ns(self.ctx, node, argv) if node in self.spec.node_names() else argv
 
     def client_info(self) -> dict[str, Any]:
         return {"gluster_volume": volume.VOLUME, "volfile_server": self.ctx.addresses[self.spec.nodes[0].name]}

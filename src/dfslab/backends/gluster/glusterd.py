@@ -61,10 +61,15 @@ def pid(ctx: GlusterContext, node: str) -> int:
     return proc.pid
 
 
+def in_mount_ns(ctx: GlusterContext, node: str, argv: list[str]) -> list[str]:
+    """argv run inside the mount namespace of `node`'s glusterd (where its CLI socket is)."""
+    return ["nsenter", f"--mount=/proc/{pid(ctx, node)}/ns/mnt", *argv]
+
+
 def cli(ctx: GlusterContext, node: str, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     """`gluster --mode=script ARGS` against the glusterd of `node`."""
     # --timeout: the CLI's own wait for glusterd (cluster-wide ops wait on unreachable peers).
-    argv = ["nsenter", f"--mount=/proc/{pid(ctx, node)}/ns/mnt", "gluster", "--mode=script", f"--timeout={int(timeout)}", *args]
+    argv = in_mount_ns(ctx, node, ["gluster", "--mode=script", f"--timeout={int(timeout)}", *args])
     try:
         res = ctx.runtime.run(node, argv, timeout=timeout + 5, check=False)
     except subprocess.TimeoutExpired:
