@@ -21,6 +21,11 @@ def table():
 def test_spawned_process_is_tracked_and_stopped(table):
     proc = table.spawn("sleeper", "node1", ["sleep", "60"])
     assert table.get("sleeper").alive()
+    # Popen returns once exec closed the CLOEXEC pipe, a moment before the kernel has
+    # set up the new image's environment: /proc/PID/environ can still read empty then.
+    deadline = time.monotonic() + 5
+    while proc.pid not in marked_pids("t-procs") and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert proc.pid in marked_pids("t-procs")
     table.stop("sleeper")
     assert table.get("sleeper") is None
