@@ -43,6 +43,8 @@ def _terminated(signum, frame):  # noqa: ARG001
 def _main() -> None:
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGHUP, _terminated)
+RUNTIME_HELP = ("override the spec's runtime: local (network namespaces) or docker (every daemon in its own "
+                "container; the image is built on first use, see `dfslab images build`)")
 USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_)
 
 
@@ -86,6 +88,7 @@ def up(
     name: Optional[str] = typer.Option(None, help="override the spec's name (run several copies side by side)"),
     timeout: float = typer.Option(300, help="seconds to wait for HEALTH_OK before giving up and tearing down"),
     keep_on_failure: bool = typer.Option(False, help="leave a failed cluster in place to debug it (remove with `dfslab down`)"),
+    runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
 ) -> None:
     """Bring a real cluster up from SPEC_FILE and wait until it is healthy.
 
@@ -93,7 +96,7 @@ def up(
     everything made so far is removed and the daemons' logs are kept for you.
     """
     try:
-        spec = load_spec(spec_file, name)
+        spec = load_spec(spec_file, name, runtime)
         with LiveProgress() as progress:
             addresses = cluster.up(spec, progress, timeout, keep_on_failure)
             elapsed = time.monotonic() - progress.start
@@ -202,7 +205,7 @@ def down(
         result = cluster.down(n)
         left = cluster.leftovers(n)
         console.print(f"[green]✓[/] {n}: stopped {len(result['killed'])} process(es), removed "
-                      f"{len(result['namespaces'])} namespace(s)" + (f"; [red]left: {left}[/]" if left else ""))
+                      f"{len(result['namespaces'])} resource(s) (namespaces, containers, networks)" + (f"; [red]left: {left}[/]" if left else ""))
         if left:
             raise typer.Exit(1)
     if not names:
@@ -241,6 +244,7 @@ def run(
     experiment: Path = typer.Argument(..., help="experiment file (YAML); see examples/quickstart.yaml"),
     cluster_name: Optional[str] = typer.Option(None, "--cluster", help="run against this cluster, already up (not torn down)"),
     keep: bool = typer.Option(False, help="leave the cluster up after the run"),
+    runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
 ) -> None:
     """Deploy → baselines → workloads (with a resource sampler) → report → teardown.
 
@@ -250,7 +254,7 @@ def run(
     from .experiment import load_experiment
     from .run import run_experiment
     try:
-        exp = load_experiment(experiment)
+        exp = load_experiment(experiment, runtime)
         console.print(f"{exp.name}: {len(exp.steps)} combination(s) × {exp.file.repetitions} repetition(s), "
                       f"about {exp.estimate() / 60:.1f} min of workloads")
         with LiveProgress() as progress:
@@ -270,7 +274,7 @@ def run(
 @app.command()
 def quickstart(spec_file: Path = typer.Argument(Path("examples/quickstart.yaml"), help="experiment file")) -> None:
     """What `make demo` runs: the quickstart experiment (same as `dfslab run examples/quickstart.yaml`)."""
-    run(spec_file, None, False)
+    run(spec_file, None, False, None)
 
 
 @app.command()
@@ -462,6 +466,39 @@ def query(
     share = answer["bytes_moved"] / answer["dataset_bytes"] if answer["dataset_bytes"] else 0
     console.print(f"{len(answer['rows'])} row(s) · {human_bytes(answer['bytes_moved'])} moved ({share:.1%} of the "
                   f"dataset's {human_bytes(answer['dataset_bytes'])}) · {answer['seconds']:.3f} s · where={where}")
+
+
+images_app = typer.Typer(help="Container images for `runtime: docker`, built here from Debian's mirror (no registry).",
+                         no_args_is_help=True)
+app.add_typer(images_app, name="images")
+
+
+@images_app.command("build")
+def images_build(rebuild: bool = typer.Option(False, help="build even if an image for the current package versions exists")) -> None:
+    """Build the storage image: debootstrap Debian 12 with Ceph and GlusterFS from Debian's packages,
+    import it into dfslab's own dockerd. Skipped while apt offers the same versions (~1.5 min when it runs)."""
+    from .runtime import images
+    try:
+        with LiveProgress() as progress:
+            image = images.ensure(progress, rebuild=rebuild)
+            elapsed = time.monotonic() - progress.start
+    except USER_ERRORS as exc:
+        fail(exc)
+    print(f"{image} ({elapsed:.1f}s)")
+
+
+@images_app.command("list")
+def images_list() -> None:
+    """The images dfslab's engine holds, and which one the current package versions select."""
+    from .runtime import engine, images
+    try:
+        if not engine.responding():
+            console.print("dfslab's container engine is not running (it runs while a docker cluster is up, or `dfslab images build`)")
+            return
+        print(engine.docker("images", images.REPO).stdout, end="")
+        print(f"current: {images.built_for(images.candidate_versions()) or 'none (dfslab images build)'}")
+    except USER_ERRORS as exc:
+        fail(exc)
 
 
 @app.command()

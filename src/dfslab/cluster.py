@@ -78,6 +78,7 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
                       "phase": "creating", "created": time.time(), "creator_pid": os.getpid()})
         if getattr(runtime, "fallback", False):
             progress("warning", "no CAP_NET_ADMIN: nodes share the host loopback (127.77.x.y), no isolation or shaping")
+        runtime.prepare(spec, progress)
         progress("creating nodes", f"{len(spec.nodes)} node(s) + client on runtime {runtime.kind}")
         addresses = runtime.create(spec)
         state.update(addresses=addresses)

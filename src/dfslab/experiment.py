@@ -130,7 +130,7 @@ def expand(index: int, entry: dict[str, Any]) -> list[Step]:
     return steps
 
 
-def parse_experiment(data: Any, base_dir: Path, source: str = "experiment") -> Experiment:
+def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runtime: str | None = None) -> Experiment:
     if not isinstance(data, dict):
         raise SpecError([("", "an experiment is a YAML mapping with name, cluster and workloads")], source)
     try:
@@ -142,12 +142,12 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment") -> E
         if not path.is_file():
             raise SpecError([("cluster", f"no cluster spec at {str(path)!r}; give a path relative to the experiment or an inline mapping")], source)
         try:
-            cluster = parse_spec(read_yaml(path), str(path))
+            cluster = parse_spec(read_yaml(path), str(path), runtime=runtime)
         except SpecError as err:
             raise SpecError([(f"cluster ({path.name}): {p}", m) for p, m in err.problems], source) from None
     else:
         try:
-            cluster = parse_spec(exp.cluster, source)
+            cluster = parse_spec(exp.cluster, source, runtime=runtime)
         except SpecError as err:
             raise SpecError([(f"cluster.{p}", m) for p, m in err.problems], source) from None
     try:
@@ -161,5 +161,6 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment") -> E
     return Experiment(exp, cluster, steps, data)
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    return parse_experiment(read_yaml(path), Path(path).parent, str(path))
+def load_experiment(path: str | Path, runtime: str | None = None) -> Experiment:
+    """The experiment at `path`; `runtime` overrides its cluster's (dfslab run --runtime)."""
+    return parse_experiment(read_yaml(path), Path(path).parent, str(path), runtime)

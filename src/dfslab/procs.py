@@ -78,6 +78,14 @@ class ProcessTable:
         self._popen[name] = popen
         return proc
 
+    def adopt(self, name: str, node: str, pid: int, argv: list[str], log: str, env: dict[str, str] | None = None,
+              meta: dict | None = None) -> TrackedProcess:
+        """Track a process something else started for dfslab (a container's first process)."""
+        proc = TrackedProcess(name, node, pid, proc_start_time(pid) or 0, argv, log, meta or {}, env or {})
+        self._file(name).write_text(json.dumps(asdict(proc)))
+        self._popen.pop(name, None)
+        return proc
+
     def get(self, name: str) -> TrackedProcess | None:
         try:
             return TrackedProcess(**json.loads(self._file(name).read_text()))

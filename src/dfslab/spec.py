@@ -168,7 +168,8 @@ class GlusterSpec(Strict):
 class ClusterSpec(Strict):
     name: str = Field(description="cluster name; namespaces and the state directory are named after it")
     filesystem: Literal["ceph", "gluster"] = Field("ceph", description="ceph or gluster (GlusterFS)")
-    runtime: Literal["local"] = "local"
+    runtime: Literal["local", "docker"] = Field(
+        "local", description="local: nodes are network namespaces (the default); docker: every daemon in its own container")
     network: Network = Field(default_factory=Network)
     nodes: list[Node] = Field(min_length=1, max_length=16)
     clients: int = Field(1, ge=1, le=8, description="client namespaces (client, client2, ...) for parallel workloads")
@@ -277,11 +278,13 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
     return fixed
 
 
-def parse_spec(data: Any, source: str = "spec", name: str | None = None) -> ClusterSpec:
+def parse_spec(data: Any, source: str = "spec", name: str | None = None, runtime: str | None = None) -> ClusterSpec:
     if not isinstance(data, dict):
         raise SpecError([("", "a spec is a YAML mapping with name, nodes and ceph")], source)
     if name:
         data = {**data, "name": name}
+    if runtime:
+        data = {**data, "runtime": runtime}
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as exc:
@@ -299,5 +302,5 @@ def read_yaml(path: str | Path) -> Any:
         raise SpecError([("", f"not valid YAML: {exc}")], str(path)) from None
 
 
-def load_spec(path: str | Path, name: str | None = None) -> ClusterSpec:
-    return parse_spec(read_yaml(path), str(path), name)
+def load_spec(path: str | Path, name: str | None = None, runtime: str | None = None) -> ClusterSpec:
+    return parse_spec(read_yaml(path), str(path), name, runtime)

@@ -8,13 +8,13 @@ import os
 import signal
 from typing import Any
 
-from ..procs import TrackedProcess, marked_pids, proc_start_time, terminate
+from ..procs import TrackedProcess, marked_pids
 from . import Fault, FaultError
 
 
 def restartable(proc: TrackedProcess) -> dict[str, Any]:
     """What starting `proc` again as it was takes."""
-    return {"name": proc.name, "node": proc.node, "argv": proc.argv, "meta": proc.meta, "env": proc.env}
+    return {"name": proc.name, "node": proc.node, "cmd": proc.meta.get("cmd", proc.argv), "meta": proc.meta, "env": proc.env}
 
 
 class KillDaemon(Fault):
@@ -32,10 +32,8 @@ class KillDaemon(Fault):
     def stop(self, proc: TrackedProcess) -> None:
         if not proc.alive():
             raise FaultError(f"{proc.name} is not running")
-        if self.signal == signal.SIGKILL:
-            os.kill(proc.pid, signal.SIGKILL)
-        else:
-            terminate([proc.pid], {proc.pid: proc.start_time}, timeout=30)
+        # On docker this is `docker kill` / `docker stop` of the daemon's container.
+        self.cluster.runtime.signal_process(proc, self.signal, grace=30)
 
     def inject(self, target: str, **options: Any) -> dict[str, Any]:
         proc = self.tracked(target)
@@ -43,14 +41,14 @@ class KillDaemon(Fault):
         return {"daemons": [restartable(proc)]}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
-        procs = self.cluster.runtime.procs
+        runtime = self.cluster.runtime
         for d in record.get("daemons", []):
-            current = procs.get(d["name"])
+            current = runtime.procs.get(d["name"])
             if current is not None and current.alive():
                 continue
-            procs.exited(d["name"])  # reap a child of ours, if it is one
-            # argv is already wrapped for the node (nsenter ...): start it as it was.
-            procs.spawn(d["name"], d["node"], d["argv"], env=d.get("env"), meta=d["meta"])
+            runtime.procs.exited(d["name"])  # reap a child of ours, if it is one
+            # Same command line, identity and data (on docker: a new container, same bind mounts).
+            runtime.spawn(d["name"], d["node"], d["cmd"], env=d.get("env"), meta=d["meta"])
 
 
 class StopDaemon(KillDaemon):
@@ -68,8 +66,7 @@ class LoseNode(KillDaemon):
         if not procs:
             raise FaultError(f"no daemons on node {target!r}; nodes: {', '.join(self.cluster.spec.node_names())}")
         for proc in procs:
-            if proc_start_time(proc.pid) == proc.start_time:
-                os.kill(proc.pid, signal.SIGKILL)
+            self.cluster.runtime.signal_process(proc, signal.SIGKILL)
         # Daemons the tracked ones started (GlusterFS bricks and self-heal daemon) die with the node too.
         for pid in self.children_on(target):
             os.kill(pid, signal.SIGKILL)

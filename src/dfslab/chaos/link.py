@@ -1,4 +1,4 @@
-"""Link faults on the local runtime: cut a node's link to the bridge (a partition: both
+"""Link faults on any runtime with links of its own (local namespaces, docker): cut a node's link to the bridge (a partition: both
 directions, silently, as a pulled cable), or degrade its bandwidth with tc. Latency and loss
 need tc netem, which this kernel may not have: refused then, with the reason."""
 
@@ -7,23 +7,19 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from ..runtime.local import LocalNetnsRuntime, hub_ports, netem_available, tbf_args
+from ..runtime import RuntimeError_
+from ..runtime.local import netem_available, tbf_args
 from ..units import UnitError, parse_bandwidth
 from . import Fault, FaultError
 
 
 class _LinkFault(Fault):
-    def runtime(self) -> LocalNetnsRuntime:
-        rt = self.cluster.runtime
-        if not isinstance(rt, LocalNetnsRuntime):
-            raise FaultError(f"link faults need the local (network namespace) runtime; this cluster runs on {rt.kind}")
-        return rt
-
-    def port(self, node: str) -> str:
-        ports = hub_ports(self.cluster.spec)
-        if node not in ports:
-            raise FaultError(f"no node {node!r}; nodes: {', '.join(ports)}")
-        return ports[node]
+    def ends(self, node: str) -> list[tuple[str, str]]:
+        """Both ends of the node's link (switch side first), from the runtime that made it."""
+        try:
+            return self.cluster.runtime.link_ends(node)
+        except RuntimeError_ as exc:
+            raise FaultError(f"link faults: {exc}") from None
 
     def sh(self, *argv: str, check: bool = True) -> None:
         res = subprocess.run(list(argv), capture_output=True, text=True)
@@ -36,13 +32,13 @@ class CutLink(_LinkFault):
     help = "cut a node's link (both directions); undo: link up"
 
     def inject(self, target: str, **options: Any) -> dict[str, Any]:
-        rt = self.runtime()
-        self.sh("ip", "-n", rt.hub, "link", "set", self.port(target), "down")
+        ns, dev = self.ends(target)[0]
+        self.sh("ip", "-n", ns, "link", "set", dev, "down")
         return {}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
-        rt = self.runtime()
-        self.sh("ip", "-n", rt.hub, "link", "set", self.port(target), "up")
+        ns, dev = self.ends(target)[0]
+        self.sh("ip", "-n", ns, "link", "set", dev, "up")
 
 
 class DegradeLink(_LinkFault):
@@ -57,16 +53,14 @@ class DegradeLink(_LinkFault):
             rate = parse_bandwidth(bandwidth)
         except UnitError as exc:
             raise FaultError(f"degrade bandwidth: {exc}") from None
-        rt = self.runtime()
-        for ns, dev in ((rt.hub, self.port(target)), (rt.ns(target), "eth0")):
+        for ns, dev in self.ends(target):
             self.sh("tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate))
         return {"bandwidth": bandwidth}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
-        rt = self.runtime()
         node = next((n for n in self.cluster.spec.nodes if n.name == target), None)
         rate = self.cluster.spec.shape_of(node).bandwidth if node else self.cluster.spec.network.bandwidth
-        for ns, dev in ((rt.hub, self.port(target)), (rt.ns(target), "eth0")):
+        for ns, dev in self.ends(target):
             if rate:
                 self.sh("tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate))
             else:

@@ -9,11 +9,12 @@ dfslab may have been killed in the middle of `up`.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from abc import ABC, abstractmethod
 from importlib import import_module
 
-from ..procs import ProcessTable, TrackedProcess
+from ..procs import ProcessTable, TrackedProcess, terminate
 from ..spec import ClusterSpec
 from ..state import ClusterState
 
@@ -57,7 +58,30 @@ class Runtime(ABC):
         return subprocess.run(self.command(node, argv), capture_output=True, text=True, timeout=timeout, check=check, **kw)
 
     def spawn(self, name: str, node: str, argv: list[str], env: dict[str, str] | None = None, meta: dict | None = None) -> TrackedProcess:
-        return self.procs.spawn(name, node, self.command(node, argv), env, {"address": self.address(node), **(meta or {})})
+        """Start a daemon on `node`, tracked as `name`; meta keeps the unwrapped argv to start it again."""
+        return self.procs.spawn(name, node, self.command(node, argv), env,
+                                {**(meta or {}), "address": self.address(node), "cmd": list(argv)})
+
+    def signal_process(self, proc: TrackedProcess, sig: int, grace: float = 30) -> None:
+        """kill -9 (SIGKILL) or stop gracefully (anything else: the signal, then SIGKILL after grace)."""
+        if sig == signal.SIGKILL:
+            if proc.alive():
+                os.kill(proc.pid, signal.SIGKILL)
+        else:
+            terminate([proc.pid], {proc.pid: proc.start_time}, grace)
+
+    def prepare(self, spec: ClusterSpec, progress) -> None:
+        """Long one-time work before `create` (building images), with progress. Default: none."""
+
+    def link_ends(self, node: str) -> list[tuple[str, str]]:
+        """(named network namespace, device) at each end of `node`'s link, the switch side first:
+        where tc caps it and where a cut pulls the cable."""
+        links = self.state.read().get("links", {})
+        if node not in links:
+            if not links:
+                raise RuntimeError_(f"runtime {self.kind} has no links of its own to shape or cut")
+            raise RuntimeError_(f"no node {node!r}; nodes: {', '.join(links)}")
+        return [tuple(end) for end in links[node]]
 
     def address(self, node: str) -> str:
         return self.state.read().get("addresses", {}).get(node, "")
@@ -66,6 +90,7 @@ class Runtime(ABC):
 RUNTIMES = {
     "local": "dfslab.runtime.local:LocalNetnsRuntime",
     "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
+    "docker": "dfslab.runtime.docker:DockerRuntime",
 }
 
 

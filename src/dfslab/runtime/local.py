@@ -94,9 +94,12 @@ class LocalNetnsRuntime(Runtime):
                 "network.latency / nodes[].latency: this kernel has no tc netem, so added latency cannot be "
                 "emulated; remove the latency fields (bandwidth caps with tbf work)"
             )
-        for name in [self.hub, *(self.ns(n) for n in [*spec.node_names(), *spec.client_names()])]:
+        for name in self.planned_namespaces(spec):
             if (NETNS_DIR / name).exists():
                 raise RuntimeError_(f"network namespace {name} already exists; run `dfslab down {self.state.name}` first")
+
+    def planned_namespaces(self, spec: ClusterSpec) -> list[str]:
+        return [self.hub, *(self.ns(n) for n in [*spec.node_names(), *spec.client_names()])]
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
         addrs = node_addresses(spec)
@@ -104,9 +107,7 @@ class LocalNetnsRuntime(Runtime):
         self._add_ns(self.hub)
         _ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
         _ip("-n", self.hub, "link", "set", "br0", "up")
-        shapes = {n.name: spec.shape_of(n) for n in spec.nodes}
-        for client in spec.client_names():
-            shapes[client] = LinkShape.model_construct(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
+        links = {}
         for node, port in hub_ports(spec).items():
             ns = self.ns(node)
             self._add_ns(ns)
@@ -114,9 +115,19 @@ class LocalNetnsRuntime(Runtime):
             _ip("-n", self.hub, "link", "set", port, "master", "br0", "up")
             _ip("-n", ns, "addr", "add", f"{addrs[node]}/{prefix}", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
-            self._shape(ns, "eth0", shapes[node])
-            self._shape(self.hub, port, shapes[node])
+            links[node] = [[self.hub, port], [ns, "eth0"]]
+        self.state.update(links=links)
+        self.shape_all(spec)
         return addrs
+
+    def shape_all(self, spec: ClusterSpec) -> None:
+        """The spec's caps on both ends of every link (clients get the network-wide shape)."""
+        shapes = {n.name: spec.shape_of(n) for n in spec.nodes}
+        for client in spec.client_names():
+            shapes[client] = LinkShape.model_construct(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
+        for node, shape in shapes.items():
+            for ns, dev in self.link_ends(node):
+                self._shape(ns, dev, shape)
 
     def _add_ns(self, name: str) -> None:
         self.state.add_resource("netns", name)

@@ -1,0 +1,209 @@
+"""Nodes and daemons in Docker containers, on dfslab's own engine (runtime/engine.py).
+
+    dfs-<cluster>                 a user-defined bridge network on the spec's subnet
+    dfs-<cluster>-<node>          the node's container: holds its address (sleep), nothing else
+    dfs-<cluster>-<daemon>        one container per daemon (mon.a, osd.0, ...), as the thesis's
+                                  `docker run ... mon|osd`, joined to its node's network
+                                  (`--network container:`), its first process the daemon itself
+
+Config, keyrings, OSD data, admin sockets and logs are bind-mounted from the cluster's state
+directory at the same path, so a daemon container that is removed and created again (a
+fault's undo) comes back with the same identity, as a StatefulSet pod does. No container is
+privileged (root here lacks CAP_SYS_RESOURCE) and none needs to be: OSDs use BlueStore files.
+
+Each node's network namespace is attached as /run/netns/dfs-<cluster>-<node>, so client
+tools (ceph CLI, rados bench, fio, ceph-fuse) run from the host inside the client node's
+namespace exactly as on the local runtime, and tc shaping and link cuts use the node's veth
+pair (the bridge side lives in the engine's namespace, never the host's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import subprocess
+import time
+
+from ..native import CLASS_LIB
+from ..procs import ENV_MARK, TrackedProcess
+from ..spec import ClusterSpec
+from . import RuntimeError_, engine, images
+from .local import NETNS_DIR, LocalNetnsRuntime, node_addresses
+
+# The daemon's output goes to the same log file as on the local runtime; `exec` keeps the
+# daemon as the container's first process, so its host PID is the container's.
+LOG_WRAPPER = ["sh", "-c", 'exec "$@" >>"$0" 2>&1']
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+class DockerRuntime(LocalNetnsRuntime):
+    kind = "docker"
+
+    @property
+    def hub(self) -> str:
+        return engine.NETNS
+
+    def container(self, name: str) -> str:
+        return f"dfs-{self.state.name}-{name}"
+
+    @property
+    def network(self) -> str:
+        return f"dfs-{self.state.name}"
+
+    @property
+    def bridge(self) -> str:
+        # Interface names are at most 15 characters; cluster names are not.
+        return "dfsb" + hashlib.sha1(self.state.name.encode()).hexdigest()[:10]
+
+    def labels(self, **extra: str) -> list[str]:
+        out = ["--label", f"{engine.LABEL}={self.state.name}"]
+        for key, value in extra.items():
+            out += ["--label", f"dfslab.{key}={value}"]
+        return out
+
+    # -- lifecycle --------------------------------------------------------------
+    def planned_namespaces(self, spec: ClusterSpec) -> list[str]:
+        return [self.ns(n) for n in [*spec.node_names(), *spec.client_names()]]
+
+    def preflight(self, spec: ClusterSpec) -> None:
+        if spec.filesystem != "ceph":
+            raise RuntimeError_(f"runtime docker runs Ceph daemons; filesystem {spec.filesystem} needs a mount "
+                                "namespace per server (CAP_SYS_ADMIN in the container), which dfslab does not grant: "
+                                "use runtime: local for it")
+        engine.docker_cli()
+        super().preflight(spec)
+
+    def prepare(self, spec: ClusterSpec, progress) -> None:
+        progress("starting container engine", f"dockerd in namespace {engine.NETNS}, data in {engine.engine_home()}")
+        engine.start()
+        progress("checking image", images.REPO)
+        self.state.update(image=images.ensure(progress))
+
+    def create(self, spec: ClusterSpec) -> dict[str, str]:
+        addrs = node_addresses(spec)
+        self.state.add_resource("docker-network", self.network)
+        res = engine.docker("network", "create", "--driver", "bridge", "--subnet", spec.network.subnet,
+                            "-o", f"com.docker.network.bridge.name={self.bridge}", *self.labels(),
+                            self.network, check=False)
+        if res.returncode != 0:
+            raise RuntimeError_(f"network.subnet: docker could not create network {self.network} on "
+                                f"{spec.network.subnet} ({res.stderr.strip()}); another docker cluster may use "
+                                "that subnet: give this spec another one")
+        links = {node: self._node_container(node, addr) for node, addr in addrs.items()}
+        self.state.update(links=links)
+        self.shape_all(spec)
+        return addrs
+
+    def _node_container(self, node: str, address: str) -> list[list[str]]:
+        """Start the node's container, attach its namespace; return its link ends."""
+        name = self.container(node)
+        self.state.add_resource("container", name)
+        engine.docker("run", "-d", "--name", name, "--hostname", node, "--network", self.network, "--ip", address,
+                      *self.labels(node=node), self.image, "sleep", "infinity")
+        pid = self._pid(name)
+        ns = self.ns(node)
+        self.state.add_resource("netns", ns)
+        if _ip("netns", "attach", ns, str(pid)).returncode != 0:
+            raise RuntimeError_(f"could not attach the network namespace of container {name} (pid {pid})")
+        return [[self.hub, self._bridge_side(ns)], [ns, "eth0"]]
+
+    @property
+    def image(self) -> str:
+        image = self.state.read().get("image")
+        if not image:
+            raise RuntimeError_("no image recorded for this cluster; `dfslab images build`, then up again")
+        return image
+
+    def _pid(self, name: str) -> int:
+        pid = int(engine.docker("inspect", "-f", "{{.State.Pid}}", name).stdout.strip() or 0)
+        if pid == 0:
+            raise RuntimeError_(f"container {name} is not running: `docker logs` says "
+                                f"{engine.docker('logs', '--tail', '5', name, check=False).stderr.strip()!r}")
+        return pid
+
+    def _bridge_side(self, ns: str) -> str:
+        """The veth in the engine's namespace whose peer is the node's eth0."""
+        out = _ip("-n", ns, "-o", "link", "show", "eth0").stdout  # "3: eth0@if4: ..."
+        peer = out.split(":")[1].strip().split("@if")[1]
+        for line in _ip("-n", self.hub, "-o", "link").stdout.splitlines():
+            index, name = line.split(":")[:2]
+            if index.strip() == peer:
+                return name.strip().split("@")[0]
+        raise RuntimeError_(f"no bridge-side veth for {ns} in namespace {self.hub}")
+
+    # -- daemons ----------------------------------------------------------------
+    def spawn(self, name: str, node: str, argv: list[str], env: dict[str, str] | None = None, meta: dict | None = None) -> TrackedProcess:
+        if (meta or {}).get("kind") == "client":
+            # FUSE clients stay host processes in the client node's namespace: their mount must
+            # be visible to the host-side benchmark tools (and a container would need SYS_ADMIN).
+            return super().spawn(name, node, argv, env, meta)
+        cname = self.container(name)
+        self._remove(cname)  # an earlier incarnation (killed by a fault) keeps its name until removed
+        log = str(self.state.logs_dir / f"{name}.out")
+        env_args = [arg for key, value in {**(env or {}), ENV_MARK: self.state.name}.items() for arg in ("-e", f"{key}={value}")]
+        mounts = ["-v", f"{self.state.dir}:{self.state.dir}"]
+        if CLASS_LIB.parent.is_dir():  # dfslab's object class, linked from the OSDs' class dir
+            mounts += ["-v", f"{CLASS_LIB.parent}:{CLASS_LIB.parent}:ro"]
+        self.state.add_resource("container", cname)
+        engine.docker("run", "-d", "--name", cname, "--network", f"container:{self.container(node)}",
+                      *self.labels(node=node, daemon=name), *env_args, *mounts,
+                      self.image, *LOG_WRAPPER, log, *argv)
+        meta = {**(meta or {}), "address": self.address(node), "cmd": list(argv), "container": cname}
+        return self.procs.adopt(name, node, self._pid(cname), list(argv), log, env, meta)
+
+    def signal_process(self, proc: TrackedProcess, sig: int, grace: float = 30) -> None:
+        cname = proc.meta.get("container")
+        if cname is None:
+            return super().signal_process(proc, sig, grace)
+        if sig == signal.SIGKILL:
+            engine.docker("kill", "--signal", "KILL", cname, check=False)
+        else:
+            engine.docker("stop", "-t", str(int(grace)), cname, check=False, timeout=grace + 30)
+        deadline = time.monotonic() + 10
+        while proc.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def _remove(self, cname: str) -> None:
+        engine.docker("rm", "-f", cname, check=False)
+
+    # -- teardown ---------------------------------------------------------------
+    def _containers(self) -> list[str]:
+        if not engine.responding():
+            return []
+        res = engine.docker("ps", "-a", "--format", "{{.Names}}", "--filter", f"label={engine.LABEL}={self.state.name}", check=False)
+        return res.stdout.split()
+
+    def _networks(self) -> list[str]:
+        if not engine.responding():
+            return []
+        res = engine.docker("network", "ls", "--format", "{{.Name}}", "--filter", f"label={engine.LABEL}={self.state.name}", check=False)
+        return res.stdout.split()
+
+    def destroy(self) -> list[str]:
+        recorded = self.state.resources("container") or self.state.resources("docker-network")
+        if recorded and not engine.responding():
+            engine.start()  # stopped containers still hold their names and the subnet
+        removed = []
+        containers = self._containers()
+        if containers:
+            engine.docker("rm", "-f", *containers, check=False, timeout=300)
+            removed += [f"container {c}" for c in containers]
+        for net in self._networks():
+            engine.docker("network", "rm", net, check=False)
+            removed.append(f"network {net}")
+        for kind in ("container", "docker-network"):
+            for item in self.state.resources(kind):
+                self.state.remove_resource(kind, item)
+        removed += super().destroy()  # the attached namespace names
+        if engine.stop_if_unused():
+            removed.append("dockerd")
+        return removed
+
+    def leftovers(self) -> list[str]:
+        found = [f"container {c}" for c in self._containers()]
+        found += [f"docker network {n}" for n in self._networks()]
+        found += [f"netns {ns}" for ns in self._ours() if (NETNS_DIR / ns).exists()]
+        return found + engine.leftovers()

@@ -1,0 +1,145 @@
+"""The image every dfslab container runs, made here: no registry can be reached.
+
+debootstrap makes a minimal Debian 12 root from Debian's mirror, apt-get (chrooted, with
+bookworm, -updates and -security, as the host) installs the storage daemons' packages, the
+package caches are dropped, and the tree is imported into dfslab's engine. The tag names the Ceph and GlusterFS versions and a short hash of every included
+package's version, so a build is skipped while the mirror offers the same versions and
+redone when it does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from . import RuntimeError_
+from . import engine
+
+REPO = "dfslab/storage"
+MIRROR = "http://deb.debian.org/debian"
+SUITE = "bookworm"
+# Daemons only: clients (fio, rados bench, ceph-fuse) run from the host in the client node's namespace.
+PACKAGES = ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-common", "glusterfs-server", "iproute2", "procps"]
+
+Progress = Callable[[str, str], None]
+
+
+def candidate_versions(packages: list[str] = PACKAGES) -> dict[str, str]:
+    """The versions apt would install now (what debootstrap will fetch from the same mirror)."""
+    res = subprocess.run(["apt-cache", "policy", *packages], capture_output=True, text=True)
+    versions, current = {}, None
+    for line in res.stdout.splitlines():
+        if line and not line.startswith(" "):
+            current = line.rstrip(":")
+        elif current and line.strip().startswith("Candidate:"):
+            versions[current] = line.split(":", 1)[1].strip()
+    missing = [p for p in packages if versions.get(p) in (None, "(none)")]
+    if missing:
+        raise RuntimeError_(f"images: apt knows no candidate for {missing}; run `apt-get update` (Debian 12 sources)")
+    return versions
+
+
+def tag_for(versions: dict[str, str]) -> str:
+    digest = hashlib.sha256(repr(sorted(versions.items())).encode()).hexdigest()[:8]
+    short = lambda pkg: re.sub(r"[^A-Za-z0-9_.-]", "_", versions[pkg].split("+")[0].split("-")[0])  # noqa: E731
+    return f"ceph{short('ceph-osd')}-gluster{short('glusterfs-server')}-{digest}"
+
+
+def built_for(versions: dict[str, str]) -> str | None:
+    """The image built when apt offered these versions, if the engine has one."""
+    res = engine.docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
+                        f"label=dfslab.candidates={tag_for(versions)}", REPO, check=False)
+    names = res.stdout.split()
+    return names[0] if names else None
+
+
+def ensure(progress: Progress, rebuild: bool = False) -> str:
+    """The image for the current package versions, built if the engine does not have it."""
+    engine.start()
+    versions = candidate_versions()
+    image = built_for(versions)
+    if image and not rebuild:
+        return image
+    return build(versions, progress)
+
+
+def build(versions: dict[str, str], progress: Progress) -> str:
+    """Build and import the image; return its name (tagged by the versions it holds)."""
+    if shutil.which("debootstrap") is None:
+        raise RuntimeError_("images: debootstrap is missing; `make install-deps` installs it")
+    engine.engine_home().mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="dfslab-image-", dir=engine.engine_home()))
+    root = work / "root"
+    try:
+        _debootstrap(root, progress)
+        progress("building image", "dropping package caches")
+        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            shutil.rmtree(root / cache, ignore_errors=True)
+            (root / cache).mkdir(parents=True, exist_ok=True)
+        # The host's sources may differ from the tree's: the tag says what the tree holds, the
+        # label which of the host's apt candidates it was built for.
+        image = f"{REPO}:{tag_for(installed_versions(root, list(versions)))}"
+        progress("importing image", image)
+        tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
+        res = engine.docker("import", "--change", f"LABEL dfslab.candidates={tag_for(versions)}", "-", image,
+                            stdin=tar.stdout, timeout=600, check=False)
+        tar.wait()
+        if res.returncode != 0:
+            raise RuntimeError_(f"images: docker import failed: {res.stderr.strip()}")
+        return image
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+SOURCES = """deb http://deb.debian.org/debian bookworm main
+deb http://deb.debian.org/debian bookworm-updates main
+deb http://deb.debian.org/debian-security bookworm-security main
+"""
+# debootstrap's own resolver ignores virtual packages (ceph-mgr -> python3-bcrypt -> cffi
+# backend API), so it makes only the base and apt installs the daemons inside it.
+APT_STEPS = ("Get:", "Unpacking", "Setting up")
+
+
+def _debootstrap(root: Path, progress: Progress) -> None:
+    _stream(["debootstrap", "--variant=minbase", SUITE, str(root), MIRROR], "debootstrap base", progress,
+            lambda line: line.startswith("I: "))
+    shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
+    (root / "etc/apt/sources.list").write_text(SOURCES)
+    # Packages must not start services in the tree (there is no init; dfslab starts daemons).
+    policy = root / "usr/sbin/policy-rc.d"
+    policy.write_text("#!/bin/sh\nexit 101\n")
+    policy.chmod(0o755)
+    apt = ["chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-y"]
+    _stream([*apt, "update"], "apt-get update", progress, lambda line: line.startswith(("Get:", "Hit:")))
+    _stream([*apt, "install", "--no-install-recommends", *PACKAGES], "installing Ceph and GlusterFS", progress,
+            lambda line: line.startswith(APT_STEPS))
+    policy.unlink()
+
+
+def _stream(argv: list[str], what: str, progress: Progress, shown) -> None:
+    """Run a build step, its progress lines shown, its last lines in the error if it fails."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    count = 0
+    for line in proc.stdout:
+        tail = (tail + [line.rstrip()])[-20:]
+        if shown(line):
+            count += 1
+            progress("building image", f"{what}: {count} · {line.strip()[:100]}")
+    if proc.wait() != 0:
+        raise RuntimeError_(f"images: {what} failed (exit {proc.returncode}; is deb.debian.org reachable?):\n"
+                            + "\n".join(tail))
+
+
+def installed_versions(root: Path, packages: list[str]) -> dict[str, str]:
+    res = subprocess.run(["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W", *packages], capture_output=True, text=True)
+    got = dict(line.split("\t", 1) for line in res.stdout.splitlines() if "\t" in line)
+    missing = [p for p in packages if p not in got]
+    if missing:
+        raise RuntimeError_(f"images: debootstrap did not install {missing}")
+    return got
