@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse glusterfs-server glusterfs-client python3-rados python3-rbd
       g++ make fio iperf3 iproute2 iputils-ping util-linux procps fuse3 python3-venv python3-pip
       mariadb-server mariadb-client
+      docker.io debootstrap
       chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload; g++: cls_dfslab
+                 # docker.io + debootstrap: runtime docker (dfslab starts its own dockerd, builds its image)
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (dfslab creates network namespaces and runs Ceph daemons)" >&2
@@ -25,7 +27,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q
   # Debian's ceph packages try to start systemd units; there is no systemd here and dfslab
   # runs daemons itself, so a failed unit start must not fail the install.
+  # policy-rc.d: no package may start its service (docker.io's would start a dockerd that sets
+  # the host's FORWARD policy to DROP; dfslab starts its own engine inside a namespace).
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; own_policy=1
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if [ "$own_policy" = 1 ]; then rm -f "$policy"; trap - EXIT; fi
 fi
 
 # Debian's python3-rados is built for /usr/bin/python3, so the venv must be made from it.

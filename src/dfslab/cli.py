@@ -252,22 +252,38 @@ def run(
     results.csv, timeseries.csv and report.html. Exits 1 if any workload failed.
     """
     from .experiment import load_experiment
-    from .run import run_experiment
+    from .run import run_across_runtimes, run_experiment
     try:
         exp = load_experiment(experiment, runtime)
-        console.print(f"{exp.name}: {len(exp.steps)} combination(s) × {exp.file.repetitions} repetition(s), "
-                      f"about {exp.estimate() / 60:.1f} min of workloads")
+        across = exp.file.runtimes and runtime is None
+        if across and cluster_name:
+            fail(ValueError(f"{experiment}: runtimes: {exp.file.runtimes} makes a fresh cluster per runtime; "
+                            "drop --cluster, or pick one runtime with --runtime"))
+        times = len(exp.file.runtimes) if across else 1
+        console.print(f"{exp.name}: {len(exp.steps)} combination(s) × {exp.file.repetitions} repetition(s)"
+                      + (f" × runtimes {', '.join(exp.file.runtimes)}" if across else "")
+                      + f", about {times * exp.estimate() / 60:.1f} min of workloads")
         with LiveProgress() as progress:
-            outcome = run_experiment(exp, progress, cluster_name, keep=keep)
+            if across:
+                outcomes = run_across_runtimes(exp, progress)
+            else:
+                outcomes = [run_experiment(exp, progress, cluster_name, keep=keep)]
     except USER_ERRORS as exc:
         fail(exc)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: the run directory keeps what was measured; a cluster dfslab made was removed[/]")
         raise typer.Exit(130)
-    for failure in outcome.failures:
-        console.print(f"[red]failed:[/] {failure}")
-    print(f"report: {outcome.report.resolve()}")
-    if outcome.failures:
+    failed = False
+    for outcome in outcomes:
+        for failure in outcome.failures:
+            console.print(f"[red]failed:[/] {failure}")
+        failed = failed or bool(outcome.failures)
+    if len(outcomes) > 1:
+        for other in outcomes[1:]:
+            _print_comparison(outcomes[0].path, other.path)
+    for outcome in outcomes:
+        print(f"report: {outcome.report.resolve()}")
+    if failed:
         raise typer.Exit(1)
 
 
@@ -299,16 +315,24 @@ def compare(
     for path in (run_a, run_b):
         if not (path / "results.csv").exists():
             fail(ValueError(f"{path} is not a run directory with results (no results.csv)"))
-    rows = compare_runs(run_a, run_b)
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(compare_runs(run_a, run_b), indent=2))
         return
-    table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", box=None)
+    _print_comparison(run_a, run_b)
+
+
+def _print_comparison(run_a: Path, run_b: Path) -> None:
+    from .compare import compare_runs
+    rows = compare_runs(run_a, run_b)
+    table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", box=None,
+                  title=f"A = {run_a.name} · B = {run_b.name}")
     for r in rows:
         interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "n<2"
         table.add_row(r["workload"], r["params"], r["metric"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}",
                       f"{r['ratio']:.3f}", interval, "*" if r["significant"] else "")
     Console().print(table)
+    significant = sum(r["significant"] for r in rows)
+    print(f"{significant} of {len(rows)} metrics differ significantly (95 % interval of B/A excludes 1; marked *)")
 
 
 @app.command()

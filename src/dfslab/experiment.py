@@ -16,9 +16,9 @@ parameters expand into every combination (as cbt does), repetitions and a time b
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -69,6 +69,10 @@ class ExperimentFile(Strict):
     workloads: list[dict[str, Any]] = Field(min_length=1)
     faults: list[FaultEntry] = Field(default_factory=list)
     integrity: Integrity = Field(default_factory=Integrity)
+    runtimes: list[Literal["local", "docker"]] = Field(
+        default_factory=list, max_length=2,
+        description="run the whole experiment once per runtime (a fresh cluster each), then compare the runs "
+                    "with the first: INFN's containerized-vs-host question")
 
     @field_validator("name")
     @classmethod
@@ -101,6 +105,10 @@ class Experiment:
     @property
     def name(self) -> str:
         return self.file.name
+
+    def on_runtime(self, runtime: str) -> "Experiment":
+        """The same experiment with its cluster on `runtime`."""
+        return replace(self, cluster=self.cluster.model_copy(update={"runtime": runtime}))
 
     def estimate(self) -> float:
         return sum(s.workload.estimate(s.params) for s in self.steps) * self.file.repetitions

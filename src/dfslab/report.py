@@ -50,6 +50,18 @@ client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ inte
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.t_undo }}</td>
 <td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
 </table>{% endif %}
+{% if comparison %}<h2>Runtime {{ comparison.runtime }} against runtime {{ comparison.baseline_runtime }}</h2>
+<p>The same experiment on a fresh cluster of each runtime; this run (B) against run <code>{{ comparison.baseline_run }}</code> (A).
+<b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.significant|length }} of {{ comparison.rows|length }}
+metrics differ significantly</b> (95 % bootstrap interval of B/A excludes 1){% if comparison.untested %};
+{{ comparison.untested }} could not be tested (fewer than 2 repetitions){% endif %}.</p>
+<table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
+<th>B ({{ comparison.runtime }})</th><th>B/A</th><th>95 % interval</th><th></th></tr>
+{% for r in comparison.rows %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
+<td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio }}</td>
+<td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% else %}n&lt;2{% endif %}</td>
+<td class="{{ 'warn' if r.significant else '' }}">{{ 'significant' if r.significant else '' }}</td></tr>{% endfor %}
+</table>{% endif %}
 {% if bottlenecks %}<h2>Bottlenecks</h2>
 <p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio;
 writes count every replica against the one disk) and of the machine's CPU while it ran.</p>
@@ -376,6 +388,16 @@ def _write_latency_series(faults) -> dict[str, list[tuple[float, float]]]:
             "write latency max (ms)": [(t, v[1]) for t, v in points]}
 
 
+def _comparison(run: RunDir) -> dict[str, Any] | None:
+    """comparison.json (a run of `runtimes:` against the first runtime's), with its verdict."""
+    comp = run.read_json("comparison.json")
+    if not comp:
+        return None
+    rows = comp["rows"]
+    return {**comp, "significant": [r for r in rows if r["significant"]],
+            "untested": sum(1 for r in rows if r["low"] is None)}
+
+
 def build(run_path: Path) -> Path:
     run = RunDir(run_path)
     rows = run.rows()
@@ -423,7 +445,7 @@ def build(run_path: Path) -> Path:
         failures=prov.get("failures", []), skipped=prov.get("skipped", []),
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity,
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
-        tables=tables, figures=figures, daemons=status.get("daemons", []),
+        tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
     )
     out = run.path / "report.html"
     out.write_text(html)

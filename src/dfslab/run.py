@@ -12,6 +12,7 @@ from typing import Any
 from . import cluster, report
 from .backends import Progress, backend_class, backend_for
 from .chaos import schedule
+from .compare import compare_runs
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, ResourceSampler
 from .results import RunDir
@@ -170,11 +171,11 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
 
 
 def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None = None,
-                   runs_root: Path | None = None, keep: bool = False) -> RunOutcome:
+                   runs_root: Path | None = None, keep: bool = False, label: str | None = None) -> RunOutcome:
     owned = cluster_name is None
     name = cluster_name or exp.cluster.name
     check_against_cluster(exp, exp.cluster if owned else cluster.load(name)[1])
-    run_dir = RunDir.create(exp.name, runs_root)
+    run_dir = RunDir.create(label or exp.name, runs_root)
     run_dir.write_spec(exp.raw, "experiment.yaml")
     spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
     run_dir.start(spec_hash)
@@ -265,3 +266,22 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)
     return outcome
+
+
+def run_across_runtimes(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:
+    """The experiment once per runtime in `runtimes:`, each on a fresh cluster; every later run
+    gets comparison.json (B/A per metric, 95 % intervals) against the first, and its report a
+    section saying which differences are significant."""
+    outcomes = []
+    for runtime in exp.file.runtimes:
+        progress(f"runtime {runtime}", f"the whole experiment on runtime {runtime}")
+        outcomes.append(run_experiment(exp.on_runtime(runtime), progress, runs_root=runs_root,
+                                       label=f"{exp.name}-{runtime}"))
+    first = outcomes[0]
+    for runtime, outcome in zip(exp.file.runtimes[1:], outcomes[1:]):
+        rows = compare_runs(first.path, outcome.path)
+        RunDir(outcome.path).write_json("comparison.json", {
+            "baseline_run": first.path.name, "baseline_runtime": exp.file.runtimes[0],
+            "runtime": runtime, "rows": rows})
+        report.build(outcome.path)
+    return outcomes

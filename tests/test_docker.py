@@ -1,0 +1,168 @@
+"""runtime docker against a real Ceph: every daemon in its own container on dfslab's own
+dockerd, faults on containers, the same experiment on both runtimes compared, and a `down`
+that leaves the host's firewall, routes and links as they were."""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import dfslab, small_spec, wait_for, write_spec
+from dfslab import cluster
+from dfslab.runtime import engine
+
+pytestmark = pytest.mark.cluster
+NAME = "t-dock"
+
+
+def host_network() -> dict:
+    """What the host's network looks like from its own namespace (firewall, routes, links)."""
+    def out(*argv):
+        res = subprocess.run(argv, capture_output=True, text=True)
+        return res.stdout if res.returncode == 0 else f"<{argv[0]} unavailable>"
+    links = [line.split(":")[1].strip().split("@")[0] for line in out("ip", "-o", "link").splitlines()]
+    return {"iptables": out("iptables-save"), "routes": out("ip", "route"), "links": sorted(links),
+            "forward": Path("/proc/sys/net/ipv4/ip_forward").read_text()}
+
+
+def inspect(container: str) -> dict:
+    return json.loads(engine.docker("inspect", container).stdout)[0]
+
+
+@pytest.fixture(scope="module")
+def host_before():
+    return host_network()
+
+
+@pytest.fixture(scope="module")
+def dock(tmp_path_factory, host_before):
+    tmp = tmp_path_factory.mktemp("dock")
+    dfslab("up", str(write_spec(tmp, small_spec(NAME, cephfs=True))), "--runtime", "docker", timeout=900)
+    attached = cluster.attach(NAME)
+    yield attached
+    attached.close()
+    cluster.down(NAME)
+
+
+def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
+    daemons = dock.runtime.procs.all()
+    assert {p.name for p in daemons} == {"mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a"}
+    for proc in daemons:
+        info = inspect(proc.meta["container"])
+        assert info["State"]["Running"] and info["State"]["Pid"] == proc.pid  # the daemon is the container's first process
+        assert info["HostConfig"]["Privileged"] is False
+        node_container = dock.runtime.container(proc.node)
+        assert info["HostConfig"]["NetworkMode"] == f"container:{inspect(node_container)['Id']}"
+        mounts = {m["Source"] for m in info["Mounts"]}
+        assert str(dock.state.dir) in mounts  # conf, keyrings and data come from the state directory
+    node1 = inspect(dock.runtime.container("node1"))
+    assert node1["NetworkSettings"]["Networks"][dock.runtime.network]["IPAddress"] == dock.state.read()["addresses"]["node1"]
+
+
+def test_engine_and_bridges_live_outside_the_host_namespace(dock, host_before):
+    assert host_network() == host_before
+    engine_links = subprocess.run(["ip", "-n", engine.NETNS, "-o", "link"], capture_output=True, text=True).stdout
+    assert dock.runtime.bridge in engine_links
+
+
+def _rados(dock, *args, timeout=60):
+    argv, env = cluster.client_command(NAME, ["rados", *args])
+    return subprocess.run(argv, env=env, capture_output=True, timeout=timeout)
+
+
+def _osd(osd_id: int) -> dict:
+    argv, env = cluster.client_command(NAME, ["ceph", "osd", "dump", "-f", "json"])
+    dump = json.loads(subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60).stdout)
+    return next(o for o in dump["osds"] if o["osd"] == osd_id)
+
+
+def test_killed_osd_container_comes_back_with_the_same_identity(dock, tmp_path):
+    payload = tmp_path / "obj"
+    payload.write_bytes(b"dfslab" * 50000)
+    assert _rados(dock, "-p", "dfslab", "put", "ident", str(payload)).returncode == 0
+    before = dock.runtime.procs.get("osd.1")
+    before_id = inspect(before.meta["container"])["Id"]
+    uuid = _osd(1)["uuid"]
+    dfslab("fault", NAME, "kill", "osd.1")
+    state = inspect(before.meta["container"])["State"]
+    assert not state["Running"] and state["ExitCode"] == 137  # docker kill: SIGKILL
+    dfslab("fault", NAME, "restore")
+    after = dock.runtime.procs.get("osd.1")
+    assert after.pid != before.pid and inspect(after.meta["container"])["Id"] != before_id  # a new container
+    wait_for(lambda: _osd(1)["up"] == 1, 120, "osd.1 up again")
+    assert _osd(1)["uuid"] == uuid  # same OSD, same data: bind-mounted from the state directory
+    got = tmp_path / "back"
+    assert _rados(dock, "-p", "dfslab", "get", "ident", str(got)).returncode == 0
+    assert got.read_bytes() == payload.read_bytes()
+    wait_for(lambda: cluster.status(NAME)["health"] == "HEALTH_OK", 120, "HEALTH_OK after the OSD container came back")
+
+
+def _ping(dock, node) -> bool:
+    argv, env = cluster.client_command(NAME, ["ping", "-c", "1", "-W", "1", dock.state.read()["addresses"][node]])
+    return subprocess.run(argv, env=env, capture_output=True).returncode == 0
+
+
+def test_partition_cuts_the_container_network_link_and_restore_heals_it(dock):
+    assert _ping(dock, "node2")
+    dfslab("fault", NAME, "partition", "node2")
+    try:
+        assert not _ping(dock, "node2")
+        assert _ping(dock, "node3")
+    finally:
+        dfslab("fault", NAME, "restore")
+    assert _ping(dock, "node2")
+
+
+def test_node_loss_stops_every_daemon_container_of_the_node(dock):
+    on_node = [p for p in dock.runtime.procs.all() if p.node == "node3"]
+    assert on_node
+    dfslab("fault", NAME, "node", "node3")
+    try:
+        for proc in on_node:
+            assert not inspect(proc.meta["container"])["State"]["Running"], proc.name
+        assert inspect(dock.runtime.container("node3"))["State"]["Running"]  # the node's address stays
+    finally:
+        dfslab("fault", NAME, "restore")
+    for proc in on_node:
+        assert dock.runtime.procs.get(proc.name).alive()
+    wait_for(lambda: cluster.status(NAME)["health"] == "HEALTH_OK", 120, "HEALTH_OK after the node came back")
+
+
+def test_same_experiment_on_both_runtimes_is_compared(tmp_path):
+    """runtimes: [local, docker] runs it twice on fresh clusters and reports docker against local."""
+    exp = {"name": "t-both", "runtimes": ["local", "docker"], "repetitions": 2,
+           # its own subnet: docker refuses two networks on one subnet in one engine (t-dock is up)
+           "cluster": {"name": "t-both", "nodes": 1, "network": {"subnet": "10.78.0.0/24"}, "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "2GiB"}},
+           "baselines": {"network": False, "disk": False},
+           "workloads": [{"type": "radosbench", "seconds": 2, "modes": ["write", "seq"]}]}
+    path = tmp_path / "both.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    try:
+        res = dfslab("run", str(path), timeout=900)
+    finally:
+        cluster.down("t-both")
+    assert cluster.leftovers("t-both") == []
+    reports = [Path(line.split("report: ")[1]) for line in res.stdout.splitlines() if line.startswith("report: ")]
+    assert len(reports) == 2 and "t-both-local" in reports[0].parent.name and "t-both-docker" in reports[1].parent.name
+    assert "metrics differ significantly" in res.stdout
+    comparison = json.loads((reports[1].parent / "comparison.json").read_text())
+    assert comparison["baseline_runtime"] == "local" and comparison["runtime"] == "docker"
+    bw = [r for r in comparison["rows"] if r["metric"] == "bandwidth"]
+    assert len(bw) == 2 and all(r["n_a"] == 2 and r["n_b"] == 2 and r["low"] is not None for r in bw)
+    html = reports[1].read_text()
+    assert "Runtime docker against runtime local" in html and "differ significantly" in html
+    status = json.loads((reports[1].parent / "status.json").read_text())
+    assert status["runtime"] == "docker"
+
+
+def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(dock, host_before):
+    containers = [p.meta["container"] for p in dock.runtime.procs.all()]
+    dock.close()
+    cluster.down(NAME)
+    assert cluster.leftovers(NAME) == []
+    assert not engine.running() and not Path(f"/run/netns/{engine.NETNS}").exists()
+    assert host_network() == host_before
+    assert containers  # there was something to remove
