@@ -309,6 +309,7 @@ def compare(
     run_a: Path = typer.Argument(..., help="baseline run directory"),
     run_b: Path = typer.Argument(..., help="run to compare with it"),
     as_json: bool = typer.Option(False, "--json"),
+    all_metrics: bool = typer.Option(False, "--all", help="every metric (latency percentiles, stddevs...), not only the headline ones"),
 ) -> None:
     """Side by side: B/A per metric with a 95 % bootstrap interval; '*' where it excludes 1."""
     from .compare import compare_runs
@@ -318,21 +319,21 @@ def compare(
     if as_json:
         print(json.dumps(compare_runs(run_a, run_b), indent=2))
         return
-    _print_comparison(run_a, run_b)
+    _print_comparison(run_a, run_b, all_metrics)
 
 
-def _print_comparison(run_a: Path, run_b: Path) -> None:
-    from .compare import compare_runs
+def _print_comparison(run_a: Path, run_b: Path, all_metrics: bool = False) -> None:
+    from .compare import compare_runs, headline, verdict
     rows = compare_runs(run_a, run_b)
+    shown = rows if all_metrics else headline(rows)
     table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", box=None,
                   title=f"A = {run_a.name} · B = {run_b.name}")
-    for r in rows:
+    for r in shown:
         interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "n<2"
         table.add_row(r["workload"], r["params"], r["metric"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}",
                       f"{r['ratio']:.3f}", interval, "*" if r["significant"] else "")
-    Console().print(table)
-    significant = sum(r["significant"] for r in rows)
-    print(f"{significant} of {len(rows)} metrics differ significantly (95 % interval of B/A excludes 1; marked *)")
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    print(verdict(rows) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
 
 
 @app.command()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import ratio_ci95
-from .report import _label, _varying
+from .report import SUMMARY_METRICS, _label, _varying
 from .results import RunDir
 
 
@@ -33,3 +33,18 @@ def compare_runs(a: Path, b: Path) -> list[dict[str, Any]]:
                     "low": interval[0] if interval else None, "high": interval[1] if interval else None,
                     "significant": bool(interval and (interval[0] > 1 or interval[1] < 1))})
     return out
+
+
+def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the metrics a report's summary shows (bandwidth, IOPS, mean and p99 latency...)."""
+    return [r for r in rows if r["metric"] in SUMMARY_METRICS]
+
+
+def verdict(rows: list[dict[str, Any]]) -> str:
+    """How many differences are significant, next to how many chance alone would flag."""
+    top = headline(rows)
+    tested = [r for r in rows if r["low"] is not None]
+    return (f"{sum(r['significant'] for r in top)} of {len(top)} headline metrics and "
+            f"{sum(r['significant'] for r in rows)} of {len(rows)} metrics in all differ significantly "
+            f"(95 % interval of B/A excludes 1, marked *); with {len(tested)} intervals at 95 %, "
+            f"about {len(tested) / 20:.0f} would by chance alone")

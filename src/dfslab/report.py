@@ -52,12 +52,12 @@ client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ inte
 </table>{% endif %}
 {% if comparison %}<h2>Runtime {{ comparison.runtime }} against runtime {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each runtime; this run (B) against run <code>{{ comparison.baseline_run }}</code> (A).
-<b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.significant|length }} of {{ comparison.rows|length }}
-metrics differ significantly</b> (95 % bootstrap interval of B/A excludes 1){% if comparison.untested %};
-{{ comparison.untested }} could not be tested (fewer than 2 repetitions){% endif %}.</p>
+<b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>{% if comparison.untested %};
+{{ comparison.untested }} could not be tested (fewer than 2 repetitions){% endif %}.
+The table shows the headline metrics; <code>comparison.json</code> has every one.</p>
 <table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
 <th>B ({{ comparison.runtime }})</th><th>B/A</th><th>95 % interval</th><th></th></tr>
-{% for r in comparison.rows %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
+{% for r in comparison.headline %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
 <td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio }}</td>
 <td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% else %}n&lt;2{% endif %}</td>
 <td class="{{ 'warn' if r.significant else '' }}">{{ 'significant' if r.significant else '' }}</td></tr>{% endfor %}
@@ -393,9 +393,10 @@ def _comparison(run: RunDir) -> dict[str, Any] | None:
     comp = run.read_json("comparison.json")
     if not comp:
         return None
+    from .compare import headline, verdict  # compare builds on this module's labels
     rows = comp["rows"]
-    return {**comp, "significant": [r for r in rows if r["significant"]],
-            "untested": sum(1 for r in rows if r["low"] is None)}
+    return {**comp, "significant": [r for r in rows if r["significant"]], "headline": headline(rows),
+            "verdict": verdict(rows), "untested": sum(1 for r in rows if r["low"] is None)}
 
 
 def build(run_path: Path) -> Path:

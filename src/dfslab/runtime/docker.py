@@ -9,7 +9,9 @@
 Config, keyrings, OSD data, admin sockets and logs are bind-mounted from the cluster's state
 directory at the same path, so a daemon container that is removed and created again (a
 fault's undo) comes back with the same identity, as a StatefulSet pod does. No container is
-privileged (root here lacks CAP_SYS_RESOURCE) and none needs to be: OSDs use BlueStore files.
+privileged (root here lacks CAP_SYS_RESOURCE) and none needs to be: OSDs use BlueStore files;
+glusterd's container gets CAP_SYS_ADMIN alone (its private bind mounts, the bricks' trusted.*
+xattrs).
 
 Each node's network namespace is attached as /run/netns/dfs-<cluster>-<node>, so client
 tools (ceph CLI, rados bench, fio, ceph-fuse) run from the host inside the client node's
@@ -69,10 +71,6 @@ class DockerRuntime(LocalNetnsRuntime):
         return [self.ns(n) for n in [*spec.node_names(), *spec.client_names()]]
 
     def preflight(self, spec: ClusterSpec) -> None:
-        if spec.filesystem != "ceph":
-            raise RuntimeError_(f"runtime docker runs Ceph daemons; filesystem {spec.filesystem} needs a mount "
-                                "namespace per server (CAP_SYS_ADMIN in the container), which dfslab does not grant: "
-                                "use runtime: local for it")
         engine.docker_cli()
         super().preflight(spec)
 
@@ -147,9 +145,11 @@ class DockerRuntime(LocalNetnsRuntime):
         mounts = ["-v", f"{self.state.dir}:{self.state.dir}"]
         if CLASS_LIB.parent.is_dir():  # dfslab's object class, linked from the OSDs' class dir
             mounts += ["-v", f"{CLASS_LIB.parent}:{CLASS_LIB.parent}:ro"]
+        # Capabilities a daemon asks for (meta caps), never --privileged.
+        caps = [arg for cap in (meta or {}).get("caps", []) for arg in ("--cap-add", cap)]
         self.state.add_resource("container", cname)
         engine.docker("run", "-d", "--name", cname, "--network", f"container:{self.container(node)}",
-                      *self.labels(node=node, daemon=name), *env_args, *mounts,
+                      *self.labels(node=node, daemon=name), *env_args, *mounts, *caps,
                       self.image, *LOG_WRAPPER, log, *argv)
         meta = {**(meta or {}), "address": self.address(node), "cmd": list(argv), "container": cname}
         return self.procs.adopt(name, node, self._pid(cname), list(argv), log, env, meta)

@@ -40,7 +40,8 @@ def socket_path() -> Path:
 
 
 def docker_cli() -> str:
-    cli = shutil.which("docker")
+    # Debian's client matches Debian's dockerd; another one on PATH may speak a newer API.
+    cli = "/usr/bin/docker" if Path("/usr/bin/docker").exists() else shutil.which("docker")
     if cli is None or shutil.which("dockerd") is None:
         raise RuntimeError_("runtime docker: the docker CLI and dockerd are missing; "
                             "install Debian's docker.io (`make install-deps`)")

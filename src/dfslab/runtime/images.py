@@ -10,7 +10,9 @@ redone when it does not.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -32,15 +34,21 @@ Progress = Callable[[str, str], None]
 def candidate_versions(packages: list[str] = PACKAGES) -> dict[str, str]:
     """The versions apt would install now (what debootstrap will fetch from the same mirror)."""
     res = subprocess.run(["apt-cache", "policy", *packages], capture_output=True, text=True)
+    versions = parse_policy(res.stdout)
+    missing = [p for p in packages if versions.get(p) in (None, "(none)")]
+    if missing:
+        raise RuntimeError_(f"images: apt knows no candidate for {missing}; run `apt-get update` (Debian 12 sources)")
+    return versions
+
+
+def parse_policy(text: str) -> dict[str, str]:
+    """{package: candidate version} from `apt-cache policy` output."""
     versions, current = {}, None
-    for line in res.stdout.splitlines():
+    for line in text.splitlines():
         if line and not line.startswith(" "):
             current = line.rstrip(":")
         elif current and line.strip().startswith("Candidate:"):
             versions[current] = line.split(":", 1)[1].strip()
-    missing = [p for p in packages if versions.get(p) in (None, "(none)")]
-    if missing:
-        raise RuntimeError_(f"images: apt knows no candidate for {missing}; run `apt-get update` (Debian 12 sources)")
     return versions
 
 
@@ -93,7 +101,23 @@ def build(versions: dict[str, str], progress: Progress) -> str:
             raise RuntimeError_(f"images: docker import failed: {res.stderr.strip()}")
         return image
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove_tree(work)
+
+
+def _mounts_under(path: Path) -> list[str]:
+    prefix = str(path.resolve()) + "/"
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+    return [m for m in mounts if m.startswith(prefix)]
+
+
+def _remove_tree(work: Path) -> None:
+    """Remove a build tree, but never through a mount: debootstrap mounts /proc and /sys (and
+    may bind /dev) inside its target, and an interrupted build can leave them there."""
+    for mount in sorted(_mounts_under(work), reverse=True):
+        subprocess.run(["umount", "-l", mount], capture_output=True)
+    if _mounts_under(work):
+        raise RuntimeError_(f"images: {work} still has mounts under it ({_mounts_under(work)}); unmount them and remove it")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 SOURCES = """deb http://deb.debian.org/debian bookworm main
@@ -123,14 +147,20 @@ def _debootstrap(root: Path, progress: Progress) -> None:
 
 def _stream(argv: list[str], what: str, progress: Progress, shown) -> None:
     """Run a build step, its progress lines shown, its last lines in the error if it fails."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Its own process group, so an interrupt stops debootstrap's and apt's children too.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     tail: list[str] = []
     count = 0
-    for line in proc.stdout:
-        tail = (tail + [line.rstrip()])[-20:]
-        if shown(line):
-            count += 1
-            progress("building image", f"{what}: {count} · {line.strip()[:100]}")
+    try:
+        for line in proc.stdout:
+            tail = (tail + [line.rstrip()])[-20:]
+            if shown(line):
+                count += 1
+                progress("building image", f"{what}: {count} · {line.strip()[:100]}")
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     if proc.wait() != 0:
         raise RuntimeError_(f"images: {what} failed (exit {proc.returncode}; is deb.debian.org reachable?):\n"
                             + "\n".join(tail))

@@ -50,8 +50,10 @@ def start(ctx: GlusterContext, node: str) -> None:
     binds = " && ".join(f"mount --bind {shlex.quote(str(ctx.node_dir(node, sub)))} {target}"
                         for sub, target in PRIVATE_PATHS.items())
     script = f"{binds} && exec glusterd -N --log-level INFO"
+    # caps: in a container, the bind mounts above and the bricks' trusted.* xattrs need SYS_ADMIN.
     ctx.runtime.spawn(daemon_name(node), node, ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                      meta={"kind": "glusterd", "log": str(ctx.node_dir(node, "log") / "glusterd.log")})
+                      meta={"kind": "glusterd", "log": str(ctx.node_dir(node, "log") / "glusterd.log"),
+                            "caps": ["SYS_ADMIN"]})
 
 
 def pid(ctx: GlusterContext, node: str) -> int:
