@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from conftest import dfslab, small_spec, wait_for, write_spec
+from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
 from dfslab.runtime import engine
 
@@ -52,7 +53,11 @@ def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
     assert {p.name for p in daemons} == {"mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a"}
     for proc in daemons:
         info = inspect(proc.meta["container"])
-        assert info["State"]["Running"] and info["State"]["Pid"] == proc.pid  # the daemon is the container's first process
+        init = info["State"]["Pid"]
+        assert info["State"]["Running"] and info["HostConfig"]["Init"] is True
+        # the daemon is the only child of the container's init (which reaps orphans)
+        assert Path(f"/proc/{init}/task/{init}/children").read_text().split() == [str(proc.pid)]
+        assert Path(f"/proc/{proc.pid}/cmdline").read_text().startswith(f"ceph-{proc.name.split('.')[0]}")
         assert info["HostConfig"]["Privileged"] is False
         node_container = dock.runtime.container(proc.node)
         assert info["HostConfig"]["NetworkMode"] == f"container:{inspect(node_container)['Id']}"
@@ -156,6 +161,24 @@ def test_same_experiment_on_both_runtimes_is_compared(tmp_path):
     assert "Runtime docker against runtime local" in html and "differ significantly" in html
     status = json.loads((reports[1].parent / "status.json").read_text())
     assert status["runtime"] == "docker"
+
+
+def test_glusterfs_on_docker_survives_brick_server_and_link_faults(tmp_path_factory, tmp_path):
+    """The GlusterFS fault run of test_gluster, with every glusterd (and its bricks) in a container."""
+    name = "t-dgl"
+    spec = {"name": name, "filesystem": "gluster", "runtime": "docker", "nodes": 3,
+            "network": {"subnet": "10.79.0.0/24"}, "gluster": {"volume": "replicate", "replica": 3}}
+    dfslab("up", str(write_spec(tmp_path_factory.mktemp(name), yaml.safe_dump(spec))), timeout=900)
+    try:
+        procs = cluster.attach(name).runtime.procs.all()
+        glusterds = [p for p in procs if p.meta.get("kind") == "glusterd"]
+        assert len(glusterds) == 3
+        for proc in glusterds:
+            host = inspect(proc.meta["container"])["HostConfig"]
+            assert host["Privileged"] is False and host["CapAdd"] == ["SYS_ADMIN"]
+        check_fault_run(tmp_path, name)
+    finally:
+        tear_down(name)
 
 
 def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(dock, host_before):

@@ -27,6 +27,7 @@ class RuntimeError_(RuntimeError):
 
 class Runtime(ABC):
     kind: str = "?"
+    network_per_node: bool = False  # each node its own network stack (ports do not clash across nodes)
 
     def __init__(self, state: ClusterState):
         self.state = state
@@ -61,6 +62,14 @@ class Runtime(ABC):
         """Start a daemon on `node`, tracked as `name`; meta keeps the unwrapped argv to start it again."""
         return self.procs.spawn(name, node, self.command(node, argv), env,
                                 {**(meta or {}), "address": self.address(node), "cmd": list(argv)})
+
+    def in_daemon(self, proc: TrackedProcess, argv: list[str]) -> list[str]:
+        """argv run in the filesystem view of a daemon (its mount namespace: its private /run, ...)."""
+        return ["nsenter", f"--mount=/proc/{proc.pid}/ns/mnt", *argv]
+
+    def host_pid(self, node: str, pid: int) -> int | None:
+        """The host's PID of a process a daemon on `node` reports by its own PID (the same here)."""
+        return pid
 
     def signal_process(self, proc: TrackedProcess, sig: int, grace: float = 30) -> None:
         """kill -9 (SIGKILL) or stop gracefully (anything else: the signal, then SIGKILL after grace)."""

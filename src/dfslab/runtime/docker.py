@@ -4,7 +4,7 @@
     dfs-<cluster>-<node>          the node's container: holds its address (sleep), nothing else
     dfs-<cluster>-<daemon>        one container per daemon (mon.a, osd.0, ...), as the thesis's
                                   `docker run ... mon|osd`, joined to its node's network
-                                  (`--network container:`), its first process the daemon itself
+                                  (`--network container:`), the daemon the only child of its init
 
 Config, keyrings, OSD data, admin sockets and logs are bind-mounted from the cluster's state
 directory at the same path, so a daemon container that is removed and created again (a
@@ -22,23 +22,32 @@ pair (the bridge side lives in the engine's namespace, never the host's).
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from ..native import CLASS_LIB
-from ..procs import ENV_MARK, TrackedProcess
+from ..procs import ENV_MARK, TrackedProcess, marked_pids
 from ..spec import ClusterSpec
 from . import RuntimeError_, engine, images
 from .local import NETNS_DIR, LocalNetnsRuntime, node_addresses
 
 # The daemon's output goes to the same log file as on the local runtime; `exec` keeps the
-# daemon as the container's first process, so its host PID is the container's.
+# daemon itself as the child of the container's init.
 LOG_WRAPPER = ["sh", "-c", 'exec "$@" >>"$0" 2>&1']
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+def _inner_pid(host_pid: int) -> int:
+    """The PID the process has in its innermost PID namespace (its container's)."""
+    with open(f"/proc/{host_pid}/status") as fh:
+        line = next((line for line in fh if line.startswith("NSpid:")), f"NSpid: {host_pid}")
+    return int(line.split()[-1])
 
 
 class DockerRuntime(LocalNetnsRuntime):
@@ -148,11 +157,54 @@ class DockerRuntime(LocalNetnsRuntime):
         # Capabilities a daemon asks for (meta caps), never --privileged.
         caps = [arg for cap in (meta or {}).get("caps", []) for arg in ("--cap-add", cap)]
         self.state.add_resource("container", cname)
-        engine.docker("run", "-d", "--name", cname, "--network", f"container:{self.container(node)}",
+        # --init: a tiny init (tini) is the container's first process and reaps orphans; without it
+        # a brick glusterd daemonized and that was killed stays a zombie, and glusterd, seeing
+        # its PID "alive", never restarts it. The daemon is init's one child.
+        engine.docker("run", "-d", "--init", "--name", cname, "--network", f"container:{self.container(node)}",
                       *self.labels(node=node, daemon=name), *env_args, *mounts, *caps,
                       self.image, *LOG_WRAPPER, log, *argv)
         meta = {**(meta or {}), "address": self.address(node), "cmd": list(argv), "container": cname}
-        return self.procs.adopt(name, node, self._pid(cname), list(argv), log, env, meta)
+        return self.procs.adopt(name, node, self._daemon_pid(cname), list(argv), log, env, meta)
+
+    def _daemon_pid(self, cname: str, timeout: float = 10) -> int:
+        """The host PID of the daemon: the only child of the container's init."""
+        init = self._pid(cname)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
+            except OSError:
+                children = []
+            if children:
+                return int(children[0])
+            time.sleep(0.02)
+        raise RuntimeError_(f"container {cname} started no daemon; see its log in {self.state.logs_dir}")
+
+    def in_daemon(self, proc: TrackedProcess, argv: list[str]) -> list[str]:
+        # `docker exec` enters the namespaces of the container's init, and the daemon may have a
+        # mount namespace of its own (glusterd's private /run): nsenter to it from inside the
+        # container. Entering it from the host instead shows tools the container's /proc from
+        # another PID namespace, and the gluster CLI crashes on that.
+        cname = proc.meta.get("container")
+        if cname is None:
+            return super().in_daemon(proc, argv)
+        return [engine.docker_cli(), "-H", f"unix://{engine.socket_path()}", "exec", "-i", cname,
+                "nsenter", f"--mount=/proc/{_inner_pid(proc.pid)}/ns/mnt", *argv]
+
+    def host_pid(self, node: str, pid: int) -> int | None:
+        """A PID as seen inside a container of `node` (glusterd's brick PIDs), as the host sees it:
+        the marked process in the node's network namespace whose innermost NSpid is `pid`."""
+        try:
+            node_ns = os.stat(NETNS_DIR / self.ns(node)).st_ino
+        except OSError:
+            return None
+        for host in marked_pids(self.state.name):
+            try:
+                if os.stat(f"/proc/{host}/ns/net").st_ino == node_ns and _inner_pid(host) == pid:
+                    return host
+            except OSError:
+                continue
+        return None
 
     def signal_process(self, proc: TrackedProcess, sig: int, grace: float = 30) -> None:
         cname = proc.meta.get("container")

@@ -79,6 +79,7 @@ def hub_ports(spec: ClusterSpec) -> dict[str, str]:
 
 class LocalNetnsRuntime(Runtime):
     kind = "local"
+    network_per_node = True
 
     def ns(self, node: str) -> str:
         return f"dfs-{self.state.name}-{node}"

@@ -36,8 +36,9 @@ class GlusterBackend(Backend):
         raise BackendError("no glusterd is running")
 
     def deploy(self, progress: Progress, timeout: float) -> None:
-        if self.runtime.kind != "local":
-            raise BackendError("GlusterFS needs the local (network namespace) runtime: every glusterd listens on port 24007")
+        if not self.runtime.network_per_node:
+            raise BackendError(f"GlusterFS needs a network namespace per node (runtime local or docker; this is "
+                               f"{self.runtime.kind}): every glusterd listens on port 24007")
         nodes = self.spec.node_names()
         progress("starting glusterd", f"{len(nodes)} server(s), each in its own network and mount namespace")
         for node in nodes:

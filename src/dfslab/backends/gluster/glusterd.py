@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from ...procs import TrackedProcess
 from ...runtime import Runtime
 from ...spec import ClusterSpec
 from .. import BackendError
@@ -56,26 +57,36 @@ def start(ctx: GlusterContext, node: str) -> None:
                             "caps": ["SYS_ADMIN"]})
 
 
-def pid(ctx: GlusterContext, node: str) -> int:
+def tracked(ctx: GlusterContext, node: str) -> TrackedProcess:
     proc = ctx.runtime.procs.get(daemon_name(node))
     if proc is None or not proc.alive():
         raise BackendError(f"glusterd on {node} is not running; see {ctx.node_dir(node, 'log') / 'glusterd.log'}")
-    return proc.pid
+    return proc
 
 
 def in_mount_ns(ctx: GlusterContext, node: str, argv: list[str]) -> list[str]:
     """argv run inside the mount namespace of `node`'s glusterd (where its CLI socket is)."""
-    return ["nsenter", f"--mount=/proc/{pid(ctx, node)}/ns/mnt", *argv]
+    return ctx.runtime.in_daemon(tracked(ctx, node), argv)
+
+
+BUSY = "Another transaction is in progress"
 
 
 def cli(ctx: GlusterContext, node: str, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     """`gluster --mode=script ARGS` against the glusterd of `node`."""
     # --timeout: the CLI's own wait for glusterd (cluster-wide ops wait on unreachable peers).
     argv = in_mount_ns(ctx, node, ["gluster", "--mode=script", f"--timeout={int(timeout)}", *args])
-    try:
-        res = ctx.runtime.run(node, argv, timeout=timeout + 5, check=False)
-    except subprocess.TimeoutExpired:
-        raise BackendError(f"`gluster {' '.join(args)}` on {node} did not answer within {timeout:.0f} s") from None
+    deadline = time.monotonic() + min(timeout, 15)
+    while True:
+        try:
+            res = ctx.runtime.run(node, argv, timeout=timeout + 5, check=False)
+        except subprocess.TimeoutExpired:
+            raise BackendError(f"`gluster {' '.join(args)}` on {node} did not answer within {timeout:.0f} s") from None
+        # glusterd takes one volume lock per transaction: a concurrent status call (the sampler's)
+        # makes this one fail at once, so wait for the lock rather than report a failure.
+        if BUSY not in res.stdout + res.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
     if check and res.returncode != 0:
         msg = (res.stderr.strip() or res.stdout.strip())[-400:]
         raise BackendError(f"`gluster {' '.join(args)}` on {node} failed: {msg}")

@@ -63,14 +63,18 @@ def delete(ctx: GlusterContext, node: str, name: str) -> None:
 
 def bricks(ctx: GlusterContext, node: str, name: str = VOLUME, timeout: float = 60) -> list[dict[str, Any]]:
     root = xml(ctx, node, "volume", "status", name, timeout=timeout)
+    node_at = {addr: n for n, addr in ctx.addresses.items()}
     out = []
     for b in root.iter("node"):
         path = b.findtext("path", "")
         if not path.startswith("/"):
             continue  # self-heal daemon and other services are listed as nodes too
-        out.append({"brick": f"{b.findtext('hostname')}:{path}", "host": b.findtext("hostname"),
-                    "online": b.findtext("status") == "1", "pid": int(b.findtext("pid") or -1),
-                    "port": b.findtext("port")})
+        pid = int(b.findtext("pid") or -1)
+        host = b.findtext("hostname")
+        if pid > 0 and host in node_at:  # glusterd reports the PID as its own PID namespace numbers it
+            pid = ctx.runtime.host_pid(node_at[host], pid) or -1
+        out.append({"brick": f"{host}:{path}", "host": host, "online": b.findtext("status") == "1",
+                    "pid": pid, "port": b.findtext("port")})
     return out
 
 
