@@ -182,6 +182,13 @@ def test_glusterfs_on_docker_survives_brick_server_and_link_faults(tmp_path_fact
         tear_down(name)
 
 
+def test_second_docker_cluster_on_the_same_subnet_is_refused_naming_the_field(dock, tmp_path):
+    res = dfslab("up", str(write_spec(tmp_path, small_spec("t-dsame"))), "--runtime", "docker", check=False)
+    assert res.returncode == 2 and "network.subnet" in res.stderr, res.stderr
+    assert cluster.leftovers("t-dsame") == []
+    assert cluster.status(NAME)["health"] == "HEALTH_OK"  # the cluster that holds the subnet is untouched
+
+
 def test_down_after_kill_9_mid_up_removes_the_containers(tmp_path):
     """dfslab killed -9 once OSD containers run: `down` still finds them by their label."""
     name = "t-dkill"

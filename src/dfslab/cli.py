@@ -502,13 +502,15 @@ app.add_typer(images_app, name="images")
 def images_build(rebuild: bool = typer.Option(False, help="build even if an image for the current package versions exists")) -> None:
     """Build the storage image: debootstrap Debian 12 with Ceph and GlusterFS from Debian's packages,
     import it into dfslab's own dockerd. Skipped while apt offers the same versions (~1.5 min when it runs)."""
-    from .runtime import images
+    from .runtime import engine, images
     try:
         with LiveProgress() as progress:
             image = images.ensure(progress, rebuild=rebuild)
             elapsed = time.monotonic() - progress.start
     except USER_ERRORS as exc:
         fail(exc)
+    finally:
+        engine.stop_if_unused()  # the engine runs while docker clusters do, not after a build
     print(f"{image} ({elapsed:.1f}s)")
 
 
@@ -517,13 +519,13 @@ def images_list() -> None:
     """The images dfslab's engine holds, and which one the current package versions select."""
     from .runtime import engine, images
     try:
-        if not engine.responding():
-            console.print("dfslab's container engine is not running (it runs while a docker cluster is up, or `dfslab images build`)")
-            return
+        engine.start()
         print(engine.docker("images", images.REPO).stdout, end="")
         print(f"current: {images.built_for(images.candidate_versions()) or 'none (dfslab images build)'}")
     except USER_ERRORS as exc:
         fail(exc)
+    finally:
+        engine.stop_if_unused()
 
 
 @app.command()
