@@ -279,8 +279,9 @@ def run(
             console.print(f"[red]failed:[/] {failure}")
         failed = failed or bool(outcome.failures)
     if len(outcomes) > 1:
-        for other in outcomes[1:]:
-            _print_comparison(outcomes[0].path, other.path)
+        from .run import runtime_pairs
+        for _, _, runs_a, runs_b in runtime_pairs(exp.file.runtimes, [o.path for o in outcomes]):
+            _print_comparison(runs_a, runs_b)
     for outcome in outcomes:
         print(f"report: {outcome.report.resolve()}")
     if failed:
@@ -322,12 +323,13 @@ def compare(
     _print_comparison(run_a, run_b, all_metrics)
 
 
-def _print_comparison(run_a: Path, run_b: Path, all_metrics: bool = False) -> None:
+def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_metrics: bool = False) -> None:
     from .compare import compare_runs, headline, verdict
     rows = compare_runs(run_a, run_b)
     shown = rows if all_metrics else headline(rows)
+    names = lambda runs: " + ".join(p.name for p in (runs if isinstance(runs, list) else [runs]))  # noqa: E731
     table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", box=None,
-                  title=f"A = {run_a.name} · B = {run_b.name}")
+                  title=f"A = {names(run_a)} · B = {names(run_b)}")
     for r in shown:
         interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "n<2"
         table.add_row(r["workload"], r["params"], r["metric"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}",

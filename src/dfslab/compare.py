@@ -19,8 +19,13 @@ def _groups(rows: list[dict[str, Any]], varying: dict[str, set[str]]) -> dict[tu
     return groups
 
 
-def compare_runs(a: Path, b: Path) -> list[dict[str, Any]]:
-    rows_a, rows_b = RunDir(a).rows(), RunDir(b).rows()
+def _pooled(runs: Path | list[Path]) -> list[dict[str, Any]]:
+    """Every summary row of one run, or of several runs of the same thing pooled (ABBA orders)."""
+    return [row for run in ([runs] if isinstance(runs, Path) else runs) for row in RunDir(run).rows()]
+
+
+def compare_runs(a: Path | list[Path], b: Path | list[Path]) -> list[dict[str, Any]]:
+    rows_a, rows_b = _pooled(a), _pooled(b)
     varying = _varying(rows_a + rows_b)
     ga, gb = _groups(rows_a, varying), _groups(rows_b, varying)
     out = []

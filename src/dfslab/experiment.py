@@ -70,9 +70,10 @@ class ExperimentFile(Strict):
     faults: list[FaultEntry] = Field(default_factory=list)
     integrity: Integrity = Field(default_factory=Integrity)
     runtimes: list[Literal["local", "docker"]] = Field(
-        default_factory=list, max_length=2,
-        description="run the whole experiment once per runtime (a fresh cluster each), then compare the runs "
-                    "with the first: INFN's containerized-vs-host question")
+        default_factory=list, max_length=6,
+        description="run the whole experiment once per entry, in order (a fresh cluster each), then compare each "
+                    "runtime's runs with the first runtime's: INFN's containerized-vs-host question. "
+                    "[local, docker, docker, local] pools each runtime's two runs and cancels drift over time")
 
     @field_validator("name")
     @classmethod

@@ -51,7 +51,8 @@ client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ inte
 <td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
 </table>{% endif %}
 {% if comparison %}<h2>Runtime {{ comparison.runtime }} against runtime {{ comparison.baseline_runtime }}</h2>
-<p>The same experiment on a fresh cluster of each runtime; this run (B) against run <code>{{ comparison.baseline_run }}</code> (A).
+<p>The same experiment on a fresh cluster of each runtime; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
+against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code> (repetitions of one runtime's runs pooled).
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>{% if comparison.untested %};
 {{ comparison.untested }} could not be tested (fewer than 2 repetitions){% endif %}.
 The table shows the headline metrics; <code>comparison.json</code> has every one.</p>

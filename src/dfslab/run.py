@@ -269,19 +269,27 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
 
 
 def run_across_runtimes(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:
-    """The experiment once per runtime in `runtimes:`, each on a fresh cluster; every later run
-    gets comparison.json (B/A per metric, 95 % intervals) against the first, and its report a
-    section saying which differences are significant."""
+    """The experiment once per entry of `runtimes:`, in that order, each on a fresh cluster. The
+    runs of each later runtime are compared with the first runtime's (runs of one runtime pooled,
+    so [local, docker, docker, local] cancels a drift over time): the last run of each gets
+    comparison.json (B/A per metric, 95 % intervals) and a report section on significance."""
     outcomes = []
-    for runtime in exp.file.runtimes:
-        progress(f"runtime {runtime}", f"the whole experiment on runtime {runtime}")
+    for i, runtime in enumerate(exp.file.runtimes, 1):
+        progress(f"runtime {runtime}", f"run {i}/{len(exp.file.runtimes)} of the experiment, on runtime {runtime}")
         outcomes.append(run_experiment(exp.on_runtime(runtime), progress, runs_root=runs_root,
                                        label=f"{exp.name}-{runtime}"))
-    first = outcomes[0]
-    for runtime, outcome in zip(exp.file.runtimes[1:], outcomes[1:]):
-        rows = compare_runs(first.path, outcome.path)
-        RunDir(outcome.path).write_json("comparison.json", {
-            "baseline_run": first.path.name, "baseline_runtime": exp.file.runtimes[0],
-            "runtime": runtime, "rows": rows})
-        report.build(outcome.path)
+    for base, runtime, runs_a, runs_b in runtime_pairs(exp.file.runtimes, [o.path for o in outcomes]):
+        RunDir(runs_b[-1]).write_json("comparison.json", {
+            "baseline_runtime": base, "baseline_runs": [p.name for p in runs_a],
+            "runtime": runtime, "runs": [p.name for p in runs_b], "rows": compare_runs(runs_a, runs_b)})
+        report.build(runs_b[-1])
     return outcomes
+
+
+def runtime_pairs(runtimes: list[str], paths: list[Path]) -> list[tuple[str, str, list[Path], list[Path]]]:
+    """(first runtime, other runtime, the first's runs, the other's runs) for each other runtime."""
+    by_runtime: dict[str, list[Path]] = {}
+    for runtime, path in zip(runtimes, paths):
+        by_runtime.setdefault(runtime, []).append(path)
+    base = runtimes[0]
+    return [(base, rt, by_runtime[base], runs) for rt, runs in by_runtime.items() if rt != base]
