@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DFSLAB, REPO, dfslab, small_spec, wait_for, write_spec
+from conftest import dfslab, small_spec, wait_for, write_spec
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
 from dfslab.runtime import engine
-from dfslab.state import ClusterState
 
 pytestmark = pytest.mark.cluster
 NAME = "t-dock"
@@ -187,27 +186,6 @@ def test_second_docker_cluster_on_the_same_subnet_is_refused_naming_the_field(do
     assert res.returncode == 2 and "network.subnet" in res.stderr, res.stderr
     assert cluster.leftovers("t-dsame") == []
     assert cluster.status(NAME)["health"] == "HEALTH_OK"  # the cluster that holds the subnet is untouched
-
-
-def test_down_after_kill_9_mid_up_removes_the_containers(tmp_path):
-    """dfslab killed -9 once OSD containers run: `down` still finds them by their label."""
-    name = "t-dkill"
-    spec = small_spec(name).replace("nodes: 3", "nodes: 3\nnetwork: {subnet: 10.80.0.0/24}")
-    proc = subprocess.Popen([*DFSLAB, "up", str(write_spec(tmp_path, spec)), "--runtime", "docker"], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: len(list((ClusterState(name).dir / "pids").glob("osd.*.json"))) == 3
-                 if (ClusterState(name).dir / "pids").is_dir() else False, 180, "three OSD containers")
-        proc.kill()
-        proc.wait()
-        assert any(item.startswith("container ") for item in cluster.leftovers(name))
-        res = dfslab("down", name)
-        assert "left:" not in res.stderr
-        assert cluster.leftovers(name) == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        cluster.down(name)
 
 
 def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(dock, host_before):

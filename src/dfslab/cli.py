@@ -43,6 +43,8 @@ def _terminated(signum, frame):  # noqa: ARG001
 def _main() -> None:
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGHUP, _terminated)
+
+
 RUNTIME_HELP = ("override the spec's runtime: local (network namespaces) or docker (every daemon in its own "
                 "container; the image is built on first use, see `dfslab images build`)")
 USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_)

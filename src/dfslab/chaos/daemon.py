@@ -8,7 +8,7 @@ import os
 import signal
 from typing import Any
 
-from ..procs import TrackedProcess, marked_pids
+from ..procs import TrackedProcess
 from . import Fault, FaultError
 
 
@@ -73,20 +73,6 @@ class LoseNode(KillDaemon):
         return {"daemons": [restartable(p) for p in procs]}
 
     def children_on(self, node: str) -> list[int]:
-        """PIDs marked with this cluster, in `node`'s network namespace, that dfslab did not spawn itself."""
-        ns_of = getattr(self.cluster.runtime, "ns", None)
-        if ns_of is None:
-            return []
-        try:
-            node_ns = os.stat(f"/run/netns/{ns_of(node)}").st_ino
-        except OSError:
-            return []
+        """PIDs marked with this cluster, on `node`, that dfslab did not spawn itself."""
         tracked = {p.pid for p in self.cluster.runtime.procs.all()}
-        found = []
-        for pid in marked_pids(self.cluster.state.name):
-            try:
-                if pid not in tracked and os.stat(f"/proc/{pid}/ns/net").st_ino == node_ns:
-                    found.append(pid)
-            except OSError:
-                continue
-        return found
+        return [pid for pid in self.cluster.runtime.marked_on(node) if pid not in tracked]

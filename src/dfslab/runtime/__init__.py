@@ -60,12 +60,19 @@ class Runtime(ABC):
 
     def spawn(self, name: str, node: str, argv: list[str], env: dict[str, str] | None = None, meta: dict | None = None) -> TrackedProcess:
         """Start a daemon on `node`, tracked as `name`; meta keeps the unwrapped argv to start it again."""
-        return self.procs.spawn(name, node, self.command(node, argv), env,
-                                {**(meta or {}), "address": self.address(node), "cmd": list(argv)})
+        return self.procs.spawn(name, node, self.command(node, argv), env, self.spawn_meta(node, argv, meta))
+
+    def spawn_meta(self, node: str, argv: list[str], meta: dict | None) -> dict:
+        """What is recorded with a daemon: its node's address and its unwrapped argv (to start it again)."""
+        return {**(meta or {}), "address": self.address(node), "cmd": list(argv)}
 
     def in_daemon(self, proc: TrackedProcess, argv: list[str]) -> list[str]:
         """argv run in the filesystem view of a daemon (its mount namespace: its private /run, ...)."""
         return ["nsenter", f"--mount=/proc/{proc.pid}/ns/mnt", *argv]
+
+    def marked_on(self, node: str) -> list[int]:
+        """PIDs carrying this cluster's mark that run on `node` (none where nodes share the host's network)."""
+        return []
 
     def host_pid(self, node: str, pid: int) -> int | None:
         """The host's PID of a process a daemon on `node` reports by its own PID (the same here)."""

@@ -22,17 +22,16 @@ pair (the bridge side lives in the engine's namespace, never the host's).
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 from ..native import CLASS_LIB
-from ..procs import ENV_MARK, TrackedProcess, marked_pids
+from ..procs import ENV_MARK, TrackedProcess
 from ..spec import ClusterSpec
 from . import RuntimeError_, engine, images
-from .local import NETNS_DIR, LocalNetnsRuntime, node_addresses
+from .local import LocalNetnsRuntime, node_addresses
 
 # The daemon's output goes to the same log file as on the local runtime; `exec` keeps the
 # daemon itself as the child of the container's init.
@@ -163,8 +162,8 @@ class DockerRuntime(LocalNetnsRuntime):
         engine.docker("run", "-d", "--init", "--name", cname, "--network", f"container:{self.container(node)}",
                       *self.labels(node=node, daemon=name), *env_args, *mounts, *caps,
                       self.image, *LOG_WRAPPER, log, *argv)
-        meta = {**(meta or {}), "address": self.address(node), "cmd": list(argv), "container": cname}
-        return self.procs.adopt(name, node, self._daemon_pid(cname), list(argv), log, env, meta)
+        return self.procs.adopt(name, node, self._daemon_pid(cname), list(argv), log, env,
+                                {**self.spawn_meta(node, argv, meta), "container": cname})
 
     def _daemon_pid(self, cname: str, timeout: float = 10) -> int:
         """The host PID of the daemon: the only child of the container's init."""
@@ -193,14 +192,10 @@ class DockerRuntime(LocalNetnsRuntime):
 
     def host_pid(self, node: str, pid: int) -> int | None:
         """A PID as seen inside a container of `node` (glusterd's brick PIDs), as the host sees it:
-        the marked process in the node's network namespace whose innermost NSpid is `pid`."""
-        try:
-            node_ns = os.stat(NETNS_DIR / self.ns(node)).st_ino
-        except OSError:
-            return None
-        for host in marked_pids(self.state.name):
+        the marked process on the node whose innermost NSpid is `pid`."""
+        for host in self.marked_on(node):
             try:
-                if os.stat(f"/proc/{host}/ns/net").st_ino == node_ns and _inner_pid(host) == pid:
+                if _inner_pid(host) == pid:
                     return host
             except OSError:
                 continue
@@ -222,17 +217,19 @@ class DockerRuntime(LocalNetnsRuntime):
         engine.docker("rm", "-f", cname, check=False)
 
     # -- teardown ---------------------------------------------------------------
-    def _containers(self) -> list[str]:
+    def _labelled(self, *listing: str) -> list[str]:
+        """Names from a docker listing (`ps -a`, `network ls`) of what carries this cluster's label."""
         if not engine.responding():
             return []
-        res = engine.docker("ps", "-a", "--format", "{{.Names}}", "--filter", f"label={engine.LABEL}={self.state.name}", check=False)
+        res = engine.docker(*listing, "--format", "{{.Name}}" if listing[0] == "network" else "{{.Names}}",
+                            "--filter", f"label={engine.LABEL}={self.state.name}", check=False)
         return res.stdout.split()
 
+    def _containers(self) -> list[str]:
+        return self._labelled("ps", "-a")
+
     def _networks(self) -> list[str]:
-        if not engine.responding():
-            return []
-        res = engine.docker("network", "ls", "--format", "{{.Name}}", "--filter", f"label={engine.LABEL}={self.state.name}", check=False)
-        return res.stdout.split()
+        return self._labelled("network", "ls")
 
     def destroy(self) -> list[str]:
         recorded = self.state.resources("container") or self.state.resources("docker-network")
@@ -257,5 +254,5 @@ class DockerRuntime(LocalNetnsRuntime):
     def leftovers(self) -> list[str]:
         found = [f"container {c}" for c in self._containers()]
         found += [f"docker network {n}" for n in self._networks()]
-        found += [f"netns {ns}" for ns in self._ours() if (NETNS_DIR / ns).exists()]
+        found += super().leftovers()  # the attached namespace names
         return found + engine.leftovers()

@@ -18,6 +18,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from ..procs import marked_pids
 from ..spec import ClusterSpec, LinkShape
 from . import Runtime, RuntimeError_
 
@@ -152,6 +153,21 @@ class LocalNetnsRuntime(Runtime):
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise RuntimeError_(f"`{' '.join(cmd)}` failed: {res.stderr.strip()}")
+
+    def marked_on(self, node: str) -> list[int]:
+        """Marked PIDs in `node`'s network namespace (also those dfslab did not spawn itself)."""
+        try:
+            node_ns = os.stat(NETNS_DIR / self.ns(node)).st_ino
+        except OSError:
+            return []
+        found = []
+        for pid in marked_pids(self.state.name):
+            try:
+                if os.stat(f"/proc/{pid}/ns/net").st_ino == node_ns:
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
 
     def command(self, node: str, argv: list[str]) -> list[str]:
         return ["nsenter", f"--net={NETNS_DIR / self.ns(node)}", "--", *argv]
