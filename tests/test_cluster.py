@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from conftest import small_spec, dfslab, status_json, write_spec
@@ -26,7 +27,7 @@ def up_cluster(tmp_path_factory):
     spec = write_spec(tmp_path_factory.mktemp("spec"), small_spec(NAME, cephfs=True))
     result = dfslab("up", str(spec))
     yield {"up": result, "links_before": links_before}
-    cluster.down(NAME)
+    cluster.down(NAME, missing_ok=True)
 
 
 def test_up_reports_health_ok(up_cluster):
@@ -78,12 +79,53 @@ def test_second_up_with_same_name_is_refused(up_cluster, tmp_path):
     assert status_json(NAME)["health"] == "HEALTH_OK"  # the running cluster is untouched
 
 
-def test_down_leaves_nothing(up_cluster):
+def gone(pid: int) -> bool:
+    """Not running: no longer in /proc, or a zombie left to a parent that is not us."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+SIBLING = NAME + "-b"  # its namespaces all start with "dfs-t-int-": a prefix match would take them
+
+
+def test_down_leaves_nothing_and_spares_a_sibling_with_a_longer_name(up_cluster, tmp_path):
+    spec = write_spec(tmp_path, SIBLING_SPEC)
+    dfslab("up", str(spec))
+    try:
+        sibling_pids = [d["pid"] for d in status_json(SIBLING)["daemons"]]
+        down_leaves_nothing(up_cluster)
+        info = status_json(SIBLING)
+        assert info["health"] == "HEALTH_OK" and all(d["alive"] for d in info["daemons"])
+        assert not any(gone(pid) for pid in sibling_pids)
+        script = Path(__file__).parent / "rados_roundtrip.py"
+        assert json.loads(dfslab("exec", SIBLING, "--", sys.executable, str(script), "5").stdout)["verified"] == 5
+    finally:
+        dfslab("down", SIBLING, check=False)
+    assert cluster.leftovers(SIBLING) == []
+
+
+SIBLING_SPEC = f"""
+name: {SIBLING}
+nodes: 1
+ceph: {{mons: 1, osds_per_node: 1, osd_size: 1GiB, replica_size: 1, pg_num: 8, cephfs: false}}
+"""
+
+
+def down_leaves_nothing(up_cluster):
     state_dir = ClusterState(NAME).dir
+    pids = [d["pid"] for d in status_json(NAME)["daemons"]]
+    namespaces = {f"/run/netns/{ns}" for ns in ClusterState(NAME).resources("netns")}
+    assert len(namespaces) == 5  # hub, 3 nodes, client
     res = dfslab("down", NAME)
     assert "stopped 6 process(es)" in res.stderr
+    assert all(gone(pid) for pid in pids)  # down returns only when what it killed is gone
     assert cluster.leftovers(NAME) == []
     assert not state_dir.exists()
-    assert not any(NAME in line for line in Path("/proc/mounts").read_text().splitlines())
+    mount_points = {line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()}
+    assert not [m for m in mount_points if m.startswith(f"{state_dir}/") or m in namespaces]
     assert root_links() == up_cluster["links_before"]  # no veth or bridge leaked into the root namespace
     assert dfslab("status", NAME, check=False).returncode == 2
+    res = dfslab("down", NAME, check=False)
+    assert res.returncode == 1 and f"no cluster named {NAME!r}" in res.stderr

@@ -49,7 +49,7 @@ def test_down_after_kill_9_mid_up(tmp_path, moment, runtime):
     finally:
         if proc.poll() is None:
             proc.kill()
-        cluster.down(name)
+        cluster.down(name, missing_ok=True)
 
 
 def test_ctrl_c_during_up_removes_everything(tmp_path):
@@ -65,4 +65,4 @@ def test_ctrl_c_during_up_removes_everything(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-        cluster.down(name)
+        cluster.down(name, missing_ok=True)

@@ -45,7 +45,7 @@ def dock(tmp_path_factory, host_before):
     attached = cluster.attach(NAME)
     yield attached
     attached.close()
-    cluster.down(NAME)
+    cluster.down(NAME, missing_ok=True)
 
 
 def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
@@ -148,7 +148,7 @@ def test_same_experiment_on_both_runtimes_is_compared(tmp_path):
     try:
         res = dfslab("run", str(path), timeout=900)
     finally:
-        cluster.down("t-both")
+        cluster.down("t-both", missing_ok=True)
     assert cluster.leftovers("t-both") == []
     reports = [Path(line.split("report: ")[1]) for line in res.stdout.splitlines() if line.startswith("report: ")]
     assert len(reports) == 2 and "t-both-local" in reports[0].parent.name and "t-both-docker" in reports[1].parent.name
@@ -191,7 +191,7 @@ def test_second_docker_cluster_on_the_same_subnet_is_refused_naming_the_field(do
 def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(dock, host_before):
     containers = [p.meta["container"] for p in dock.runtime.procs.all()]
     dock.close()
-    cluster.down(NAME)
+    cluster.down(NAME, missing_ok=True)
     assert cluster.leftovers(NAME) == []
     assert not engine.running() and not Path(f"/run/netns/{engine.NETNS}").exists()
     assert host_network() == host_before

@@ -21,7 +21,7 @@ NAME = "t-fault"
 def up(tmp_path_factory):
     dfslab("up", str(write_spec(tmp_path_factory.mktemp("f"), small_spec(NAME, cephfs=False))))
     yield NAME
-    cluster.down(NAME)
+    cluster.down(NAME, missing_ok=True)
 
 
 def daemon(name: str) -> dict:
@@ -165,7 +165,7 @@ def test_the_checker_fails_when_data_is_gone(tmp_path):
         assert result["lost"] > 0 and result["checked"] == 8
         assert "lost" in res.stderr
     finally:
-        cluster.down(name)
+        cluster.down(name, missing_ok=True)
     assert cluster.leftovers(name) == []
 
 
@@ -191,5 +191,5 @@ def test_down_after_kill_9_in_the_middle_of_a_fault_run(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-        cluster.down(name)
+        cluster.down(name, missing_ok=True)
     assert cluster.leftovers(name) == []

@@ -29,7 +29,7 @@ def bring_up(tmp_path_factory, name: str, nodes: int, **gluster):
 
 
 def tear_down(name: str) -> None:
-    cluster.down(name)
+    cluster.down(name, missing_ok=True)
     assert cluster.leftovers(name) == []
     assert marked_pids(name) == []
     assert str(ClusterState(name).dir) not in Path("/proc/mounts").read_text()

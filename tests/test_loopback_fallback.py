@@ -32,7 +32,7 @@ def test_loopback_fallback_cluster(tmp_path):
         assert all(addr.startswith("127.77.") for addr in info["addresses"].values())
         assert not any(p.startswith(f"dfs-{NAME}-") for p in os.listdir("/run/netns")) if os.path.isdir("/run/netns") else True
     finally:
-        cluster.down(NAME)
+        cluster.down(NAME, missing_ok=True)
     assert cluster.leftovers(NAME) == []
 
 

@@ -32,7 +32,7 @@ def engine(tmp_path_factory):
     argv, env = cluster.client_command(NAME, ENGINE)
     with Engine.start(argv, env) as eng:
         yield eng
-    cluster.down(NAME)
+    cluster.down(NAME, missing_ok=True)
     assert cluster.leftovers(NAME) == []
 
 

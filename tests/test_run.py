@@ -58,7 +58,7 @@ def run_dir(tmp_path_factory):
         res = dfslab("run", str(exp), "--cluster", NAME)
         assert cluster.status(NAME)["health"] == "HEALTH_OK"  # --cluster: the cluster stays up
     finally:
-        cluster.down(NAME)
+        cluster.down(NAME, missing_ok=True)
     yield Path(res.stdout.strip().split("report: ")[-1]).parent
 
 
@@ -177,7 +177,7 @@ def test_run_owning_its_cluster_tears_it_down(tmp_path):
     try:
         res = dfslab("run", str(path))
     finally:
-        cluster.down("t-own")
+        cluster.down("t-own", missing_ok=True)
     assert cluster.leftovers("t-own") == []
     run = Path(res.stdout.strip().split("report: ")[-1]).parent
     assert any(r["metric"] == "bandwidth" for r in load_rows(run))
@@ -206,7 +206,7 @@ def test_failing_workload_is_reported_and_makes_run_exit_nonzero(tmp_path):
     try:
         res = dfslab("run", str(path), check=False)
     finally:
-        cluster.down("t-fail")
+        cluster.down("t-fail", missing_ok=True)
     assert res.returncode == 1
     assert "no-such-pool" in res.stderr
     run = Path(res.stdout.strip().split("report: ")[-1]).parent

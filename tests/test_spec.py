@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from dfslab.cli import app
 from dfslab.runtime.local import NETNS_DIR, netem_available
 from dfslab.spec import SpecError, load_spec, parse_spec
-from dfslab.state import ClusterState
+from dfslab.state import ClusterState, clusters_root
 
 GOOD = {"name": "s", "nodes": 3, "ceph": {"mons": 1, "osd_size": "4GiB", "replica_size": 2}}
 
@@ -103,16 +103,20 @@ def test_example_specs_are_valid():
             load_spec(path)
 
 
+def state_dirs() -> set:
+    return set(clusters_root().iterdir()) if clusters_root().is_dir() else set()
+
+
 @pytest.mark.parametrize("label,data,field,hint", MALFORMED[:16], ids=[m[0] for m in MALFORMED[:16]])
 def test_cli_refuses_bad_spec_and_starts_nothing(tmp_path, label, data, field, hint):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data))
     before = set(NETNS_DIR.glob("dfs-*")) if NETNS_DIR.is_dir() else set()
+    dirs_before = state_dirs()
     result = CliRunner().invoke(app, ["up", str(path)])
     assert result.exit_code == 2, result.output
     assert field in result.output
-    name = data.get("name") if isinstance(data.get("name"), str) else "s"
-    assert not ClusterState(name).dir.exists()
+    assert state_dirs() == dirs_before
     after = set(NETNS_DIR.glob("dfs-*")) if NETNS_DIR.is_dir() else set()
     assert after == before
 

@@ -20,6 +20,7 @@ from rich.text import Text
 from . import __version__, cluster
 from .backends import BackendError
 from .runtime import RuntimeError_
+from .safety import BadName, check_name
 from .spec import SpecError, load_spec
 from .state import list_clusters
 from .units import human_bytes
@@ -39,15 +40,37 @@ def _terminated(signum, frame):  # noqa: ARG001
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
-def _main() -> None:
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="print dfslab's version and exit"),
+) -> None:
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGHUP, _terminated)
 
 
+def _cluster_name(value: Optional[str]) -> Optional[str]:
+    """Every cluster name from the command line is checked before any path is built from it."""
+    if value is None:
+        return None
+    try:
+        return check_name(value, "cluster")
+    except BadName as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def NameArg(help: str = "cluster name", optional: bool = False):  # noqa: N802 (a parameter factory)
+    return typer.Argument(None if optional else ..., help=help, callback=_cluster_name)
+
+
 RUNTIME_HELP = ("override the spec's runtime: local (network namespaces) or docker (every daemon in its own "
                 "container; the image is built on first use, see `dfslab images build`)")
-USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_)
+USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_, BadName)
 
 
 def fail(exc: Exception) -> None:
@@ -87,7 +110,7 @@ class LiveProgress:
 @app.command()
 def up(
     spec_file: Path = typer.Argument(..., help="cluster spec (YAML); see README.md 'Spec reference'"),
-    name: Optional[str] = typer.Option(None, help="override the spec's name (run several copies side by side)"),
+    name: Optional[str] = typer.Option(None, callback=_cluster_name, help="override the spec's name (run several copies side by side)"),
     timeout: float = typer.Option(300, help="seconds to wait for HEALTH_OK before giving up and tearing down"),
     keep_on_failure: bool = typer.Option(False, help="leave a failed cluster in place to debug it (remove with `dfslab down`)"),
     runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
@@ -115,7 +138,7 @@ def up(
 
 @app.command()
 def status(
-    name: Optional[str] = typer.Argument(None, help="cluster name (may be left out when only one is up)"),
+    name: Optional[str] = NameArg("cluster name (may be left out when only one is up)", optional=True),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Health, every daemon (pid, node, address, RSS), pools and PG states."""
@@ -166,7 +189,7 @@ def _print_gluster(out: Console, info: dict) -> None:
 
 @app.command()
 def scale(
-    name: str = typer.Argument(..., help="cluster name"),
+    name: str = NameArg(),
     add_bricks: int = typer.Option(..., "--add-bricks", help="bricks to add (whole replica / disperse sets)"),
     timeout: float = typer.Option(1800, help="seconds to wait for the rebalance"),
 ) -> None:
@@ -192,26 +215,35 @@ def scale(
 
 @app.command()
 def down(
-    name: Optional[str] = typer.Argument(None, help="cluster name (may be left out when only one is up)"),
+    name: Optional[str] = NameArg("cluster name (may be left out when only one is up)", optional=True),
     all_: bool = typer.Option(False, "--all", help="tear down every cluster dfslab knows of"),
 ) -> None:
     """Remove every process, mount, namespace, bridge and data file of a cluster.
 
     Works from the state directory alone, so it also cleans up after a dfslab that was killed.
+    It removes only what the cluster's state directory records as dfslab's, inside dfslab's own
+    directories; a name with no state directory is an error (exit 1), never a guess.
     """
     try:
         names = list_clusters() if all_ else [name or cluster.resolve_name(None)]
     except USER_ERRORS as exc:
         fail(exc)
+    failed = False
     for n in names:
-        result = cluster.down(n)
-        left = cluster.leftovers(n)
-        console.print(f"[green]✓[/] {n}: stopped {len(result['killed'])} process(es), removed "
-                      f"{len(result['namespaces'])} resource(s) (namespaces, containers, networks)" + (f"; [red]left: {left}[/]" if left else ""))
-        if left:
+        try:
+            result = cluster.down(n)
+        except cluster.ClusterError as exc:
+            console.print(f"[bold red]error:[/] {exc}", highlight=False)
             raise typer.Exit(1)
+        left = cluster.leftovers(n) + result["refused"]
+        console.print(f"[green]✓[/] {n}: stopped {len(result['killed'])} process(es), removed "
+                      f"{len(result['namespaces'])} resource(s) (namespaces, containers, networks)"
+                      + (f"; [red]left: {'; '.join(left)}[/]" if left else ""), highlight=False)
+        failed = failed or bool(left)
     if not names:
         console.print("no clusters")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command("list")
@@ -224,7 +256,7 @@ def list_() -> None:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def exec(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="cluster name"),
+    name: str = NameArg(),
     node: str = typer.Option("client", help="node to run on (default: the client node)"),
 ) -> None:
     """Run a command on a cluster's node with the cluster's client config, e.g.
@@ -244,7 +276,8 @@ def exec(
 @app.command()
 def run(
     experiment: Path = typer.Argument(..., help="experiment file (YAML); see examples/quickstart.yaml"),
-    cluster_name: Optional[str] = typer.Option(None, "--cluster", help="run against this cluster, already up (not torn down)"),
+    cluster_name: Optional[str] = typer.Option(None, "--cluster", callback=_cluster_name,
+                                               help="run against this cluster, already up (not torn down)"),
     keep: bool = typer.Option(False, help="leave the cluster up after the run"),
     runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
 ) -> None:
@@ -351,7 +384,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory, runs/<id>/
 
 @app.command()
 def fault(
-    name: str = typer.Argument(..., help="cluster name"),
+    name: str = NameArg(),
     kind: str = typer.Argument(..., help="kill | stop | node | out | fill | partition | degrade, or: restore, list"),
     target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, or a node name"),
     option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit"),
@@ -390,7 +423,7 @@ def fault(
 
 @app.command()
 def verify(
-    name: str = typer.Argument(..., help="cluster name"),
+    name: str = NameArg(),
     manifest: Path = typer.Argument(..., help="manifest.json of a seeded dataset (runs/<id>/integrity/)"),
     journals: List[Path] = typer.Argument(None, help="journals of acknowledged writes"),
     timeout: float = typer.Option(30, help="seconds a read may take before the object counts as lost"),
@@ -434,7 +467,7 @@ def _engine(name: str):
 
 @data_app.command("load")
 def data_load(
-    name: str = typer.Argument(..., help="cluster name (Ceph)"),
+    name: str = NameArg("cluster name (Ceph)"),
     rows: int = typer.Option(1_000_000, help="synthetic rows (columns id, a, b, c, qty, cat; c uniform in [0, 1))"),
     objects: int = typer.Option(16, help="RADOS objects (one row group each)"),
     dataset: str = typer.Option("ds", "--name", help="dataset name, used as the table in queries"),
@@ -466,7 +499,7 @@ def data_load(
 
 @app.command()
 def query(
-    name: str = typer.Argument(..., help="cluster name (Ceph)"),
+    name: str = NameArg("cluster name (Ceph)"),
     sql: str = typer.Argument(..., help="SELECT cols | count/sum/min/max/avg(col) FROM ds [WHERE col op value AND ...] [GROUP BY col]"),
     where: str = typer.Option("storage", help="storage: run inside the OSDs (cls_dfslab); client: read whole objects and compute here"),
     limit: int = typer.Option(20, help="rows to print (all are counted)"),

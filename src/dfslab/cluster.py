@@ -15,6 +15,7 @@ import psutil
 from .backends import Backend, BackendError, Progress, backend_for
 from .backends.fuse import unmount
 from .procs import ENV_MARK, marked_pids
+from .safety import UnsafeRemoval, inside
 from .runtime import Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
 from .state import ClusterState, dfslab_home, list_clusters
@@ -68,6 +69,9 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
     state = ClusterState(spec.name)
     if state.exists():
         raise ClusterError(f"cluster {spec.name!r} already exists ({state.dir}); `dfslab down {spec.name}` first")
+    if state.dir.exists() or state.dir.is_symlink():
+        raise ClusterError(f"{state.dir} exists but holds no cluster state (not made by dfslab, or a crash before "
+                           f"its first write); look inside, remove it yourself, then up again")
     runtime = select_runtime(spec, state)
     runtime.preflight(spec)
     preflight(spec)
@@ -94,7 +98,7 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
         if backend is not None:
             backend.close()
             backend = None
-        down(spec.name)
+        down(spec.name, missing_ok=True)
         if isinstance(exc, (BackendError, RuntimeError_)) and kept:
             raise ClusterError(str(exc).replace(str(state.dir), str(kept)) + f"\n(logs kept in {kept})") from None
         raise
@@ -118,18 +122,37 @@ def _keep_logs(state: ClusterState) -> Path | None:
     return dest if dest.exists() else None
 
 
-def down(name: str) -> dict[str, Any]:
-    """Remove every process, mount, namespace and file of cluster `name`. Idempotent."""
+def down(name: str, missing_ok: bool = False) -> dict[str, Any]:
+    """Remove every process, mount, namespace and file of cluster `name`, from its state
+    directory alone. A name with no state directory is an error (unless missing_ok): `down`
+    never guesses what might be a cluster. Returns once every process it killed is gone."""
     state = ClusterState(name)
+    if not state.exists():
+        if missing_ok:
+            return {"name": name, "killed": [], "namespaces": [], "refused": []}
+        known = ", ".join(list_clusters()) or "none"
+        raise ClusterError(f"no cluster named {name!r} (clusters: {known})")
     runtime = attach_runtime(state)
+    refused = []
     # Lazy-unmount first: a FUSE mount whose daemon is killed first hangs every stat() of it.
     for mountpoint in state.resources("mounts"):
-        unmount(mountpoint)
+        if inside(Path(mountpoint), state.dir):
+            unmount(mountpoint)
+        else:  # a state file edited by hand: dfslab only ever mounts inside the state directory
+            refused.append(f"mount {mountpoint} (outside {state.dir})")
     # The data goes with the cluster, so there is nothing to shut down gracefully for.
     killed = runtime.procs.stop_all(timeout=0)
     removed = runtime.destroy()
-    state.destroy()
-    return {"name": name, "killed": killed, "namespaces": removed}
+    # The state directory is the only record of what is left: it goes only when nothing is.
+    left = runtime.leftovers() + [f"process {pid}" for pid in marked_pids(name)]
+    if left:
+        refused.append(f"kept {state.dir}: still there: {', '.join(left)}; `dfslab down {name}` again")
+    else:
+        try:
+            state.destroy()
+        except UnsafeRemoval as exc:
+            refused.append(str(exc))
+    return {"name": name, "killed": killed, "namespaces": removed, "refused": refused}
 
 
 def leftovers(name: str) -> list[str]:

@@ -171,11 +171,20 @@ def terminate(pids: list[int], start_times: dict[int, int], timeout: float = 10.
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    for pid in remaining:
-        end = time.monotonic() + 5
-        while _running(pid, start_times[pid]) and time.monotonic() < end:
-            time.sleep(0.05)
+    wait_gone({pid: start_times[pid] for pid in remaining})
     return ours
+
+
+def wait_gone(start_times: dict[int, int], timeout: float = 30.0) -> list[int]:
+    """Wait until every PID is gone (reaped, or a zombie left to its parent): the caller may
+    reuse names, ports and files at once. Returns those still running after `timeout`
+    (a process stuck in the kernel, in D state, cannot be hurried)."""
+    deadline = time.monotonic() + timeout
+    left = [pid for pid in start_times if _running(pid, start_times[pid])]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [pid for pid in left if _running(pid, start_times[pid])]
+    return left
 
 
 def _running(pid: int, start_time: int) -> bool:

@@ -261,7 +261,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         run_dir.write_json("intervals.json", intervals)
         if owned and not keep:
             progress("tearing down", name)
-            cluster.down(name)
+            cluster.down(name, missing_ok=True)
         run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name)
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)

@@ -15,18 +15,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, PlainSerializer, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .safety import check_name
 from .units import UnitError, parse_bandwidth, parse_duration, parse_size
 
-NAME_RE = r"^[a-z][a-z0-9-]{0,23}$"
 RESERVED_NODE_NAMES = {"client", "hub"} | {f"client{i}" for i in range(2, 9)}
-
-
-def check_name(value: str, what: str) -> str:
-    """Names become namespace, directory and pool names: keep them short and plain."""
-    if not re.match(NAME_RE, value):
-        raise ValueError(f"{what} names are lower-case letters, digits and '-', starting with a letter, "
-                         f"at most 24 chars (got {value!r})")
-    return value
 
 
 class SpecError(ValueError):

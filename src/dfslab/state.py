@@ -11,10 +11,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+from .safety import check_name, remove_owned_tree
 
 
 def dfslab_home() -> Path:
@@ -27,7 +28,8 @@ def clusters_root() -> Path:
 
 class ClusterState:
     def __init__(self, name: str):
-        self.name = name
+        # The name becomes a path below: it is checked before anything is joined onto it.
+        self.name = check_name(name, "cluster")
         self.dir = clusters_root() / name
 
     # -- layout -----------------------------------------------------------------
@@ -49,17 +51,21 @@ class ClusterState:
         return self.sub("logs")
 
     def exists(self) -> bool:
-        return self.file.exists()
+        # A directory planted as a symlink is never a cluster's, whatever it holds.
+        return not self.dir.is_symlink() and self.file.is_file()
 
     # -- state.json ---------------------------------------------------------------
     def create(self, initial: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=False)
+        # 0700: the directory holds cephx keyrings; state.json follows at once, so the
+        # directory is never there without the record that makes it dfslab's.
+        clusters_root().mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.dir.mkdir(exist_ok=False, mode=0o700)
         self._write(initial)
 
     def read(self) -> dict[str, Any]:
         try:
             return json.loads(self.file.read_text())
-        except FileNotFoundError:
+        except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
     def _write(self, data: dict[str, Any]) -> None:
@@ -106,12 +112,26 @@ class ClusterState:
                 items.remove(value)
                 self._write(data)
 
-    def destroy(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def destroy(self) -> bool:
+        """Remove the state directory: only a real directory inside the clusters root that holds
+        this cluster's state.json (anything else raises safety.UnsafeRemoval, touching nothing)."""
+        if not self.dir.exists() and not self.dir.is_symlink():
+            return False
+        recorded = self.read().get("name") == self.name if self.file.is_file() and not self.file.is_symlink() else False
+        return remove_owned_tree(self.dir, [clusters_root()], f"state.json of cluster {self.name}" if recorded else "")
 
 
 def list_clusters() -> list[str]:
     root = clusters_root()
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if (p / "state.json").exists())
+    return sorted(p.name for p in root.iterdir()
+                  if valid_name(p.name) and not p.is_symlink() and (p / "state.json").is_file())
+
+
+def valid_name(name: str) -> bool:
+    try:
+        check_name(name, "cluster")
+        return True
+    except ValueError:
+        return False

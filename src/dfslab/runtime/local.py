@@ -18,8 +18,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..procs import marked_pids
+from ..procs import marked_pids, proc_start_time, terminate
 from ..spec import ClusterSpec, LinkShape
+from ..state import ClusterState, list_clusters
 from . import Runtime, RuntimeError_
 
 NETNS_DIR = Path("/run/netns")
@@ -173,27 +174,29 @@ class LocalNetnsRuntime(Runtime):
         return ["nsenter", f"--net={NETNS_DIR / self.ns(node)}", "--", *argv]
 
     def _ours(self) -> list[str]:
-        """Recorded namespaces plus any named after this cluster (a crash between create and record)."""
-        recorded = self.state.resources("netns")
-        prefix = f"dfs-{self.state.name}-"
-        found = [p.name for p in NETNS_DIR.glob(prefix + "*")] if NETNS_DIR.is_dir() else []
-        return list(dict.fromkeys(recorded + found))
+        """The namespaces recorded in the state directory, exactly: each is recorded before it is
+        made, so a crash cannot leave one unrecorded, and a name prefix would also match other
+        clusters (`dfs-x-*` holds `dfs-x-b-hub`)."""
+        return [ns for ns in self.state.resources("netns") if ns.startswith(f"dfs-{self.state.name}-")]
 
     def destroy(self) -> list[str]:
         removed = []
         for ns in self._ours():
             # Anything still inside a namespace dfslab created is dfslab's (a client tool).
-            pids = _ip("netns", "pids", ns, check=False).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
+            pids = [int(p) for p in _ip("netns", "pids", ns, check=False).stdout.split() if p.isdigit()]
+            terminate(pids, {pid: proc_start_time(pid) for pid in pids}, timeout=0)
             if _ip("netns", "del", ns, check=False).returncode == 0:
                 removed.append(ns)
             self.state.remove_resource("netns", ns)
         return removed
 
     def leftovers(self) -> list[str]:
-        return [f"netns {ns}" for ns in self._ours() if (NETNS_DIR / ns).exists()]
+        """Recorded namespaces still there, and (a check only, never a removal) any named like
+        this cluster's that no other cluster has recorded."""
+        found = [ns for ns in self._ours() if (NETNS_DIR / ns).exists()]
+        others = {ns for name in list_clusters() if name != self.state.name
+                  for ns in ClusterState(name).resources("netns")}
+        if NETNS_DIR.is_dir():
+            found += [p.name for p in NETNS_DIR.glob(f"dfs-{self.state.name}-*") if p.name not in others and p.name not in found]
+        return [f"netns {ns}" for ns in found]
 
