@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch_home import scratch_home
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SPEC = """name: bench-up
@@ -50,8 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=2)
     args = parser.parse_args()
-    os.environ.setdefault("DFSLAB_HOME", tempfile.mkdtemp(prefix="dfslab-bench-"))
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_home(), tempfile.TemporaryDirectory() as tmp:
         print(f"{'config':<16}{'dfslab s':>10}{'by hand s':>11}{'ratio':>8}   runs")
         for mons in (1, 3):
             ours, hand = [], []

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import yaml
 
+from scratch_home import scratch_home
+
 REPO = Path(__file__).resolve().parent.parent
 NAME = "bench-fid"
 MAX_OBJECTS = 1000  # 4 GiB: both runs write the same at most, well inside 3 × 10 GiB OSDs at replica 2
@@ -72,9 +74,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10)
     args = parser.parse_args()
-    home = Path(os.environ.setdefault("DFSLAB_HOME", tempfile.mkdtemp(prefix="dfslab-bench-")))
-    os.environ.setdefault("DFSLAB_RUNS", str(home / "runs"))
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_home() as home, tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.yaml"
         spec.write_text(f"name: {NAME}\nnodes: 3\nceph: {{osd_size: 10GiB, replica_size: 2, cephfs: false}}\n")
         sh([*DFSLAB, "up", str(spec)])

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from scratch_home import scratch_home
+
 REPO = Path(__file__).resolve().parent.parent
 DFSLAB = [sys.executable, "-m", "dfslab.cli"]
 
@@ -36,9 +38,7 @@ def experiment(name: str, bandwidth: str | None) -> dict:
 
 
 def main() -> None:
-    home = Path(os.environ.setdefault("DFSLAB_HOME", tempfile.mkdtemp(prefix="dfslab-bench-")))
-    os.environ.setdefault("DFSLAB_RUNS", str(home / "runs"))
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_home(keep_runs=True), tempfile.TemporaryDirectory() as tmp:
         for name, cap in (("bench-capped", "1gbit"), ("bench-free", None)):
             path = Path(tmp) / f"{name}.yaml"
             path.write_text(yaml.safe_dump(experiment(name, cap)))

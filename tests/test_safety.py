@@ -143,3 +143,9 @@ def test_name_rule_never_lets_a_path_escape(name):
     base = Path("/clusters-root")
     assert (base / name).resolve().parent == base
     assert len(name) <= 24 and name == name.strip() and name.isascii()
+
+
+def test_version_as_flag_and_as_command(home):
+    flag, command = run_cli(home, "--version"), run_cli(home, "version")
+    assert flag.returncode == command.returncode == 0
+    assert flag.stdout.strip() == command.stdout.strip() != ""

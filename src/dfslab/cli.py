@@ -79,10 +79,12 @@ def fail(exc: Exception) -> None:
 
 
 class LiveProgress:
-    """One spinner line: the current step, its detail and the elapsed time."""
+    """One spinner line: the current step, its detail and the elapsed time. A finished step
+    (a new step name; a step's detail may change while it runs) leaves a line saying what it was (`workload 7/24 fio[1] rw=write, bs=4KiB · rep 1/2`) and
+    how long it took."""
 
     def __init__(self) -> None:
-        self.start = time.monotonic()
+        self.start = self.step_start = time.monotonic()
         self.step, self.detail = "starting", ""
         self.live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
 
@@ -91,11 +93,13 @@ class LiveProgress:
         return Spinner("dots", Text.assemble((f"[{elapsed:5.1f}s] ", "dim"), (self.step, "bold"), "  ", self.detail[:160]))
 
     def __call__(self, step: str, detail: str) -> None:
-        if step != self.step and self.step != "starting":
-            console.print(f"[green]✓[/] {self.step} [dim]({time.monotonic() - self.start:.1f}s)[/]")
         if step == "warning":
-            console.print(f"[yellow]warning:[/] {detail}")
+            console.print(f"[yellow]warning:[/] {detail}", highlight=False)
             return
+        if step != self.step and self.step != "starting":
+            done = self.detail.split(" · ETA ")[0]  # the ETA of a finished step is stale
+            console.print(f"[green]✓[/] {self.step} {done} [dim]({time.monotonic() - self.step_start:.1f}s)[/]", highlight=False)
+            self.step_start = time.monotonic()
         self.step, self.detail = step, detail
         self.live.update(self._render())
 
@@ -330,13 +334,28 @@ def quickstart(spec_file: Path = typer.Argument(Path("examples/quickstart.yaml")
 
 
 @app.command()
-def runs(root: Path = typer.Option(None, help="runs directory (default: $DFSLAB_RUNS or ./runs)")) -> None:
-    """List stored runs, newest last."""
+def runs(
+    root: Path = typer.Option(None, help="runs directory (default: $DFSLAB_RUNS or ./runs)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """List stored runs, newest last. Run ids are printed whole: they are what you copy."""
     from .results import list_runs
-    table = Table("run", "experiment", "cluster", "started", "s", "rows", "failures", box=None)
-    for info in list_runs(root):
-        table.add_row(info["id"], info["experiment"], info["cluster"], info["started"], info["duration"],
-                      str(info["rows"]), str(info["failures"]))
+    infos = list(list_runs(root))
+    columns = ["id", "experiment", "cluster", "started", "duration", "rows", "failures"]
+    if as_json:
+        print(json.dumps(infos, indent=2, default=str))
+        return
+    if not sys.stdout.isatty():  # pipes and scripts get plain lines, nothing cut
+        print("\t".join(columns))
+        for info in infos:
+            print("\t".join(str(info[c]) for c in columns))
+        return
+    table = Table(box=None)
+    table.add_column("run", no_wrap=True, min_width=max((len(i["id"]) for i in infos), default=3))
+    for head in ("experiment", "cluster", "started", "s", "rows", "failures"):
+        table.add_column(head, overflow="fold")
+    for info in infos:
+        table.add_row(*(str(info[c]) for c in columns))
     Console().print(table)
 
 

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .analysis import Limits, bottleneck, bottleneck_line, cpu_during, mean_ci95  # noqa: E402
 from .results import RunDir  # noqa: E402
-from .units import human_bytes  # noqa: E402
+from .units import human_bytes, to_display  # noqa: E402
 from .workloads import direction  # noqa: E402
 
 TEMPLATE = jinja2.Template("""<!doctype html>
@@ -45,11 +45,14 @@ kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 {{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed objects and files (seeded before the faults, and every write the
 client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ integrity.lost_names|join(', ') }}{% endif %}
 {% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
-<table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>undone (s)</th><th>detected after (s)</th>
-<th>recovered after undo (s)</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
-{% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.t_undo }}</td>
-<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
-</table>{% endif %}
+<table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>in effect after (s)</th><th>undone (s)</th><th>detected after (s)</th>
+<th>recovered after undo (s)</th><th class="l">writes blocked</th><th>writes acked while in effect</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
+{% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.in_effect }}</td><td>{{ f.t_undo }}</td>
+<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td class="l {{ 'warn' if f.blocked_flag else '' }}">{{ f.blocked }}</td><td>{{ f.acked }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
+</table>
+<p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
+the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
+"yes" from {{ blocked_threshold }} s.</p>{% endif %}
 {% if comparison %}<h2>Runtime {{ comparison.runtime }} against runtime {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each runtime; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code> (repetitions of one runtime's runs pooled).
@@ -122,28 +125,31 @@ SUMMARY_METRICS = ["bandwidth", "iops", "ops", "qps", "latency_avg", "latency_p9
 BASELINE_METRICS = ["network_bandwidth", "disk_write_bandwidth", "disk_read_bandwidth", "disk_randread_iops"]
 
 
-def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """One line per workload and varying parameters; the headline metrics as columns
     (mean ± 95 % interval over repetitions). Every metric is in results.csv.
-    Returns the lines and the column headers (with units) that have any value."""
+    Values are converted on the way in (times to ms), so a column holds one unit; a metric
+    reported in units that do not convert gets one column per unit.
+    Returns the lines and the (column key, header with unit) pairs that have any value."""
     varying = _varying(rows)
     groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    units: dict[str, str] = {}
+    heads: dict[str, tuple[str, str]] = {}
     for r in rows:
-        if r["t"] is None:
-            groups[(r["workload"], _label(r["params"], varying[r["workload"]]))][r["metric"]].append(r["value"])
-            units[r["metric"]] = r["unit"]
+        if r["t"] is None and r["metric"] in columns:
+            value, unit = to_display(r["value"], r["unit"])
+            key = f"{r['metric']} ({unit})"
+            heads[key] = (r["metric"], unit)
+            groups[(r["workload"], _label(r["params"], varying[r["workload"]]))][key].append(value)
     out = []
     for (workload, params), metrics in groups.items():
         cells = {}
-        for metric in columns:
-            if metric in metrics:
-                mean, ci = mean_ci95(metrics[metric])
-                cells[metric] = f"{mean:.4g}" + (f" ± {ci:.2g}" if ci is not None else "")
+        for key, values in metrics.items():
+            mean, ci = mean_ci95(values)
+            cells[key] = f"{mean:.4g}" + (f" ± {ci:.2g}" if ci is not None else "")
         if cells:
             out.append({"workload": workload, "params": params, "cells": cells, "n": max(len(v) for v in metrics.values())})
-    used = [m for m in columns if any(m in r["cells"] for r in out)]
-    return out, [(m, f"{m.replace('_', ' ')} ({units[m]})") for m in used]
+    used = sorted(heads, key=lambda k: (columns.index(heads[k][0]), heads[k][1]))
+    return out, [(k, k.replace("_", " ")) for k in used]
 
 
 def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
@@ -372,7 +378,20 @@ def _fault_row(f: dict[str, Any], t0: float) -> dict[str, Any]:
             "detect": fmt(f.get("detect_s")), "recover": fmt(f.get("recover_s")),
             "before": fmt(f.get("throughput_before")), "during": fmt(f.get("throughput_during")),
             "fraction": fmt(f.get("throughput_fraction"), "{:.0%}"),
-            "lat_before": fmt(f.get("latency_before_ms")), "lat_during": fmt(f.get("latency_during_ms"))}
+            "lat_before": fmt(f.get("latency_before_ms")), "lat_during": fmt(f.get("latency_during_ms")),
+            "in_effect": fmt(f.get("inject_s")), "acked": "–" if f.get("acked_during") is None else str(f["acked_during"]),
+            **_blocked(f.get("blocked_s"))}
+
+
+BLOCKED_THRESHOLD_S = 1.0  # a write that waits this long has hit the fault, not the disk
+
+
+def _blocked(stall: float | None) -> dict[str, Any]:
+    if stall is None:
+        return {"blocked": "–", "blocked_flag": False}
+    if stall >= BLOCKED_THRESHOLD_S:
+        return {"blocked": f"yes, {stall:.1f} s", "blocked_flag": True}
+    return {"blocked": f"no (longest wait {stall:.2f} s)", "blocked_flag": False}
 
 
 def _write_latency_series(faults) -> dict[str, list[tuple[float, float]]]:
@@ -445,7 +464,7 @@ def build(run_path: Path) -> Path:
         started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)) if start else "?",
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
         failures=prov.get("failures", []), skipped=prov.get("skipped", []),
-        faults=[_fault_row(f, t0) for f in faults], integrity=integrity,
+        faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
     )

@@ -125,11 +125,15 @@ class FaultRun:
                 ev["recover_s"] = healed_at - undo_at if healed_at else None
                 # Before: up to 10 s of steady load, leaving out the workload's first 3 s of ramp-up.
                 before = schedule.throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
-                during = schedule.throughput(samples, inject_at, undo_at)
+                # The fault holds from when inject returned (fill writes for a while first).
+                held_from = ev.get("in_effect") or inject_at
+                ev.update(inject_s=held_from - inject_at, blocked_s=schedule.longest_stall(acks, held_from, undo_at),
+                          acked_during=sum(held_from <= a["ack"] < undo_at for a in acks))
+                during = schedule.throughput(samples, held_from, undo_at)
                 ev.update(throughput_before=before, throughput_during=during,
                           throughput_fraction=(during / before) if before and during is not None else None,
                           latency_before_ms=schedule.mean_latency(latency, max(ev["workload_start"] + 3, inject_at - 10), inject_at),
-                          latency_during_ms=schedule.mean_latency(latency, inject_at, undo_at))
+                          latency_during_ms=schedule.mean_latency(latency, held_from, undo_at))
             ev["write_latency"] = latency
             ev["acknowledged_writes"] = len(acks)
             self.events.append(ev)
@@ -217,7 +221,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 outcome.skipped.append(f"{step.label} rep {rep}")
                 clock.advance(planned)
                 continue
-            progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {clock.eta():.0f} s")
+            progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
             interval = _run_step(step, rep, runner, run_dir)
             intervals.append(interval)
@@ -266,6 +270,11 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)
     return outcome
+
+
+def _clock_text(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def run_across_runtimes(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:

@@ -75,3 +75,14 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+# Tables show one unit per column: times in milliseconds whatever unit a tool reported.
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def to_display(value: float, unit: str) -> tuple[float, str]:
+    """(value, unit) converted for a table column: times to ms, everything else as it is."""
+    if unit in TIME_UNITS:
+        return value * TIME_UNITS[unit] / TIME_UNITS["ms"], "ms"
+    return value, unit

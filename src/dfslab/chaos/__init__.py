@@ -26,11 +26,12 @@ class FaultError(RuntimeError):
 class Injected:
     kind: str
     target: str
-    at: float
+    at: float  # when injecting began
     record: dict[str, Any]
+    in_effect: float | None = None  # when inject returned: the fault holds from here (fill takes a while)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "target": self.target, "at": self.at, "record": self.record}
+        return {"kind": self.kind, "target": self.target, "at": self.at, "record": self.record, "in_effect": self.in_effect}
 
 
 class Fault(ABC):
@@ -95,7 +96,7 @@ def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injecte
             pass
         cluster.state.remove_resource("faults", pending)
         raise
-    done = Injected(kind, target, pending["at"], record)
+    done = Injected(kind, target, pending["at"], record, time.time())
     cluster.state.remove_resource("faults", pending)
     cluster.state.add_resource("faults", done.as_dict())
     return done

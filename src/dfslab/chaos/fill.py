@@ -7,7 +7,10 @@ carries) until it holds `headroom` more than any other OSD, then sets the cluste
 halfway between the others' use and the target's (nearfull / backfillfull below it), so the
 target, and only it, crosses the full ratio and Ceph raises OSD_FULL. Ratios are cluster-wide,
 so under a concurrent writer (which grows every OSD) the gap is re-measured and more is written
-until the target is reported full. Client writes then block, as on a full production cluster.
+until the target is reported full. Ceph then flags every pool with a PG on the target FULL
+(POOL_FULL) and client writes to those pools block, as on a full production cluster: measured
+on replica 3 over 3 OSDs, 0 acknowledged writes while full (README "Breaking it"). While the
+fault is still filling (10-20 s), client writes go on, slowed by the fill's own writes.
 Undo restores the ratios and the OSD's device class and deletes the fill pool; blocked writes
 resume.
 """

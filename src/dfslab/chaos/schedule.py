@@ -39,6 +39,7 @@ class TimedFault:
             time.sleep(self.entry.at)
             injected = inject(self.cluster, self.entry.kind, self.entry.target, **self.entry.options)
             self.events["inject"] = injected.at
+            self.events["in_effect"] = injected.in_effect
             time.sleep(self.entry.duration)
             undo(self.cluster, injected.as_dict())
             self.events["undo"] = time.time()
@@ -116,6 +117,16 @@ def write_latency(acks: list[dict[str, Any]]) -> list[tuple[float, float, float,
     for a in acks:
         buckets.setdefault(int(a["start"]), []).append((a["ack"] - a["start"]) * 1000)
     return [(float(t), sum(v) / len(v), max(v), len(v)) for t, v in sorted(buckets.items())]
+
+
+def longest_stall(acks: list[dict[str, Any]], start: float, end: float) -> float | None:
+    """The longest time in [start, end) in which no write was acknowledged: the writer has one
+    write in flight at a time, so this is how long writes were blocked (None: no writer)."""
+    if not acks or end <= start:
+        return None
+    times = sorted(a["ack"] for a in acks if start <= a["ack"] < end)
+    edges = [start, *times, end]
+    return max(b - a for a, b in zip(edges, edges[1:]))
 
 
 def mean_latency(per_second: list[tuple[float, float, float, int]], start: float, end: float) -> float | None:

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from ..safety import UnsafeRemoval, remove_owned_tree
 from . import RuntimeError_
 from . import engine
 
@@ -117,7 +118,9 @@ def _remove_tree(work: Path) -> None:
         subprocess.run(["umount", "-l", mount], capture_output=True)
     if _mounts_under(work):
         raise RuntimeError_(f"images: {work} still has mounts under it ({_mounts_under(work)}); unmount them and remove it")
-    shutil.rmtree(work, ignore_errors=True)
+    if not work.name.startswith("dfslab-image-"):
+        raise UnsafeRemoval(f"refusing to remove {work}: not an image build tree of dfslab's (dfslab-image-*)")
+    remove_owned_tree(work, [engine.engine_home()], "image build tree made by mkdtemp")
 
 
 SOURCES = """deb http://deb.debian.org/debian bookworm main

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ..safety import remove_owned_tree
+from ..state import clusters_root
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 TIMES = {"Average": "time_avg", "Minimum": "time_min", "Maximum": "time_max"}
@@ -49,7 +51,7 @@ class MariaDB:
         for tool in ("mariadbd", "mariadb-install-db", "mysqlslap"):
             if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
                 raise WorkloadError(f"{tool} is missing; scripts/install-deps.sh installs mariadb-server and mariadb-client")
-        shutil.rmtree(self.datadir, ignore_errors=True)
+        remove_owned_tree(self.datadir, [clusters_root()], "the sql workload's MariaDB datadir")
         self.datadir.mkdir(parents=True)
         self.runner.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}", "--user=root",
                          "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"],
@@ -78,7 +80,7 @@ class MariaDB:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
-        shutil.rmtree(self.datadir, ignore_errors=True)
+        remove_owned_tree(self.datadir, [clusters_root()], "the sql workload's MariaDB datadir")
 
 
 class Sql(Workload):

@@ -3,12 +3,13 @@ bricks on those nodes (volume.py), FUSE clients (client.py). This class only ord
 
 from __future__ import annotations
 
-import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from ...safety import remove_owned_tree
+from ...state import clusters_root
 from ...runtime import CLIENT
 from .. import Backend, BackendError, Progress
 from . import client, glusterd, volume
@@ -125,7 +126,7 @@ class GlusterBackend(Backend):
         first = self.first
         volume.delete(self.ctx, first, name)  # left by an interrupted run
         for d in dirs:
-            shutil.rmtree(d, ignore_errors=True)
+            remove_owned_tree(d, [clusters_root()], f"brick directory of the servers workload's volume {name}")
         try:
             volume.create(self.ctx, first, name, [f"{self.ctx.addresses[n]}:{d}" for n, d in zip(nodes, dirs)], [])
             volume.wait_bricks_online(self.ctx, first, len(nodes), name=name)
@@ -134,7 +135,7 @@ class GlusterBackend(Backend):
             client.unmount_volume(self.ctx, CLIENT, name)
             volume.delete(self.ctx, first, name)
             for d in dirs:
-                shutil.rmtree(d, ignore_errors=True)
+                remove_owned_tree(d, [clusters_root()], f"brick directory of the servers workload's volume {name}")
 
     def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
         """add-brick (whole replica / disperse sets), then rebalance and wait for it."""

@@ -1,0 +1,58 @@
+"""Report tables hold one unit per column; fault rows say whether writes blocked; run ids are
+printed whole."""
+
+import json
+import subprocess
+
+from conftest import DFSLAB, REPO
+from dfslab.chaos.schedule import longest_stall
+from dfslab.report import _fault_row, summarize
+
+
+def row(workload, metric, value, unit, **params):
+    return {"workload": workload, "metric": metric, "value": value, "unit": unit, "params": params, "t": None}
+
+
+def test_latency_column_converts_seconds_and_milliseconds_to_one_unit():
+    rows = [row("fio", "latency_avg", 0.4635, "ms", rw="randread"), row("fio", "latency_avg", 0.4635, "ms", rw="randread"),
+            row("radosbench", "latency_avg", 0.25, "s", mode="write"),
+            row("radosbench", "bandwidth", 300.0, "MB/s", mode="write")]
+    lines, columns = summarize(rows, ["bandwidth", "latency_avg"])
+    assert [head for _, head in columns] == ["bandwidth (MB/s)", "latency avg (ms)"]
+    by = {line["workload"]: line["cells"] for line in lines}
+    assert by["radosbench"]["latency_avg (ms)"].startswith("250")  # 0.25 s shown as 250 ms, not relabelled
+    assert by["fio"]["latency_avg (ms)"].startswith("0.4635")
+
+
+def test_metric_in_units_that_do_not_convert_gets_a_column_each():
+    rows = [row("a", "bandwidth", 1.0, "MB/s"), row("b", "bandwidth", 2.0, "op/s")]
+    _, columns = summarize(rows, ["bandwidth"])
+    assert [head for _, head in columns] == ["bandwidth (MB/s)", "bandwidth (op/s)"]
+
+
+def test_longest_stall_is_the_longest_gap_without_an_ack():
+    acks = [{"ack": t} for t in (10.0, 10.5, 11.0, 23.0, 23.2)]
+    assert longest_stall(acks, 10.0, 25.0) == 12.0
+    assert longest_stall(acks, 12.0, 20.0) == 8.0  # no ack at all inside the window
+    assert longest_stall([], 0, 10) is None
+
+
+def test_fault_row_says_whether_writes_blocked():
+    base = {"kind": "fill", "target": "osd.2", "inject": 100.0, "undo": 150.0, "in_effect": 113.0, "inject_s": 13.0}
+    blocked = _fault_row({**base, "blocked_s": 37.0, "acked_during": 0}, 90.0)
+    assert blocked["blocked"] == "yes, 37.0 s" and blocked["acked"] == "0" and blocked["in_effect"] == "13.0"
+    flowing = _fault_row({**base, "blocked_s": 0.04, "acked_during": 900}, 90.0)
+    assert flowing["blocked"].startswith("no") and not flowing["blocked_flag"]
+
+
+def test_runs_prints_whole_ids_when_piped(tmp_path):
+    long_id = "20261122-235959-" + "x" * 60
+    run = tmp_path / long_id
+    run.mkdir()
+    (run / "provenance.json").write_text(json.dumps({"experiment": "e", "cluster": "c", "start": 1.0, "end": 2.0}))
+    res = subprocess.run([*DFSLAB, "runs", "--root", str(tmp_path)], capture_output=True, text=True, cwd=REPO,
+                         env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    assert str(run) in res.stdout.splitlines()[1]
+    res = subprocess.run([*DFSLAB, "runs", "--root", str(tmp_path), "--json"], capture_output=True, text=True, cwd=REPO)
+    assert json.loads(res.stdout)[0]["id"] == str(run)
