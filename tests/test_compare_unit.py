@@ -33,3 +33,54 @@ def test_runtime_pairs_group_an_abba_order_by_runtime():
     assert runtime_pairs(["local", "docker", "docker", "local"], paths) == [
         ("local", "docker", [Path("r1"), Path("r4")], [Path("r2"), Path("r3")])]
     assert runtime_pairs(["docker", "local"], paths[:2]) == [("docker", "local", [Path("r1")], [Path("r2")])]
+
+
+# -- Does the interval keep its promise? Simulated through `compare_runs`, the code `dfslab
+# compare` and the runtime comparison use, on run directories like real ones.
+import math
+import random
+
+METRICS = 200
+
+
+def simulated_runs(tmp_path: Path, label: str, n: int, rng: random.Random, cv: float, factor_b: float = 1.0):
+    """Two run directories with METRICS bandwidth metrics of n repetitions each: log-normal
+    noise of coefficient of variation `cv`; B's true value is factor_b times A's."""
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    dirs = []
+    for side, factor in (("a", 1.0), ("b", factor_b)):
+        path = tmp_path / f"{label}-{side}"
+        path.mkdir()
+        RunDir(path).add(Measurement("fio", "bandwidth", 100 * factor * rng.lognormvariate(0, sigma), "MB/s",
+                                     {"bs": m}, rep) for m in range(METRICS) for rep in range(n))
+        dirs.append(path)
+    return dirs
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10])
+def test_null_comparisons_are_flagged_at_the_nominal_rate(tmp_path, n):
+    rng = random.Random(n)
+    flagged = tested = 0
+    for trial in range(10):  # 2000 null comparisons per n
+        a, b = simulated_runs(tmp_path, f"t{trial}", n, rng, cv=0.15)
+        rows = compare_runs(a, b)
+        assert len(rows) == METRICS and all(r["low"] is not None for r in rows)
+        flagged += sum(r["significant"] for r in rows)
+        tested += len(rows)
+    # 5 % nominal; three binomial standard errors of 2000 draws is 1.5 points.
+    assert flagged / tested <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / tested), flagged / tested
+
+
+def test_a_real_twenty_percent_difference_is_found_at_n5(tmp_path):
+    rng = random.Random(7)
+    a, b = simulated_runs(tmp_path, "real", 5, rng, cv=0.05, factor_b=1.2)
+    rows = compare_runs(a, b)
+    found = sum(r["significant"] and r["low"] > 1 for r in rows) / len(rows)
+    assert found >= 0.95, found
+    assert all(0.9 < r["low"] and r["high"] < 1.5 for r in rows)
+
+
+def test_no_interval_without_two_repetitions_per_side(tmp_path):
+    a, b = run_with(tmp_path, "one-a", [100]), run_with(tmp_path, "one-b", [300, 310])
+    [row] = compare_runs(a, b)
+    assert row["low"] is None and not row["significant"]

@@ -366,7 +366,7 @@ def compare(
     as_json: bool = typer.Option(False, "--json"),
     all_metrics: bool = typer.Option(False, "--all", help="every metric (latency percentiles, stddevs...), not only the headline ones"),
 ) -> None:
-    """Side by side: B/A per metric with a 95 % bootstrap interval; '*' where it excludes 1."""
+    """Side by side: B/A per metric with a 95 % interval (Welch t on log values); '*' where it excludes 1."""
     from .compare import compare_runs
     for path in (run_a, run_b):
         if not (path / "results.csv").exists():
