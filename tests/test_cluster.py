@@ -72,6 +72,14 @@ def test_cli_reaches_the_cluster_only_from_its_namespaces(up_cluster):
     assert hosts == {"node1", "node2", "node3"}  # CRUSH failure domains are the spec's nodes
 
 
+def test_keys_are_private(up_cluster):
+    state_dir = ClusterState(NAME).dir
+    assert state_dir.stat().st_mode & 0o777 == 0o700
+    keyrings = [p for p in state_dir.rglob("*keyring*") if p.is_file()]
+    assert len(keyrings) >= 6  # admin (2), mon., mgr.x, 3 OSDs, mds.a
+    assert {oct(p.stat().st_mode & 0o777) for p in keyrings} == {"0o600"}, keyrings
+
+
 def test_second_up_with_same_name_is_refused(up_cluster, tmp_path):
     spec = write_spec(tmp_path, small_spec(NAME, cephfs=False))
     res = dfslab("up", str(spec), check=False)

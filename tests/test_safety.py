@@ -149,3 +149,32 @@ def test_version_as_flag_and_as_command(home):
     flag, command = run_cli(home, "--version"), run_cli(home, "version")
     assert flag.returncode == command.returncode == 0
     assert flag.stdout.strip() == command.stdout.strip() != ""
+
+
+def test_unexpected_failure_is_one_line_with_a_log(home, tmp_path):
+    run = tmp_path / "broken-run"
+    run.mkdir()
+    (run / "provenance.json").write_text("{not json")
+    res = run_cli(home, "report", str(run))
+    assert res.returncode == 1
+    assert "Traceback" not in res.stderr and "traceback in" in flat(res.stderr)
+    log = Path(re.search(r"traceback in (\S+?);", flat(res.stderr)).group(1))
+    assert "Traceback" in log.read_text()
+
+
+def test_fault_options_are_strict_before_anything_is_touched(home):
+    for args, words in [(["degrade", "node1", "--set", "bandwith=1gbit"], "unknown option(s) 'bandwith'"),
+                        (["degrade", "node1", "--set", "bandwidth"], "--set takes KEY=VALUE"),
+                        (["fill", "osd.0", "--set", "headroom"], "--set takes KEY=VALUE"),
+                        (["nosuchkind", "osd.0"], "unknown fault 'nosuchkind'"),
+                        (["kill"], "needs a target")]:
+        res = run_cli(home, "fault", "somecluster", *args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert words in flat(res.stderr), (args, res.stderr)
+        assert "Traceback" not in res.stderr
+
+
+def test_fault_list_help_names_every_registered_kind(home):
+    from dfslab.chaos import FAULTS
+    text = flat(run_cli(home, "fault", "--help").stdout)
+    assert all(kind in text for kind in FAULTS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -74,7 +75,7 @@ USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_, Bad
 
 
 def fail(exc: Exception) -> None:
-    console.print(f"[bold red]error:[/] {exc}", highlight=False)
+    console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -237,7 +238,7 @@ def down(
         try:
             result = cluster.down(n)
         except cluster.ClusterError as exc:
-            console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         left = cluster.leftovers(n) + result["refused"]
         console.print(f"[green]✓[/] {n}: stopped {len(result['killed'])} process(es), removed "
@@ -401,12 +402,18 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory, runs/<id>/
     print(rep.build(run_dir))
 
 
+def _fault_kinds() -> str:
+    from .chaos import FAULTS
+    return " | ".join(sorted(FAULTS))
+
+
 @app.command()
 def fault(
     name: str = NameArg(),
-    kind: str = typer.Argument(..., help="kill | stop | node | out | fill | partition | degrade, or: restore, list"),
-    target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, or a node name"),
-    option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit"),
+    kind: str = typer.Argument(..., help=f"{_fault_kinds()}, or: restore, list"),
+    target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, a node name, or node2/b0 (brick)"),
+    option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit "
+                                                       "(`dfslab fault NAME list` shows each kind's options)"),
 ) -> None:
     """Break a running cluster on purpose, and put it back.
 
@@ -415,25 +422,34 @@ def fault(
     dfslab fault small restore
     """
     from . import chaos
+    bad = [o for o in option if "=" not in o or not o.split("=", 1)[0]]
+    if bad:
+        fail(ValueError(f"--set takes KEY=VALUE, e.g. --set bandwidth=100mbit; got {', '.join(map(repr, bad))}"))
+    options = dict(o.split("=", 1) for o in option)
     try:
+        if kind not in ("list", "restore"):
+            if not target:
+                raise chaos.FaultInputError(f"fault {kind} needs a target, e.g. dfslab fault {name} {kind} osd.1")
+            effective = chaos.fault_class(kind).check_options(options)  # nothing is touched before this passes
         attached = cluster.attach(name)
-    except USER_ERRORS as exc:
+    except (*USER_ERRORS, chaos.FaultError) as exc:
         fail(exc)
     try:
         if kind == "list":
             for f in chaos.active(attached):
                 print(f"active: {f['kind']} {f['target']}")
             for k in sorted(chaos.FAULTS):
-                print(f"{k:<10} {chaos.fault_class(k).help}")
+                cls = chaos.fault_class(k)
+                opts = ", ".join(f"{o}={d}" for o, d in cls.option_defaults().items())
+                print(f"{k:<10} {cls.help}" + (f" [options: {opts}]" if opts else ""))
         elif kind == "restore":
             undone = chaos.restore_all(attached)
             console.print(f"[green]✓[/] undid {len(undone)} fault(s): " + ", ".join(f"{f['kind']} {f['target']}" for f in undone))
         else:
-            if not target:
-                fail(ValueError(f"fault {kind} needs a target, e.g. dfslab fault {name} {kind} osd.1"))
-            options = dict(o.split("=", 1) for o in option if "=" in o)
             done = chaos.inject(attached, kind, target, **options)
-            console.print(f"[yellow]injected[/] {done.kind} {done.target}; undo with: dfslab fault {name} restore")
+            shown = ", ".join(f"{k}={v}" + ("" if k in options else " (default)") for k, v in effective.items() if v is not None)
+            console.print(f"[yellow]injected[/] {done.kind} {done.target}" + (f" ({shown})" if shown else "")
+                          + f"; undo with: dfslab fault {name} restore", highlight=False)
     except chaos.FaultError as exc:
         fail(exc)
     finally:
@@ -590,9 +606,39 @@ def version() -> None:
     print(__version__)
 
 
-def main() -> None:  # pragma: no cover
-    app(prog_name="dfslab")
+def _log_unexpected(exc: BaseException) -> Path:
+    """The traceback goes to a file; the user gets one line with its path."""
+    from .state import dfslab_home
+    import tempfile
+    import traceback
+    for folder in (dfslab_home() / "logs", Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"dfslab-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+            path.write_text(f"dfslab {' '.join(sys.argv[1:])}\n\n" + "".join(traceback.format_exception(exc)))
+            return path
+        except OSError:
+            continue
+    return Path("/dev/null")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+def main() -> None:
+    """Exit codes: 0 done; 1 a run, a check or a teardown found a problem (a failed workload, lost
+    data, an unknown cluster, something left behind), or dfslab itself failed unexpectedly;
+    2 bad input (spec, name, option), refused before anything changed; 130 interrupted."""
+    try:
+        app(prog_name="dfslab")
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into one line
+        log = _log_unexpected(exc)
+        console.print(f"[bold red]error:[/] unexpected {type(exc).__name__}: {exc} (traceback in {log}; please report it)",
+                      highlight=False, soft_wrap=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from .spec import ClusterSpec, Seconds, SpecError, Strict, _problems, check_name, parse_spec, read_yaml
 from .workloads import WORKLOADS, Workload, workload
@@ -52,6 +52,15 @@ class FaultEntry(Strict):
         if value not in FAULTS:
             raise ValueError(f"unknown fault {value!r}; valid: {', '.join(sorted(FAULTS))}")
         return value
+
+    @model_validator(mode="after")
+    def _options(self) -> "FaultEntry":
+        from .chaos import FaultError, fault_class
+        try:
+            fault_class(self.kind).check_options(self.options)
+        except FaultError as exc:
+            raise ValueError(f"options: {exc}") from None
+        return self
 
 
 class Integrity(Strict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import socket
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,8 +171,22 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
             problems.append((f"workloads[{step.index}].{field}",
                              f"{step.workload.name} needs {TARGET_HINTS.get(need, need)}, which cluster {spec.name!r} "
                              f"({spec.filesystem}) does not have; it offers: {', '.join(sorted(offered)) or 'nothing'}"))
+    port = exp.file.sampler.prometheus_port
+    if port and not _port_free(port):
+        problems.append(("sampler.prometheus_port", f"127.0.0.1:{port} is already in use; pick a free port or 0 (off)"))
     if problems:
         raise SpecError(sorted(set(problems)), exp.name)
+
+
+def _port_free(port: int) -> bool:
+    """Found before a cluster is deployed, not after: a busy live-metrics port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None = None,

@@ -84,3 +84,12 @@ def remove_owned_tree(path: Path, roots: list[Path], proof: str) -> bool:
         raise UnsafeRemoval(f"refusing to remove {path}: still mounted below it: {', '.join(mounted)}; unmount first")
     shutil.rmtree(path)
     return True
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a secret (a cephx keyring) readable by its owner only from the first byte: the
+    file is created 0600, never written first and chmod-ed after."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT: set it before writing
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)

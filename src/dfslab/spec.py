@@ -93,7 +93,7 @@ class Node(LinkShape):
 
 class CephSpec(Strict):
     mons: Literal[1, 3] = Field(1, description="number of monitors: 1, or 3 for quorum tests")
-    mgr: bool = True
+    mgr: bool = Field(True, description="always true: Ceph reports PG states and health through its MGR")
     osds_per_node: int = Field(1, ge=1, le=8)
     osd_size: Bytes = Field("4GiB", description="sparse BlueStore block file per OSD")
     replica_size: int = Field(2, ge=1, le=5, description="size of every pool")
@@ -111,6 +111,14 @@ class CephSpec(Strict):
             raise ValueError("BlueStore needs at least 1GiB per OSD; use e.g. 4GiB")
         return value
 
+    @field_validator("mgr")
+    @classmethod
+    def _mgr(cls, value: bool) -> bool:
+        if not value:
+            raise ValueError("a Ceph cluster cannot reach HEALTH_OK with active+clean PGs without a MGR (since "
+                             "Luminous the MGR reports PG states and raises MGR_DOWN without one); remove `mgr: false`")
+        return value
+
     @field_validator("pg_num")
     @classmethod
     def _pg_num(cls, value: int) -> int:
@@ -124,6 +132,12 @@ class CephSpec(Strict):
         for section in value:
             if not re.fullmatch(r"global|mon|mgr|osd|mds|client|(mon|mgr|osd|mds|client)\.[\w-]+", section):
                 raise ValueError(f"unknown ceph.conf section {section!r}; use global, mon, mgr, osd, mds, client or e.g. osd.0")
+            for key, option in value[section].items():
+                # A newline or '[' would start a section or an option of the user's own in ceph.conf.
+                if not re.fullmatch(r"[A-Za-z0-9_ .-]+", key):
+                    raise ValueError(f"ceph.conf [{section}] {key!r}: option names are letters, digits, '_', '-', '.' and spaces")
+                if isinstance(option, str) and (re.search(r"[\r\n\[\]]", option) or not option.isprintable()):
+                    raise ValueError(f"ceph.conf [{section}] {key}: a value is one line without '[' or ']' (got {option!r})")
         return value
 
 

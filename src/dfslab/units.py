@@ -86,3 +86,11 @@ def to_display(value: float, unit: str) -> tuple[float, str]:
     if unit in TIME_UNITS:
         return value * TIME_UNITS[unit] / TIME_UNITS["ms"], "ms"
     return value, unit
+
+
+def parse_percent(text: object) -> float:
+    """`1%` or `0.5%` -> 1.0 / 0.5 (a share of packets); 0-100."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%\s*", str(text))
+    if not m or float(m.group(1)) > 100:
+        raise UnitError(f"a percentage like 1% or 0.5% (0-100%), got {text!r}")
+    return float(m.group(1))

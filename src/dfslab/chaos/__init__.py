@@ -8,6 +8,7 @@ the cluster anyway). To add a fault kind: a `Fault` subclass registered in `FAUL
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from abc import ABC, abstractmethod
@@ -20,6 +21,10 @@ from ..cluster import Attached
 
 class FaultError(RuntimeError):
     """A fault cannot be injected or undone; the message says why."""
+
+
+class FaultInputError(FaultError):
+    """A bad kind, target or option, found before anything was changed (so nothing is undone)."""
 
 
 @dataclass
@@ -43,7 +48,25 @@ class Fault(ABC):
 
     @abstractmethod
     def inject(self, target: str, **options: Any) -> dict[str, Any]:
-        """Break `target`; return what `undo` needs."""
+        """Break `target`; return what `undo` needs. A subclass names each option it takes as a
+        keyword parameter with its default: that signature is the option list users see."""
+
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        """{option: default} from the inject signature."""
+        params = list(inspect.signature(cls.inject).parameters.values())[2:]  # self, target
+        return {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY
+                or p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """The options with defaults filled in; an unknown key is a FaultError naming the valid ones."""
+        known = cls.option_defaults()
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            valid = ", ".join(f"{k} (default {v})" for k, v in known.items()) or "none"
+            raise FaultInputError(f"fault {cls.kind}: unknown option(s) {', '.join(map(repr, unknown))}; options: {valid}")
+        return {**known, **options}
 
     @abstractmethod
     def undo(self, target: str, record: dict[str, Any]) -> None:
@@ -53,7 +76,7 @@ class Fault(ABC):
         """N of a target written osd.N or N."""
         m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
         if not m:
-            raise FaultError(f"fault {self.kind} takes an OSD like osd.1, got {target!r}")
+            raise FaultInputError(f"fault {self.kind} takes an OSD like osd.1, got {target!r}")
         return int(m.group(1))
 
     def ceph(self, *args: str) -> str:
@@ -77,17 +100,21 @@ FAULTS = {
 
 def fault_class(kind: str) -> type[Fault]:
     if kind not in FAULTS:
-        raise FaultError(f"unknown fault {kind!r}; kinds: {', '.join(sorted(FAULTS))}")
+        raise FaultInputError(f"unknown fault {kind!r}; kinds: {', '.join(sorted(FAULTS))}")
     module, _, cls = FAULTS[kind].partition(":")
     return getattr(import_module(module), cls)
 
 
 def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injected:
+    fault_class(kind).check_options(options)  # before anything is recorded or broken
     fault = fault_class(kind)(cluster)
     pending = {"kind": kind, "target": target, "at": time.time(), "record": {"pending": True, **options}}
     cluster.state.add_resource("faults", pending)
     try:
         record = fault.inject(target, **options)
+    except FaultInputError:
+        cluster.state.remove_resource("faults", pending)  # refused before anything changed
+        raise
     except Exception:
         # Half an inject is still a change: try the undo before giving up the record.
         try:

@@ -10,7 +10,7 @@ import signal
 from typing import Any
 
 from ..procs import is_marked
-from . import Fault, FaultError
+from . import Fault, FaultError, FaultInputError
 
 
 class KillBrick(Fault):
@@ -21,28 +21,28 @@ class KillBrick(Fault):
         from ..backends.gluster import GlusterBackend
         backend = self.cluster.backend
         if not isinstance(backend, GlusterBackend):
-            raise FaultError("fault brick is for GlusterFS clusters; on Ceph use kill osd.N")
+            raise FaultInputError("fault brick is for GlusterFS clusters; on Ceph use kill osd.N")
         return backend
 
     def find(self, target: str) -> dict[str, Any]:
         m = re.fullmatch(r"([a-z][a-z0-9-]*)(?:/b(\d+))?", target)
         if not m:
-            raise FaultError(f"fault brick takes a node or node/bN, e.g. node2 or node2/b1; got {target!r}")
+            raise FaultInputError(f"fault brick takes a node or node/bN, e.g. node2 or node2/b1; got {target!r}")
         node, index = m.group(1), int(m.group(2) or 0)
         backend = self.backend()
         if node not in self.cluster.spec.node_names():
-            raise FaultError(f"no node {node!r}; nodes: {', '.join(self.cluster.spec.node_names())}")
+            raise FaultInputError(f"no node {node!r}; nodes: {', '.join(self.cluster.spec.node_names())}")
         path = str(backend.ctx.node_dir(node, "bricks") / f"b{index}")
         for brick in backend.bricks():
             if brick["brick"].endswith(f":{path}"):
                 return brick
-        raise FaultError(f"no brick {path} in the volume")
+        raise FaultInputError(f"no brick {path} in the volume")
 
-    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+    def inject(self, target: str) -> dict[str, Any]:
         brick = self.find(target)
         pid = brick["pid"]
         if not brick["online"] or pid <= 0:
-            raise FaultError(f"brick {brick['brick']} is not online")
+            raise FaultInputError(f"brick {brick['brick']} is not online")
         if not is_marked(pid, self.cluster.state.name):
             raise FaultError(f"pid {pid} of brick {brick['brick']} is not a process of cluster {self.cluster.state.name}")
         os.kill(pid, signal.SIGKILL)

@@ -9,7 +9,7 @@ import signal
 from typing import Any
 
 from ..procs import TrackedProcess
-from . import Fault, FaultError
+from . import Fault, FaultInputError
 
 
 def restartable(proc: TrackedProcess) -> dict[str, Any]:
@@ -26,16 +26,16 @@ class KillDaemon(Fault):
         proc = self.cluster.runtime.procs.get(name)
         if proc is None:
             known = ", ".join(p.name for p in self.cluster.runtime.procs.all() if p.meta.get("kind") != "client")
-            raise FaultError(f"no daemon {name!r} in cluster {self.cluster.state.name}; daemons: {known}")
+            raise FaultInputError(f"no daemon {name!r} in cluster {self.cluster.state.name}; daemons: {known}")
         return proc
 
     def stop(self, proc: TrackedProcess) -> None:
         if not proc.alive():
-            raise FaultError(f"{proc.name} is not running")
+            raise FaultInputError(f"{proc.name} is not running")
         # On docker this is `docker kill` / `docker stop` of the daemon's container.
         self.cluster.runtime.signal_process(proc, self.signal, grace=30)
 
-    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+    def inject(self, target: str) -> dict[str, Any]:
         proc = self.tracked(target)
         self.stop(proc)
         return {"daemons": [restartable(proc)]}
@@ -61,10 +61,10 @@ class LoseNode(KillDaemon):
     kind = "node"
     help = "kill -9 every daemon of a node at once; undo: start them all again"
 
-    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+    def inject(self, target: str) -> dict[str, Any]:
         procs = [p for p in self.cluster.runtime.procs.all() if p.node == target and p.meta.get("kind") != "client"]
         if not procs:
-            raise FaultError(f"no daemons on node {target!r}; nodes: {', '.join(self.cluster.spec.node_names())}")
+            raise FaultInputError(f"no daemons on node {target!r}; nodes: {', '.join(self.cluster.spec.node_names())}")
         for proc in procs:
             self.cluster.runtime.signal_process(proc, signal.SIGKILL)
         # Daemons the tracked ones started (GlusterFS bricks and self-heal daemon) die with the node too.

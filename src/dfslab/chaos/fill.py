@@ -22,8 +22,8 @@ import math
 import time
 from typing import Any
 
-from ..units import UnitError, parse_size
-from . import Fault, FaultError
+from ..units import UnitError, parse_duration, parse_size
+from . import Fault, FaultError, FaultInputError
 
 POOL = "dfslab-fill"
 OBJECT = 4 << 20
@@ -41,20 +41,20 @@ class FillOsd(Fault):
         """{osd id: (bytes used, bytes total)} as Ceph counts them for the full ratios."""
         return {n["id"]: (n["kb_used"] * 1024, n["kb"] * 1024) for n in self.json("osd", "df")["nodes"]}
 
-    def inject(self, target: str, headroom: str = "128MiB", timeout: str | float = 90, **options: Any) -> dict[str, Any]:
+    def inject(self, target: str, headroom: str = "128MiB", timeout: str = "90s") -> dict[str, Any]:
         osd = self.osd_id(target)
         try:
-            gap = parse_size(headroom)
+            gap, limit = parse_size(headroom), parse_duration(timeout)
         except UnitError as exc:
-            raise FaultError(f"fill headroom: {exc}") from None
+            raise FaultInputError(f"fill headroom / timeout: {exc}") from None
         known = self.usage()
         if osd not in known:
-            raise FaultError(f"no osd.{osd}; OSDs: {', '.join(f'osd.{i}' for i in sorted(known))}")
+            raise FaultInputError(f"no osd.{osd}; OSDs: {', '.join(f'osd.{i}' for i in sorted(known))}")
         dump = self.json("osd", "dump")
         record = {"osd": osd, "ratios": {k: dump[f"{k}_ratio"] for k in ("nearfull", "backfillfull", "full")},
                   "device_class": self.device_class(osd)}
         self.pin_pool(osd)
-        record["full_ratio"] = self.fill_until_full(osd, gap, float(timeout))
+        record["full_ratio"] = self.fill_until_full(osd, gap, limit)
         return record
 
     def device_class(self, osd: int) -> str:

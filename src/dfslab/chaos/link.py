@@ -9,8 +9,8 @@ from typing import Any
 
 from ..runtime import RuntimeError_
 from ..runtime.local import netem_available, tbf_args
-from ..units import UnitError, parse_bandwidth
-from . import Fault, FaultError
+from ..units import UnitError, parse_bandwidth, parse_duration, parse_percent
+from . import Fault, FaultError, FaultInputError
 
 
 class _LinkFault(Fault):
@@ -19,7 +19,7 @@ class _LinkFault(Fault):
         try:
             return self.cluster.runtime.link_ends(node)
         except RuntimeError_ as exc:
-            raise FaultError(f"link faults: {exc}") from None
+            raise FaultInputError(f"link faults: {exc}") from None
 
     def sh(self, *argv: str, check: bool = True) -> None:
         res = subprocess.run(list(argv), capture_output=True, text=True)
@@ -31,7 +31,7 @@ class CutLink(_LinkFault):
     kind = "partition"
     help = "cut a node's link (both directions); undo: link up"
 
-    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+    def inject(self, target: str) -> dict[str, Any]:
         ns, dev = self.ends(target)[0]
         self.sh("ip", "-n", ns, "link", "set", dev, "down")
         return {}
@@ -43,19 +43,32 @@ class CutLink(_LinkFault):
 
 class DegradeLink(_LinkFault):
     kind = "degrade"
-    help = "cap a node's link at a bandwidth (e.g. bandwidth=100mbit); undo: the spec's shaping"
+    help = ("cap a node's link at a bandwidth (default 100mbit); latency=5ms / loss=1% where the kernel has tc netem "
+            "(refused where it has not); undo: the spec's shaping")
 
-    def inject(self, target: str, bandwidth: str = "100mbit", latency: str | None = None, loss: str | None = None,
-               **options: Any) -> dict[str, Any]:
-        if (latency or loss) and not netem_available():
-            raise FaultError("latency and loss need tc netem, which this kernel does not have; degrade bandwidth only")
+    def inject(self, target: str, bandwidth: str = "100mbit", latency: str | None = None,
+               loss: str | None = None) -> dict[str, Any]:
         try:
             rate = parse_bandwidth(bandwidth)
-        except UnitError as exc:
-            raise FaultError(f"degrade bandwidth: {exc}") from None
-        for ns, dev in self.ends(target):
-            self.sh("tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate))
-        return {"bandwidth": bandwidth}
+            delay = parse_duration(latency) if latency is not None else None
+            drop = parse_percent(loss) if loss is not None else None
+        except (UnitError, ValueError) as exc:
+            raise FaultInputError(f"degrade bandwidth / latency / loss: {exc}") from None
+        if (delay is not None or drop is not None) and not netem_available():
+            raise FaultInputError("degrade latency / loss: this kernel has no tc netem, so neither can be emulated "
+                                  "(nothing was applied); degrade bandwidth only, e.g. --set bandwidth=100mbit")
+        ends = self.ends(target)
+        for ns, dev in ends:
+            if delay is None and drop is None:
+                self.sh("tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate))
+                continue
+            # netem holds the delay and loss; a tbf child under it holds the rate.
+            netem = [*(["delay", f"{delay * 1e6:.0f}us"] if delay is not None else []),
+                     *(["loss", f"{drop:g}%"] if drop is not None else [])]
+            self.sh("tc", "-n", ns, "qdisc", "del", "dev", dev, "root", check=False)
+            self.sh("tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", *netem)
+            self.sh("tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *tbf_args(rate))
+        return {"bandwidth": bandwidth, "latency": latency, "loss": loss}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
         node = next((n for n in self.cluster.spec.nodes if n.name == target), None)

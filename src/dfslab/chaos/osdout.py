@@ -11,7 +11,7 @@ class MarkOut(Fault):
     kind = "out"
     help = "ceph osd out N (placement groups move off it); undo: ceph osd in N"
 
-    def inject(self, target: str, **options: Any) -> dict[str, Any]:
+    def inject(self, target: str) -> dict[str, Any]:
         self.ceph("osd", "out", str(self.osd_id(target)))
         return {}
 

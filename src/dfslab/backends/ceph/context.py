@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
+from ...safety import write_private
 from ...runtime import Runtime
 from ...spec import ClusterSpec
 from .admin import CephAdmin
@@ -40,5 +40,4 @@ class CephContext:
     def write_keyring(self, daemon: str, text: str) -> None:
         path = self.layout.data(daemon)
         path.mkdir(parents=True, exist_ok=True)
-        (path / "keyring").write_text(text)
-        os.chmod(path / "keyring", 0o600)
+        write_private(path / "keyring", text)

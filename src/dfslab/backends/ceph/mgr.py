@@ -7,8 +7,6 @@ from .context import CephContext
 
 
 def create(ctx: CephContext) -> None:
-    if not ctx.spec.ceph.mgr:
-        return
     node = ctx.spec.nodes[0].name
     keyring = keyring_text("mgr.x", gen_key(), MGR_CAPS)
     ctx.admin.cmd("auth import", inbuf=keyring)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
+from ...safety import write_private
 from .. import BackendError
 from .conf import ADMIN_CAPS, gen_key, keyring_text, mon_addrvec, mon_placement
 from .context import CephContext
@@ -26,14 +27,14 @@ def create(ctx: CephContext) -> None:
     _run(argv + [str(monmap)])
 
     admin = keyring_text("client.admin", gen_key(), ADMIN_CAPS)
-    layout.admin_keyring.write_text(admin)
+    write_private(layout.admin_keyring, admin)
     # Also where ceph.conf's `keyring = .../$name/keyring` points, so any client given only
     # the conf (fio's rbd engine, ceph-fuse) authenticates as client.admin.
     admin_home = layout.data("client.admin")
     admin_home.mkdir(parents=True, exist_ok=True)
-    (admin_home / "keyring").write_text(admin)
+    write_private(admin_home / "keyring", admin)
     mon_keyring = conf_dir / "mon.keyring"
-    mon_keyring.write_text(keyring_text("mon.", gen_key(), {"mon": "allow *"}) + admin)
+    write_private(mon_keyring, keyring_text("mon.", gen_key(), {"mon": "allow *"}) + admin)
 
     for mon_id, node in mons.items():
         data = layout.data(f"mon.{mon_id}")
