@@ -46,14 +46,15 @@ def queries(draw) -> str:
     where = [_predicate(draw) for _ in range(draw(st.integers(0, 3)))]
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     if draw(st.booleans()):
-        cols = draw(st.lists(st.sampled_from(NUMERIC + ["cat"]), min_size=1, max_size=4, unique=True))
+        # Repeated projections too (SELECT a, a): the class answers each copy.
+        cols = draw(st.lists(st.sampled_from(NUMERIC + ["cat"]), min_size=1, max_size=5))
         return f"SELECT {', '.join(cols)} FROM ds{clause}"
     aggs = []
     for _ in range(draw(st.integers(1, 4))):
         func = draw(st.sampled_from(["count", "sum", "min", "max", "avg"]))
         col = "*" if func == "count" and draw(st.booleans()) else draw(st.sampled_from(NUMERIC))
         aggs.append(f"{func}({col})")
-    group = draw(st.sampled_from([None, "cat", "qty"]))
+    group = draw(st.sampled_from([None, *NUMERIC, "cat"]))  # any column, also one key per row (id, a, c)
     select = ([group] if group else []) + aggs
     return f"SELECT {', '.join(select)} FROM ds{clause}" + (f" GROUP BY {group}" if group else "")
 
@@ -69,11 +70,16 @@ def _close(x, y) -> bool:
         return x is None and y is None
     if isinstance(x, str) or isinstance(y, str):
         return x == y
+    if math.isnan(float(x)) or math.isnan(float(y)):
+        return math.isnan(float(x)) and math.isnan(float(y))
     return math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=1e-6)
 
 
 def _key(row) -> tuple:
-    return tuple((v is None, str(type(v)), v if v is not None else 0) for v in row)
+    def part(v):
+        nan = isinstance(v, float) and math.isnan(v)
+        return (v is None, nan, str(type(v)), 0 if v is None or nan else v)
+    return tuple(part(v) for v in row)
 
 
 def same_rows(got: list, want: list) -> bool:

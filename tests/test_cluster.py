@@ -72,6 +72,15 @@ def test_cli_reaches_the_cluster_only_from_its_namespaces(up_cluster):
     assert hosts == {"node1", "node2", "node3"}  # CRUSH failure domains are the spec's nodes
 
 
+def test_list_and_fault_list_take_json(up_cluster):
+    listed = {c["name"]: c for c in json.loads(dfslab("list", "--json").stdout)}
+    assert listed[NAME]["phase"] == "up" and listed[NAME]["filesystem"] == "ceph"
+    faults = json.loads(dfslab("fault", NAME, "list", "--json").stdout)
+    from dfslab.chaos import FAULTS
+    assert faults["active"] == [] and set(faults["kinds"]) == set(FAULTS)
+    assert faults["kinds"]["degrade"]["options"]["bandwidth"] == "100mbit"
+
+
 def test_keys_are_private(up_cluster):
     state_dir = ClusterState(NAME).dir
     assert state_dir.stat().st_mode & 0o777 == 0o700

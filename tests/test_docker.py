@@ -4,6 +4,7 @@ that leaves the host's firewall, routes and links as they were."""
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -188,11 +189,40 @@ def test_second_docker_cluster_on_the_same_subnet_is_refused_naming_the_field(do
     assert cluster.status(NAME)["health"] == "HEALTH_OK"  # the cluster that holds the subnet is untouched
 
 
-def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(dock, host_before):
+def test_daemon_containers_get_only_their_own_key(dock):
+    state_dir = str(dock.state.dir)
+    admin_keyring = str(dock.backend.ctx.layout.admin_keyring)
+    for proc in dock.runtime.procs.all():
+        cname = proc.meta["container"]
+        sources = {m["Source"] for m in inspect(cname)["Mounts"]}
+        assert state_dir not in sources, (cname, sources)
+        own = str(dock.backend.ctx.layout.data(proc.name) / "keyring")
+        exec_test = lambda *a: engine.docker("exec", cname, "test", *a, check=False).returncode  # noqa: E731
+        assert exec_test("-r", own) == 0, (cname, own)
+        assert exec_test("-e", admin_keyring) != 0, (cname, "sees the admin keyring")
+        others = [p for p in dock.runtime.procs.all() if p.name != proc.name]
+        assert exec_test("-e", str(dock.backend.ctx.layout.data(others[0].name) / "keyring")) != 0
+
+
+SIBLING = NAME + "-b"  # "dfs-t-dock-b-..." starts with "dfs-t-dock-": a prefix match would take it
+
+
+def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(dock, host_before, tmp_path):
+    sibling_spec = (f"name: {SIBLING}\nruntime: docker\nnetwork: {{subnet: 10.78.0.0/24}}\nnodes: 1\n"
+                    "ceph: {mons: 1, osds_per_node: 1, osd_size: 1GiB, replica_size: 1, pg_num: 8, cephfs: false}\n")
+    dfslab("up", str(write_spec(tmp_path, sibling_spec)), timeout=600)
     containers = [p.meta["container"] for p in dock.runtime.procs.all()]
     dock.close()
-    cluster.down(NAME, missing_ok=True)
-    assert cluster.leftovers(NAME) == []
+    try:
+        dfslab("down", NAME)
+        assert cluster.leftovers(NAME) == []
+        sibling = cluster.status(SIBLING)
+        assert sibling["health"] == "HEALTH_OK" and all(d["alive"] for d in sibling["daemons"])
+        script = Path(__file__).parent / "rados_roundtrip.py"
+        assert json.loads(dfslab("exec", SIBLING, "--", sys.executable, str(script), "5").stdout)["verified"] == 5
+    finally:
+        dfslab("down", SIBLING, check=False)
+    assert cluster.leftovers(SIBLING) == []
     assert not engine.running() and not Path(f"/run/netns/{engine.NETNS}").exists()
     assert host_network() == host_before
     assert containers  # there was something to remove

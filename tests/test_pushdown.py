@@ -3,6 +3,7 @@ client-side ones and DuckDB's for random queries; malformed input never takes an
 the class never changes the data it reads."""
 
 import base64
+import errno
 import json
 import random
 import struct
@@ -137,3 +138,39 @@ def test_fuzzing_never_takes_an_osd_down_and_never_changes_data(engine):
     assert object_digests(engine) == before  # read-only: the dataset is byte-for-byte what it was
     sql = "SELECT cat, count(*), avg(a) FROM ds WHERE c < 0.3 GROUP BY cat"
     assert same_rows(engine.call(op="query", sql=sql, where="storage")["rows"], duck(TABLE, sql))
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, count(*), sum(a), min(b), max(c) FROM ds GROUP BY id",    # one group per row
+    "SELECT a, a, b, cat, cat, id, a FROM ds WHERE c < 0.5",             # repeated projections
+    "SELECT c, count(*) FROM ds GROUP BY c",
+])
+def test_big_answers_are_sliced_and_still_equal(engine, sql):
+    """With answers capped at 16 KiB per call, every object is asked for in slices; the answer
+    is the client's and DuckDB's all the same."""
+    sliced = engine.call(op="query", sql=sql, where="storage", max_reply=16 << 10)
+    whole = engine.call(op="query", sql=sql, where="storage")
+    client = engine.call(op="query", sql=sql, where="client")
+    assert sliced["nrows"] == whole["nrows"] == client["nrows"] == len(duck(TABLE, sql))
+    assert same_rows(sliced["rows"], client["rows"]) and same_rows(whole["rows"], duck(TABLE, sql)), sql
+    assert sliced["bytes_moved"] > whole["bytes_moved"]  # more calls, more request bytes
+
+
+def test_the_class_refuses_what_it_would_have_to_allocate_beyond_its_bound(engine):
+    """GROUP BY id with 255 aggregates over 20,000 rows needs ~160 MB of groups: -E2BIG, the
+    OSD stays up; a slice of the same object is answered."""
+    blob = encode(synthetic(20_000, 5))
+    engine.call(op="put", object="big.0", data=base64.b64encode(blob).decode())
+    query = parse("SELECT id, " + ", ".join(["sum(a)"] * 255) + " FROM ds GROUP BY id")
+    calls = [["big.0", base64.b64encode(encode_request(query, len(blob))).decode(), 1 << 22],
+             ["big.0", base64.b64encode(encode_request(query, len(blob), (0, 100))).decode(), 1 << 22]]
+    codes = engine.call(op="exec", calls=calls)["codes"]
+    assert codes[0] == -errno.E2BIG and codes[1] > 0, codes
+    assert all(d["alive"] for d in status_json(NAME)["daemons"] if d["name"].startswith("osd."))
+
+
+def test_limit_reaches_the_engine_and_names_are_checked_at_load(engine):
+    res = json.loads(dfslab("query", NAME, "SELECT id FROM ds", "--limit", "5", "--json").stdout)
+    assert len(res["rows"]) == 5 and res["nrows"] == ROWS
+    res = dfslab("data", "load", NAME, "--rows", "10", "--objects", "1", "--name", "my-ds", check=False)
+    assert res.returncode == 2 and "dataset name 'my-ds'" in res.stderr

@@ -86,3 +86,53 @@ def test_client_side_answers_equal_duckdb(sql):
 ])
 def test_edge_cases_equal_duckdb(sql):
     assert same_rows(client_answer(sql), duck(TABLE, sql)), sql
+
+
+def test_integer_literals_beyond_64_bits_are_refused():
+    for big in (str(1 << 63), str(-(1 << 63) - 1), "99999999999999999999999"):
+        with pytest.raises(QueryError, match="64 bits"):
+            parse(f"SELECT a FROM ds WHERE id < {big}")
+    parse(f"SELECT a FROM ds WHERE id < {(1 << 63) - 1}")  # the largest int64 is fine
+    parse("SELECT a FROM ds WHERE id < 1e20")  # as a float it is a float comparison
+
+
+@pytest.mark.parametrize("name", ["my-ds", "1ds", "select", "FROM", "", "a b", "x" * 65, "é"])
+def test_dataset_names_queries_cannot_name_are_refused(name):
+    from dfslab.pushdown.query import check_dataset_name
+    with pytest.raises(QueryError, match="dataset name"):
+        check_dataset_name(name)
+
+
+def test_nan_keys_form_one_group_across_objects_as_in_duckdb():
+    import pyarrow as pa
+    pieces = [{"k": np.array([np.nan, 1.0, np.nan]), "v": np.array([1.0, 2.0, 3.0])},
+              {"k": np.array([np.nan, 2.0]), "v": np.array([4.0, 5.0])}]
+    sql = "SELECT k, count(*), sum(v) FROM ds GROUP BY k"
+    query = parse(sql)
+    schema = {"k": 1, "v": 1}
+    bind(query, schema)
+    got = merge(query, [execute_local(decode(encode(p)), query) for p in pieces], schema).rows
+    table = pa.table({"k": np.concatenate([p["k"] for p in pieces]), "v": np.concatenate([p["v"] for p in pieces])})
+    want = duck(table, sql)
+    assert len(got) == 3 and same_rows(got, want), (got, want)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries())
+def test_reply_bound_holds_for_every_answer(sql):
+    """The buffer the engine gives the class is never too small: the class's answer for an
+    object (here the same answer encoded on the client) fits in reply_bound."""
+    from dfslab.pushdown.columnar import nrows
+    from dfslab.pushdown.query import reply_bound
+    query = parse(sql)
+    bind(query, SCHEMA)
+    for chunk in CHUNKS:
+        blob = encode(chunk)
+        answer = execute_local(decode(blob), query)
+        if query.aggregate:
+            size = 9 + sum(1 + (4 + len(k.encode()) if isinstance(k, str) else 8 if k is not None else 0)
+                           + 32 * len(query.aggregates) for k in answer)
+        else:
+            names = query.columns or list(SCHEMA)
+            size = len(encode({f"{n}#{i}": answer[n] for i, n in enumerate(names)})) - sum(len(f"#{i}") for i in range(len(names)))
+        assert size <= reply_bound(query, SCHEMA, nrows(chunk), len(blob)), sql

@@ -13,12 +13,15 @@
 //   u8 nproj, each: u8 namelen name                     (select mode: rows out)
 //   u8 nagg,  each: u8 func (0 count, 1 sum, 2 min, 3 max) u8 namelen name (count: may be empty)
 //   u8 namelen groupby (0: no grouping)
+//   optional: u32 first_row u32 row_count   (a slice of the object's rows; absent: all of them)
 // nagg > 0: aggregate mode, answer "DFA1" u32 ngroups u8 nagg, per group a key (u8 type 0 none /
 // 1 f64 / 2 i64 / 3 string, value) then per aggregate u64 count f64 sum f64 min f64 max;
 // otherwise select mode, answer a "DFC1" object of the matching rows' projected columns.
 //
 // Everything read from the object or the request is bounds-checked: bad input is -EINVAL
-// (or -EIO for a malformed object), never a crash. The method is read-only.
+// (or -EIO for a malformed object), never a crash. The method is read-only. What one call may
+// allocate is bounded before the scan (projected bytes of the slice, or groups x aggregates):
+// over kMaxAnswer the call is refused with -E2BIG, and the client asks again for smaller slices.
 
 #include <errno.h>
 #include <stdint.h>
@@ -34,6 +37,8 @@
 namespace {
 
 const uint32_t kMaxObject = 256u << 20;
+const uint64_t kMaxAnswer = 32ull << 20;  // bytes of answer (and of the work behind it) per call
+const uint64_t kGroupOverhead = 160;      // a std::map node + Key + vector header, per group
 
 enum ColType : uint8_t { kF64 = 1, kI64 = 2, kStr = 3 };
 
@@ -217,6 +222,9 @@ struct Key {
     if (type != o.type) return type < o.type;
     if (type == kStr) return s < o.s;
     if (type == kI64) return i < o.i;
+    // NaN keys are one group, after every number (a strict weak order; NaN < x is always false).
+    bool nan_a = num != num, nan_b = o.num != o.num;
+    if (nan_a || nan_b) return !nan_a && nan_b;
     return num < o.num;
   }
 };
@@ -286,6 +294,11 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
     if (a.func > 3 || (a.func != 0 && a.name.empty())) return -EINVAL;
   }
   std::string groupby = q.name();
+  uint32_t first = 0, count = UINT32_MAX;
+  if (q.ok && q.n - q.pos == 8) {
+    first = q.get<uint32_t>();
+    count = q.get<uint32_t>();
+  }
   if (!q.ok || q.pos != q.n) return -EINVAL;
 
   char *buf = nullptr;
@@ -297,6 +310,11 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
   Table t;
   if (!parse_table(reinterpret_cast<const uint8_t *>(object.data()), object.size(), &t)) return -EIO;
 
+  if (first > t.nrows) return -EINVAL;
+  uint32_t end = (count > t.nrows - first) ? t.nrows : first + count;
+  uint64_t slice = end - first;
+  auto str_bytes = [&](const Column *c) -> uint64_t { return c->off(end) - c->off(first); };
+
   std::vector<Predicate> bound;
   for (const auto &p : preds) {
     Predicate b{t.find(p.name), p.op, p.vtype, p.num, p.i, p.s};
@@ -306,7 +324,7 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
     bound.push_back(b);
   }
   std::vector<uint32_t> rows;
-  for (uint32_t row = 0; row < t.nrows; row++) {
+  for (uint32_t row = first; row < end; row++) {
     bool keep = true;
     for (const auto &p : bound) if (!(keep = matches(p, row))) break;
     if (keep) rows.push_back(row);
@@ -320,6 +338,9 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
       if (!c) return -ENOENT;
       cols.push_back(c);
     }
+    uint64_t need = 12;
+    for (const Column *c : cols) need += 18 + c->name.size() + (c->type == kStr ? 4 * (slice + 1) + str_bytes(c) : 8 * slice);
+    if (need > kMaxAnswer) return -E2BIG;
     *answer = encode_rows(cols, rows);
     return 0;
   }
@@ -332,6 +353,10 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
   }
   const Column *group = nullptr;
   if (!groupby.empty() && !(group = t.find(groupby))) return -ENOENT;
+  uint64_t groups_max = group ? slice : 1;
+  uint64_t need = 9 + groups_max * (kGroupOverhead + 9 + 32 * bound_aggs.size())
+                  + (group && group->type == kStr ? 4 * slice + 2 * str_bytes(group) : 0);
+  if (need > kMaxAnswer) return -E2BIG;
   std::map<Key, std::vector<Partial>> groups;
   for (uint32_t row : rows) {
     auto &parts = groups[key_of(group, row)];

@@ -252,10 +252,20 @@ def down(
 
 
 @app.command("list")
-def list_() -> None:
+def list_(as_json: bool = typer.Option(False, "--json", help="name, filesystem, runtime, phase and state directory of each")) -> None:
     """Clusters that are up (or half-made) on this machine."""
+    from .state import ClusterState
+    if not as_json:
+        for name in list_clusters():
+            print(name)
+        return
+    out = []
     for name in list_clusters():
-        print(name)
+        state = ClusterState(name)
+        info = state.read()
+        out.append({"name": name, "filesystem": info.get("spec", {}).get("filesystem"), "runtime": info.get("runtime_kind"),
+                    "phase": info.get("phase"), "state_dir": str(state.dir)})
+    print(json.dumps(out, indent=2))
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -414,6 +424,7 @@ def fault(
     target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, a node name, or node2/b0 (brick)"),
     option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit "
                                                        "(`dfslab fault NAME list` shows each kind's options)"),
+    as_json: bool = typer.Option(False, "--json", help="with list: active faults and every kind as JSON"),
 ) -> None:
     """Break a running cluster on purpose, and put it back.
 
@@ -435,7 +446,11 @@ def fault(
     except (*USER_ERRORS, chaos.FaultError) as exc:
         fail(exc)
     try:
-        if kind == "list":
+        if kind == "list" and as_json:
+            kinds = {k: {"help": chaos.fault_class(k).help, "options": chaos.fault_class(k).option_defaults()}
+                     for k in sorted(chaos.FAULTS)}
+            print(json.dumps({"active": chaos.active(attached), "kinds": kinds}, indent=2))
+        elif kind == "list":
             for f in chaos.active(attached):
                 print(f"active: {f['kind']} {f['target']}")
             for k in sorted(chaos.FAULTS):
@@ -514,8 +529,13 @@ def data_load(
     dfslab data load small --rows 1000000 --objects 16 · dfslab data load small --from trips.parquet --name trips
     """
     from .pushdown import QueryError
+    from .pushdown.query import check_dataset_name
     if rows < 1 or objects < 1 or objects > rows:
         fail(ValueError("--rows and --objects must be positive, with at least one row per object"))
+    try:
+        check_dataset_name(dataset)
+    except QueryError as exc:
+        fail(ValueError(f"--name: {exc}"))
     request = {"op": "load", "dataset": dataset, "rows": rows, "objects": objects, "seed": seed}
     if source is not None:
         if not source.is_file():
@@ -537,8 +557,9 @@ def query(
     name: str = NameArg("cluster name (Ceph)"),
     sql: str = typer.Argument(..., help="SELECT cols | count/sum/min/max/avg(col) FROM ds [WHERE col op value AND ...] [GROUP BY col]"),
     where: str = typer.Option("storage", help="storage: run inside the OSDs (cls_dfslab); client: read whole objects and compute here"),
-    limit: int = typer.Option(20, help="rows to print (all are counted)"),
-    as_json: bool = typer.Option(False, "--json", help="the whole answer as JSON"),
+    limit: Optional[int] = typer.Option(None, min=0, help="rows to return (all are counted); default 20 on the "
+                                                          "terminal, every row with --json"),
+    as_json: bool = typer.Option(False, "--json", help="the answer as JSON"),
 ) -> None:
     """Run a query on a dataset, inside the storage or on the client; same answer either way.
 
@@ -550,18 +571,20 @@ def query(
         fail(ValueError(f"--where: storage or client, got {where!r}"))
     with _engine(name) as engine:
         try:
-            answer = engine.call(op="query", sql=sql, where=where)
+            # The limit goes to the engine: rows nobody shows never cross the pipe.
+            answer = engine.call(op="query", sql=sql, where=where, limit=limit if limit is not None or as_json else 20)
         except QueryError as exc:
             fail(exc)
     if as_json:
         print(json.dumps(answer, indent=2))
         return
     table = Table(*answer["columns"], box=None)
-    for row in answer["rows"][:limit]:
+    for row in answer["rows"]:
         table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
     Console().print(table)
     share = answer["bytes_moved"] / answer["dataset_bytes"] if answer["dataset_bytes"] else 0
-    console.print(f"{len(answer['rows'])} row(s) · {human_bytes(answer['bytes_moved'])} moved ({share:.1%} of the "
+    shown = f" (first {len(answer['rows'])} shown; --limit N)" if len(answer["rows"]) < answer["nrows"] else ""
+    console.print(f"{answer['nrows']} row(s){shown} · {human_bytes(answer['bytes_moved'])} moved ({share:.1%} of the "
                   f"dataset's {human_bytes(answer['dataset_bytes'])}) · {answer['seconds']:.3f} s · where={where}")
 
 

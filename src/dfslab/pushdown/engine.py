@@ -15,6 +15,7 @@ moved count what crossed the client's link in each direction (requests + answers
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
 import os
@@ -26,10 +27,13 @@ from typing import Any
 from ..backends.ceph.helper import connect_from_env
 from . import dataset as ds
 from .columnar import decode
-from .query import Answer, QueryError, bind, decode_partials, encode_request, execute_local, merge, parse
+from .query import (Answer, QueryError, bind, check_dataset_name, decode_partials, encode_request, execute_local, merge,
+                    parse, reply_bound, row_bytes)
 
 CLASS = "dfslab"
 PARALLEL = 16
+# Answer bytes asked of the class per call; it refuses more than 32 MiB (E2BIG) itself.
+MAX_REPLY = int(os.environ.get("DFSLAB_PUSHDOWN_MAX_REPLY", 16 << 20))
 
 
 def connect(pool: str = "dfslab"):
@@ -37,33 +41,45 @@ def connect(pool: str = "dfslab"):
     return cluster, cluster.open_ioctx(pool)
 
 
-def run_query(ioctx, sql: str, where: str, limit: int | None = None) -> dict[str, Any]:
+def run_query(ioctx, sql: str, where: str, limit: int | None = None, max_reply: int = MAX_REPLY) -> dict[str, Any]:
     query = parse(sql)
     manifest = ds.read_manifest(ioctx, query.table)
     schema = {n: int(t) for n, t in manifest["schema"].items()}
     bind(query, schema)
     started = time.perf_counter()
 
-    def storage(obj: dict[str, Any]):
-        request = encode_request(query, obj["size"])
-        # The answer is at most the object itself (select *), plus headers.
+    def call(obj: dict[str, Any], first: int, count: int) -> list[tuple[int, Any]]:
+        """The class's answers for rows [first, first+count) of one object, in row order. An
+        answer too big for one call (the class says E2BIG) is asked for again in two halves."""
+        request = encode_request(query, obj["size"], (first, count))
+        length = reply_bound(query, schema, count, obj["size"])
         try:
-            ret, out = ioctx.execute(obj["name"], CLASS, "query", request, length=obj["size"] + 4096)
+            ret, out = ioctx.execute(obj["name"], CLASS, "query", request, length=length)
         except Exception as exc:  # rados.Error: the class refused, or is not loadable
+            if abs(getattr(exc, "errno", 0) or 0) in (errno.E2BIG, errno.ERANGE) and count > 1:
+                half = count // 2
+                return call(obj, first, half) + call(obj, first + half, count - half)
             raise QueryError(f"cls_dfslab.query on {obj['name']} failed: {exc}") from None
         if ret < 0:
             raise QueryError(f"cls_dfslab.query on {obj['name']} returned {ret}")
-        return len(request) + len(out), (decode_partials(out) if query.aggregate else decode(out))
+        return [(len(request) + len(out), decode_partials(out) if query.aggregate else decode(out))]
+
+    def storage(obj: dict[str, Any]):
+        # Slices of at most max_reply answer bytes each (GROUP BY id, repeated projections).
+        rows = obj["rows"]
+        per_call = max(1, int(max_reply // max(row_bytes(query, schema, rows, obj["size"]), 1)))
+        parts = [p for first in range(0, max(rows, 1), per_call) for p in call(obj, first, min(per_call, rows - first) or 1)]
+        return sum(n for n, _ in parts), [piece for _, piece in parts]
 
     def client(obj: dict[str, Any]):
         raw = ioctx.read(obj["name"], length=obj["size"])
-        return len(raw), execute_local(decode(raw), query)
+        return len(raw), [execute_local(decode(raw), query)]
 
     work = storage if where == "storage" else client
     with ThreadPoolExecutor(PARALLEL) as pool:
         results = list(pool.map(work, manifest["objects"]))
     moved = sum(n for n, _ in results)
-    answer: Answer = merge(query, [piece for _, piece in results], schema, limit)
+    answer: Answer = merge(query, [piece for _, pieces in results for piece in pieces], schema, limit)
     seconds = time.perf_counter() - started
     return {"columns": answer.columns, "rows": answer.rows, "nrows": answer.nrows, "where": where, "seconds": seconds,
             "bytes_moved": moved, "dataset_bytes": manifest["bytes"], "objects": len(manifest["objects"]),
@@ -78,11 +94,12 @@ def handle(ioctx, req: dict[str, Any]) -> dict[str, Any]:
         else:
             chunks = ds.synthetic_chunks(req["rows"], req["objects"], req.get("seed", 0))
             source = {"synthetic": ds.SYNTHETIC_SCHEMA, "seed": req.get("seed", 0)}
+        check_dataset_name(req["dataset"])
         started = time.perf_counter()
         manifest = ds.load(ioctx, req["dataset"], chunks, source)
         return {"manifest": manifest, "seconds": time.perf_counter() - started}
     if op == "query":
-        return run_query(ioctx, req["sql"], req.get("where", "storage"), req.get("limit"))
+        return run_query(ioctx, req["sql"], req.get("where", "storage"), req.get("limit"), req.get("max_reply", MAX_REPLY))
     if op == "exec":
         codes = []
         for name, request, length in req["calls"]:

@@ -23,6 +23,17 @@ from .columnar import F64, I64, STR, Columns, nrows
 
 OPS = {"<": 0, "<=": 1, ">": 2, ">=": 3, "=": 4, "!=": 5, "<>": 5}
 FUNCS = {"count": 0, "sum": 1, "min": 2, "max": 3, "avg": 1}  # avg = sum / count of one partial
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+KEYWORDS = ("select", "from", "where", "and", "group", "by")
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def check_dataset_name(name: str) -> str:
+    """A dataset is named in queries (FROM name): only names the query language can write."""
+    if not re.fullmatch(IDENT, name) or name.lower() in KEYWORDS or len(name) > 64:
+        raise QueryError(f"dataset name {name!r}: use letters, digits and '_', starting with a letter or '_' "
+                         f"(at most 64), not one of {', '.join(KEYWORDS)}; queries name it after FROM")
+    return name
 
 
 class QueryError(ValueError):
@@ -84,14 +95,20 @@ class _Parser:
 
     def ident(self, what: str) -> str:
         kind, value = self.next(what)
-        if kind != "word" or value.lower() in ("select", "from", "where", "and", "group", "by"):
+        if kind != "word" or value.lower() in KEYWORDS:
             raise QueryError(f"expected {what}, got {value!r}")
         return value
 
     def literal(self) -> Any:
         kind, value = self.next("a number or a 'string'")
         if kind == "num":
-            return float(value) if re.search(r"[.eE]", value) else int(value)
+            if re.search(r"[.eE]", value):
+                return float(value)
+            number = int(value)
+            if not I64_MIN <= number <= I64_MAX:  # the class compares int64; the client must refuse alike
+                raise QueryError(f"integer {value} does not fit in 64 bits ({I64_MIN}..{I64_MAX}); "
+                                 "write it as a float (e.g. 1e20) to compare as one")
+            return number
         if kind == "str":
             return value[1:-1].replace("''", "'")
         raise QueryError(f"expected a number or a 'string', got {value!r} (OR, IN, functions are not supported)")
@@ -194,7 +211,8 @@ def _name(name: str) -> bytes:
     return struct.pack("<B", len(raw)) + raw
 
 
-def encode_request(query: Query, object_len: int) -> bytes:
+def encode_request(query: Query, object_len: int, rows: tuple[int, int] | None = None) -> bytes:
+    """The class's request; `rows` = (first, count) asks for a slice of the object's rows."""
     out = [b"DFQ1", struct.pack("<I", object_len), struct.pack("<B", len(query.predicates))]
     for col, op, value in query.predicates:
         out.append(_name(col) + struct.pack("<B", OPS[op]))
@@ -209,10 +227,49 @@ def encode_request(query: Query, object_len: int) -> bytes:
     out.append(struct.pack("<B", len(query.aggregates)))
     out += [struct.pack("<B", FUNCS[f]) + _name(c or "") for f, c in query.aggregates]
     out.append(_name(query.group_by or ""))
+    if rows is not None:
+        out.append(struct.pack("<II", *rows))
     return b"".join(out)
 
 
+def reply_bound(query: Query, schema: dict[str, int], rows: int, object_size: int) -> int:
+    """Bytes the class's answer for `rows` rows of an object can take at most (string bytes
+    bounded by the object's size): the buffer to give it, and the figure to slice by."""
+    if query.aggregate:
+        key = (4 if schema.get(query.group_by) == STR else 8) if query.group_by else 0
+        groups = rows if query.group_by else 1
+        strings = object_size if schema.get(query.group_by) == STR else 0
+        return 9 + groups * (1 + key + 32 * len(query.aggregates)) + strings + 64
+    names = query.columns or list(schema)
+    total = 12
+    for name in names:
+        total += 18 + len(name.encode()) + (4 * (rows + 1) + object_size if schema[name] == STR else 8 * rows)
+    return total + 64
+
+
+def row_bytes(query: Query, schema: dict[str, int], rows: int, object_size: int) -> float:
+    """About how many answer bytes one row costs (strings at the object's mean bytes per row)."""
+    per_row_str = object_size / max(rows, 1)
+    if query.aggregate:
+        return 9 + 32 * len(query.aggregates) + (4 + per_row_str if schema.get(query.group_by) == STR else 0)
+    return sum(4 + per_row_str if schema[n] == STR else 8 for n in (query.columns or list(schema)))
+
+
 Partials = dict[Any, list[tuple[int, float, float, float]]]  # group key -> per aggregate (count, sum, min, max)
+
+
+class _NaNKey:
+    """The one group of every NaN key (NaN != NaN would make each its own dict key)."""
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+NAN_KEY = _NaNKey()
+
+
+def group_key(key: Any) -> Any:
+    return NAN_KEY if isinstance(key, float) and key != key else key
 
 
 def decode_partials(buf: bytes) -> Partials:
@@ -239,7 +296,7 @@ def decode_partials(buf: bytes) -> Partials:
         for _ in range(nagg):
             parts.append(struct.unpack_from("<Qddd", buf, pos))
             pos += 32
-        out[key] = parts
+        out[group_key(key)] = parts
     return out
 
 
@@ -283,15 +340,16 @@ def execute_local(columns: Columns, query: Query) -> Columns | Partials:
         np.minimum.at(lo, inverse, v)
         np.maximum.at(hi, inverse, v)
         per_agg.append((np.bincount(inverse, weights=v, minlength=n), lo, hi))
-    return {_py(key): [(int(counts[g]), float(s[g]), float(lo[g]), float(hi[g])) for s, lo, hi in per_agg]
+    return {group_key(_py(key)): [(int(counts[g]), float(s[g]), float(lo[g]), float(hi[g])) for s, lo, hi in per_agg]
             for g, key in enumerate(keys)}
 
 
 def _factorize(column, rows: np.ndarray) -> tuple[list, np.ndarray]:
     """(distinct keys, each selected row's index into them), vectorized for numbers."""
     if isinstance(column, np.ndarray):
-        keys, inverse = np.unique(column[rows], return_inverse=True)
-        return list(keys), inverse.astype(np.int64)
+        # equal_nan: every NaN is one key, as in the class (and SQL engines' GROUP BY)
+        keys, inverse = np.unique(column[rows], return_inverse=True, equal_nan=True)
+        return list(keys), inverse.reshape(-1).astype(np.int64)
     codes: dict[str, int] = {}
     inverse = np.fromiter((codes.setdefault(column[i], len(codes)) for i in rows), dtype=np.int64, count=len(rows))
     return list(codes), inverse
@@ -332,12 +390,12 @@ def merge(query: Query, pieces: list, schema: dict[str, int], limit: int | None 
     if not query.group_by and not total:
         total[None] = [[0, 0.0, float("inf"), float("-inf")] for _ in query.aggregates]
     rows = []
-    for key in sorted(total, key=lambda k: (k is None, k)):
+    for key in sorted(total, key=lambda k: (k is None, k is NAN_KEY, 0 if k is None or k is NAN_KEY else k)):
         row = []
         agg_iter = iter(zip(query.aggregates, total[key]))
         for label in query.output:
             if query.group_by and label == query.group_by:
-                row.append(_py(key))
+                row.append(float("nan") if key is NAN_KEY else _py(key))
                 continue
             (func, col), (count, s, lo, hi) = next(agg_iter)
             row.append(_final(func, col, count, s, lo, hi, schema))

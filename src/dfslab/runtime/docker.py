@@ -6,8 +6,9 @@
                                   `docker run ... mon|osd`, joined to its node's network
                                   (`--network container:`), the daemon the only child of its init
 
-Config, keyrings, OSD data, admin sockets and logs are bind-mounted from the cluster's state
-directory at the same path, so a daemon container that is removed and created again (a
+What a daemon declares it needs (ceph.conf read-only, its own data directory with its own
+keyring, admin sockets, logs; glusterd its node's directory) is bind-mounted from the
+cluster's state directory at the same path, never the whole directory with every key, so a daemon container that is removed and created again (a
 fault's undo) comes back with the same identity, as a StatefulSet pod does. No container is
 privileged (root here lacks CAP_SYS_RESOURCE) and none needs to be: OSDs use BlueStore files;
 glusterd's container gets CAP_SYS_ADMIN alone (its private bind mounts, the bricks' trusted.*
@@ -150,7 +151,13 @@ class DockerRuntime(LocalNetnsRuntime):
         self._remove(cname)  # an earlier incarnation (killed by a fault) keeps its name until removed
         log = str(self.state.logs_dir / f"{name}.out")
         env_args = [arg for key, value in {**(env or {}), ENV_MARK: self.state.name}.items() for arg in ("-e", f"{key}={value}")]
-        mounts = ["-v", f"{self.state.dir}:{self.state.dir}"]
+        # Only what the daemon declares it needs, at the same paths (so a recreated container is the
+        # same daemon): its own keyring, never the whole state directory with every key in it.
+        declared = (meta or {}).get("mounts")
+        if not declared:
+            raise RuntimeError_(f"daemon {name} declares no paths (meta 'mounts'); a container gets only those")
+        mounts = [arg for path, mode in declared for arg in ("-v", f"{path}:{path}:{mode}")]
+        mounts += ["-v", f"{self.state.logs_dir}:{self.state.logs_dir}"]  # where LOG_WRAPPER writes
         if CLASS_LIB.parent.is_dir():  # dfslab's object class, linked from the OSDs' class dir
             mounts += ["-v", f"{CLASS_LIB.parent}:{CLASS_LIB.parent}:ro"]
         # Capabilities a daemon asks for (meta caps), never --privileged.

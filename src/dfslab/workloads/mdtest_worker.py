@@ -6,14 +6,23 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import queue
 import shutil
 import sys
+import threading
 import time
 
 PHASES = ("create", "stat", "read", "unlink")
 
 
 def worker(base: str, rank: int, files: int, size: int, barrier, results) -> None:
+    try:
+        _phases(base, rank, files, size, barrier, results)
+    except threading.BrokenBarrierError:
+        sys.exit(2)  # another worker died; main() says which
+
+
+def _phases(base: str, rank: int, files: int, size: int, barrier, results) -> None:
     mydir = os.path.join(base, f"proc{rank}")
     os.makedirs(mydir, exist_ok=True)
     payload = os.urandom(size)
@@ -37,6 +46,22 @@ def worker(base: str, rank: int, files: int, size: int, barrier, results) -> Non
     barrier.wait()
 
 
+def _next_result(results, workers, barrier, deadline_s: float = 3600):
+    """The next phase result; a worker that died makes the step fail within a second (the
+    barrier is broken, so the others stop waiting for it) instead of after the deadline."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            return results.get(timeout=1)
+        except queue.Empty:
+            dead = [w for w in workers if w.exitcode not in (None, 0)]
+            if dead:
+                barrier.abort()
+                raise SystemExit(f"a worker died (exit {dead[0].exitcode}); the others were stopped") from None
+    barrier.abort()
+    raise SystemExit(f"no phase finished within {deadline_s:.0f} s")
+
+
 def main(base: str, procs: int, files: int, size: int) -> dict:
     os.makedirs(base, exist_ok=True)
     barrier = mp.Barrier(procs)
@@ -45,13 +70,20 @@ def main(base: str, procs: int, files: int, size: int) -> dict:
     for w in workers:
         w.start()
     spans: dict[str, list[tuple[float, float]]] = {p: [] for p in PHASES}
-    for _ in range(procs * len(PHASES)):
-        phase, _rank, start, end = results.get(timeout=3600)
-        spans[phase].append((start, end))
-    for w in workers:
-        w.join()
-        if w.exitcode != 0:
-            raise SystemExit(f"worker exited {w.exitcode}")
+    try:
+        for _ in range(procs * len(PHASES)):
+            phase, _rank, start, end = _next_result(results, workers, barrier)
+            spans[phase].append((start, end))
+    finally:
+        for w in workers:
+            if w.is_alive() and w.exitcode is None:
+                w.join(timeout=5)
+            if w.is_alive():
+                w.kill()
+                w.join()
+    failed = [w.exitcode for w in workers if w.exitcode != 0]
+    if failed:
+        raise SystemExit(f"worker exited {failed[0]}")
     shutil.rmtree(base, ignore_errors=True)
     # A phase lasts from its first start to its last end across processes.
     return {p: {"ops": procs * files, "seconds": max(e for _, e in s) - min(b for b, _ in s)} for p, s in spans.items()}

@@ -32,7 +32,16 @@ class CephContext:
         argv = [f"ceph-{kind}", "-f", "--cluster", "ceph", "-i", str(ident), "-c", str(self.layout.conf)]
         if kind != "mon":
             argv += ["--public-addr", self.addresses[node]]
-        self.runtime.spawn(name, node, argv, env=DAEMON_ENV, meta={"kind": kind, "log": self.daemon_log(name)})
+        self.runtime.spawn(name, node, argv, env=DAEMON_ENV,
+                           meta={"kind": kind, "log": self.daemon_log(name), "mounts": self.daemon_paths(name)})
+
+    def daemon_paths(self, name: str) -> list[list[str]]:
+        """[path, "ro"|"rw"] a daemon reads or writes (what a container of it gets): the conf file,
+        its own data directory with its own keyring, and the shared run/log/crash/class dirs;
+        never the admin keyring or another daemon's key."""
+        root = self.layout.root
+        return [[str(self.layout.conf), "ro"], [str(self.layout.data(name)), "rw"], [str(root / "run"), "rw"],
+                [str(root / "logs"), "rw"], [str(root / "crash"), "rw"], [str(root / "classes"), "ro"]]
 
     def daemon_log(self, name: str) -> str:
         return str(self.layout.root / "logs" / f"ceph-{name}.log")

@@ -54,7 +54,7 @@ def start(ctx: GlusterContext, node: str) -> None:
     # caps: in a container, the bind mounts above and the bricks' trusted.* xattrs need SYS_ADMIN.
     ctx.runtime.spawn(daemon_name(node), node, ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
                       meta={"kind": "glusterd", "log": str(ctx.node_dir(node, "log") / "glusterd.log"),
-                            "caps": ["SYS_ADMIN"]})
+                            "caps": ["SYS_ADMIN"], "mounts": [[str(ctx.node_dir(node, "")), "rw"]]})
 
 
 def tracked(ctx: GlusterContext, node: str) -> TrackedProcess:
