@@ -63,7 +63,8 @@ def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
         node_container = dock.runtime.container(proc.node)
         assert info["HostConfig"]["NetworkMode"] == f"container:{inspect(node_container)['Id']}"
         mounts = {m["Source"] for m in info["Mounts"]}
-        assert str(dock.state.dir) in mounts  # conf, keyrings and data come from the state directory
+        # conf, its keyring and data come from the state directory, piece by piece (not all of it)
+        assert str(dock.backend.ctx.layout.data(proc.name)) in mounts and str(dock.state.dir) not in mounts
     node1 = inspect(dock.runtime.container("node1"))
     assert node1["NetworkSettings"]["Networks"][dock.runtime.network]["IPAddress"] == dock.state.read()["addresses"]["node1"]
 
