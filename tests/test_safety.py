@@ -178,3 +178,17 @@ def test_fault_list_help_names_every_registered_kind(home):
     from dfslab.chaos import FAULTS
     text = flat(run_cli(home, "fault", "--help").stdout)
     assert all(kind in text for kind in FAULTS)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_mounts_of_a_cluster_with_a_longer_name_are_not_this_ones(tmp_path):
+    from dfslab.safety import mounts_under
+    mnt = tmp_path / "x-b" / "mnt"
+    mnt.mkdir(parents=True)
+    (tmp_path / "x").mkdir()
+    assert subprocess.run(["mount", "-t", "tmpfs", "none", str(mnt)]).returncode == 0
+    try:
+        assert mounts_under(tmp_path / "x") == []
+        assert mounts_under(tmp_path / "x-b") == [str(mnt)]
+    finally:
+        subprocess.run(["umount", str(mnt)])

@@ -15,7 +15,7 @@ import psutil
 from .backends import Backend, BackendError, Progress, backend_for
 from .backends.fuse import unmount
 from .procs import ENV_MARK, marked_pids
-from .safety import UnsafeRemoval, inside
+from .safety import UnsafeRemoval, inside, mounts_under
 from .runtime import Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
 from .state import ClusterState, dfslab_home, list_clusters
@@ -160,8 +160,7 @@ def leftovers(name: str) -> list[str]:
     state = ClusterState(name)
     found = [f"process {pid}" for pid in marked_pids(name)]
     found += attach_runtime(state).leftovers()
-    mounts = Path("/proc/mounts").read_text()
-    found += [f"mount {line.split()[1]}" for line in mounts.splitlines() if str(state.dir) in line]
+    found += [f"mount {point}" for point in mounts_under(state.dir)]  # below clusters/x/, not clusters/x-b/
     if state.dir.exists():
         found.append(f"state dir {state.dir}")
     return found
