@@ -22,6 +22,38 @@ os.environ["DFSLAB_RUNS"] = str(Path(_HOME) / "runs")
 
 REPO = Path(__file__).resolve().parent.parent
 DFSLAB = [sys.executable, "-m", "dfslab.cli"]
+_OWNER = Path(_HOME) / "pytest.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def pytest_sessionstart(session):
+    # A test session killed mid-way (Ctrl-C twice, a CI timeout, a lost machine) leaves its
+    # clusters' namespaces behind, and the next session's `up` of the same test cluster is then
+    # refused. Each session marks its home with its PID; homes whose session is gone are torn
+    # down from their own state files (only what that session recorded) before anything runs.
+    _OWNER.write_text(str(os.getpid()))
+    for home in Path(tempfile.gettempdir()).glob("dfslab-test-*"):
+        if home == Path(_HOME) or not (home / "clusters").is_dir() or home.is_symlink():
+            continue
+        try:
+            owner = int((home / "pytest.pid").read_text())
+        except (OSError, ValueError):
+            owner = 0
+        if owner and _alive(owner):
+            continue
+        env = {**os.environ, "DFSLAB_HOME": str(home), "DFSLAB_RUNS": str(home / "runs")}
+        subprocess.run([*DFSLAB, "down", "--all"], env=env, cwd=REPO, capture_output=True, timeout=600)
+        if not any((home / "clusters").iterdir()):
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def pytest_sessionfinish(session, exitstatus):
