@@ -68,7 +68,7 @@ def test_run_directory_is_complete(run_dir):
                  "intervals.json", "status.json", "report.html"):
         assert (run_dir / name).is_file(), name
     prov = json.loads((run_dir / "provenance.json").read_text())
-    assert prov["ceph_version"].startswith("ceph version 16.") and prov["fio_version"].startswith("fio-")
+    assert prov["filesystem_versions"]["ceph"].startswith("ceph version 16.") and prov["fio_version"].startswith("fio-")
     assert prov["end"] > prov["start"] and prov["failures"] == [] and prov["spec_sha256"]
     raw = {p.name for p in (run_dir / "raw").iterdir()}
     assert any(n.startswith("baseline-iperf3-client") or n.endswith("-client.txt") for n in raw)

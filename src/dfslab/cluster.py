@@ -10,9 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import psutil
-
-from .backends import Backend, BackendError, Progress, backend_for
+from .backends import Backend, BackendError, PreflightError, Progress, backend_class, backend_for
 from .backends.fuse import unmount
 from .procs import ENV_MARK, marked_pids
 from .safety import UnsafeRemoval, inside, mounts_under
@@ -21,38 +19,15 @@ from .spec import ClusterSpec, parse_spec
 from .state import ClusterState, dfslab_home, list_clusters
 from .workloads import Runner
 
-REQUIRED_TOOLS = {"ceph": ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"],
-                  "gluster": ["glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"]}
-# Planned resident memory per daemon on this kind of machine (FACTS.md: OSD 240-890 MB under load).
-PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 << 20}
-
-
 class ClusterError(RuntimeError):
     """A lifecycle step cannot go on; the message says what to do."""
 
 
 def preflight(spec: ClusterSpec) -> None:
-    missing = [t for t in REQUIRED_TOOLS.get(spec.filesystem, []) if shutil.which(t) is None]
-    if missing:
-        raise ClusterError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
-    if spec.filesystem == "ceph":
-        _ceph_preflight(spec)
-
-
-def _ceph_preflight(spec: ClusterSpec) -> None:
-    c = spec.ceph
-    planned = (c.mons * PLANNED_RSS["mon"] + PLANNED_RSS["mgr"] * c.mgr + PLANNED_RSS["mds"] * c.cephfs
-               + len(spec.nodes) * c.osds_per_node * PLANNED_RSS["osd"])
-    available = psutil.virtual_memory().available
-    if planned > 0.8 * available:
-        raise ClusterError(f"ceph.osds_per_node/nodes: this cluster plans ~{planned / 2**30:.1f} GiB of daemon memory "
-                           f"but only {available / 2**30:.1f} GiB is available; use fewer OSDs")
-    free = shutil.disk_usage(dfslab_home() if dfslab_home().exists() else "/").free
-    osd_bytes = len(spec.nodes) * c.osds_per_node * c.osd_size
-    # OSD block files are sparse, but a host disk that fills before the OSDs do crashes them.
-    if osd_bytes > free:
-        raise ClusterError(f"ceph.osd_size: the OSD files can grow to {osd_bytes / 2**30:.0f} GiB but only "
-                           f"{free / 2**30:.0f} GiB is free under {dfslab_home()}; lower osd_size or set DFSLAB_HOME to a larger disk")
+    try:
+        backend_class(spec).preflight(spec)
+    except PreflightError as exc:
+        raise ClusterError(str(exc)) from None
 
 
 class _Interrupted(BaseException):
@@ -94,7 +69,7 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
         if keep_on_failure and not isinstance(exc, (KeyboardInterrupt, _Interrupted)):
             state.update(phase="failed")
             raise
-        kept = _keep_logs(state)
+        kept = _keep_logs(state, spec)
         if backend is not None:
             backend.close()
             backend = None
@@ -109,12 +84,12 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
             signal.signal(sig, handler)
 
 
-def _keep_logs(state: ClusterState) -> Path | None:
+def _keep_logs(state: ClusterState, spec: ClusterSpec) -> Path | None:
     """Failed bring-ups are torn down, but their logs are what the user needs next."""
     if not state.dir.exists():
         return None
     dest = dfslab_home() / "failed" / f"{state.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    subs = ["logs", "ceph/logs", "ceph/conf", *(str(p.relative_to(state.dir)) for p in state.dir.glob("gluster/*/log"))]
+    subs = sorted({str(p.relative_to(state.dir)) for g in backend_class(spec).log_dirs for p in state.dir.glob(g)})
     for sub in subs:
         src = state.dir / sub
         if src.is_dir():

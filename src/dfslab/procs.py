@@ -194,3 +194,12 @@ def _running(pid: int, start_time: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def tool_version(argv: list[str]) -> str:
+    """First line of a tool's `--version`, or "not installed"."""
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (res.stdout or res.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "not installed"

@@ -36,7 +36,7 @@ ul.bn li{margin:.25em 0;font-family:ui-monospace,monospace;font-size:.92em}
 <h1>dfslab {{ title }}</h1>
 <p>Cluster <b>{{ cluster }}</b> ({{ filesystem }}, runtime {{ runtime }}) ·
 health after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad' }}">{{ health }}</b> ·
-{{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ prov.ceph_version }} ·
+{{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ (prov.filesystem_versions or {'ceph': prov.ceph_version}).values()|join(' · ') }} ·
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 {% if failures %}<p class="bad"><b>Failures:</b></p><ul>{% for f in failures %}<li class="bad">{{ f }}</li>{% endfor %}</ul>{% endif %}
 {% if skipped %}<p class="warn">Time budget reached; skipped: {{ skipped|join('; ') }}</p>{% endif %}

@@ -23,6 +23,7 @@ import psutil
 import yaml
 
 from . import __version__
+from .procs import tool_version
 from .workloads import Measurement
 
 COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t"]
@@ -30,14 +31,6 @@ COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t"]
 
 def runs_root() -> Path:
     return Path(os.environ.get("DFSLAB_RUNS", "runs"))
-
-
-def _version(argv: list[str]) -> str:
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-        return (res.stdout or res.stderr).strip().splitlines()[0]
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        return "not installed"
 
 
 def _git_revision() -> str:
@@ -85,11 +78,11 @@ class RunDir:
         path = self.path / name
         return json.loads(path.read_text()) if path.exists() else {}
 
-    def start(self, spec_hash: str) -> None:
+    def start(self, spec_hash: str, filesystem_versions: dict[str, str]) -> None:
         self.write_json("provenance.json", {
             "dfslab_version": __version__, "git_revision": _git_revision(), "spec_sha256": spec_hash,
-            "ceph_version": _version(["ceph", "--version"]), "fio_version": _version(["fio", "--version"]),
-            "iperf3_version": _version(["iperf3", "--version"]), "kernel": platform.release(),
+            "filesystem_versions": filesystem_versions, "fio_version": tool_version(["fio", "--version"]),
+            "iperf3_version": tool_version(["iperf3", "--version"]), "kernel": platform.release(),
             "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total, "hostname": platform.node(),
             "start": time.time(), "end": None,

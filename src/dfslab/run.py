@@ -193,11 +193,12 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                    runs_root: Path | None = None, keep: bool = False, label: str | None = None) -> RunOutcome:
     owned = cluster_name is None
     name = cluster_name or exp.cluster.name
-    check_against_cluster(exp, exp.cluster if owned else cluster.load(name)[1])
+    spec = exp.cluster if owned else cluster.load(name)[1]
+    check_against_cluster(exp, spec)
     run_dir = RunDir.create(label or exp.name, runs_root)
     run_dir.write_spec(exp.raw, "experiment.yaml")
     spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
-    run_dir.start(spec_hash)
+    run_dir.start(spec_hash, backend_class(spec).versions())
     intervals: list[dict[str, Any]] = []
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
     sampler = endpoint = sampler_backend = attached = runner = None

@@ -1,17 +1,23 @@
 """What runs: a filesystem backend deploys its daemons through a `Runtime`, waits for
-health, and reports status. To add a filesystem (gluster, external): implement `Backend`
-in a new module or package and register it in `BACKENDS`; nothing else changes.
+health, and answers for its cluster. To add a filesystem: a package under `backends/` (see
+`registry.py`) and its line in `registry.FILESYSTEMS`; nothing else changes.
+
+This module stays light (no runtime or spec import at load): the spec imports the
+filesystems' sections from their packages, which pass through here.
 """
 
 from __future__ import annotations
 
+import shutil
 from abc import ABC, abstractmethod
-from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..runtime import Runtime
-from ..spec import ClusterSpec
+from .registry import backend_class_of
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from ..spec import ClusterSpec
 
 # progress(step, detail): backends report what they are doing; the CLI decides how to show it.
 Progress = Callable[[str, str], None]
@@ -21,13 +27,36 @@ class BackendError(RuntimeError):
     """A backend step failed; the message names the daemon and its log."""
 
 
+class PreflightError(BackendError):
+    """The machine cannot hold this cluster; nothing was made. The message says what to change."""
+
+
 class Backend(ABC):
     name: str = "?"
+    # Programs deploy needs on this machine (checked before anything is made).
+    tools: tuple[str, ...] = ()
+    # Directories below the cluster's state dir (globs) worth keeping when a bring-up fails.
+    log_dirs: tuple[str, ...] = ("logs",)
+    # What `targets_for` may offer, each with what a spec needs to have it (for refusals).
+    target_hints: dict[str, str] = {}
+
     @classmethod
     def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:
         """What workloads can run against on such a cluster: fs (a POSIX mount), rados
-        (pools), rbd (images), gfapi (libgfapi)."""
+        (pools), rbd (images), gfapi (libgfapi), confine (a file system on some servers only)."""
         return frozenset()
+
+    @classmethod
+    def preflight(cls, spec: ClusterSpec) -> None:
+        """Refuse, before anything is made, a cluster this machine cannot hold."""
+        missing = [t for t in cls.tools if shutil.which(t) is None]
+        if missing:
+            raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
+
+    @classmethod
+    def versions(cls) -> dict[str, str]:
+        """Versions of the filesystem's software on this machine, for a run's provenance."""
+        return {}
 
     def __init__(self, runtime: Runtime, spec: ClusterSpec):
         self.runtime = runtime
@@ -42,6 +71,10 @@ class Backend(ABC):
     def status(self) -> dict[str, Any]:
         """Health, daemons, pools, PG states: a JSON-able dict."""
 
+    @abstractmethod
+    def healthy(self) -> bool:
+        """Fully recovered: healthy and every placement of data complete (faults wait on it)."""
+
     def mount(self, node: str) -> Path:
         """A POSIX mount of the filesystem on `node` (made on first use, undone by `down`)."""
         raise BackendError(f"{self.name} has no POSIX mount")
@@ -53,10 +86,6 @@ class Backend(ABC):
     def sample(self) -> dict[str, tuple[float, str]]:
         """The backend's own health as time-series values {series: (value, unit)}, for the sampler."""
         return {}
-
-    def healthy(self) -> bool:
-        """Fully recovered: healthy and every placement of data complete."""
-        return True
 
     def enable_metrics(self) -> str | None:
         """Turn on the filesystem's own metrics exporter, if it has one; say where it is."""
@@ -86,16 +115,10 @@ class Backend(ABC):
         """Release client-side handles (not the cluster)."""
 
 
-BACKENDS = {
-    "ceph": "dfslab.backends.ceph:CephBackend",
-    "gluster": "dfslab.backends.gluster:GlusterBackend",
-}
-
-
 def backend_class(spec: ClusterSpec) -> type[Backend]:
-    module, _, cls = BACKENDS[spec.filesystem].partition(":")
-    return getattr(import_module(module), cls)
+    return backend_class_of(spec.filesystem)
 
 
 def backend_for(spec: ClusterSpec, runtime: Runtime) -> Backend:
     return backend_class(spec)(runtime, spec)
+

@@ -1,0 +1,143 @@
+"""The ceph backend: orders its daemon modules; everything dfslab knows about ceph lives in this package."""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ...procs import tool_version
+from ...runtime import CLIENT
+from ...state import dfslab_home
+from .. import Backend, PreflightError, Progress
+from . import client, health, mds, mgr, mon, osd, pools
+from .conf import CephLayout, render_conf
+from .context import CephContext
+
+
+# Planned resident memory per daemon on this kind of machine (FACTS.md: OSD 240-890 MB under load).
+PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 << 20}
+
+
+class CephBackend(Backend):
+    name = "ceph"
+    tools = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
+    log_dirs = ("logs", "ceph/logs", "ceph/conf")
+    target_hints = {"fs": "a POSIX mount (ceph.cephfs: true)", "rados": "RADOS pools", "rbd": "RBD images"}
+
+    @classmethod
+    def preflight(cls, spec) -> None:
+        super().preflight(spec)
+        c = spec.ceph
+        planned = (c.mons * PLANNED_RSS["mon"] + PLANNED_RSS["mgr"] * c.mgr + PLANNED_RSS["mds"] * c.cephfs
+                   + len(spec.nodes) * c.osds_per_node * PLANNED_RSS["osd"])
+        available = psutil.virtual_memory().available
+        if planned > 0.8 * available:
+            raise PreflightError(f"ceph.osds_per_node/nodes: this cluster plans ~{planned / 2**30:.1f} GiB of daemon "
+                                 f"memory but only {available / 2**30:.1f} GiB is available; use fewer OSDs")
+        free = shutil.disk_usage(dfslab_home() if dfslab_home().exists() else "/").free
+        osd_bytes = len(spec.nodes) * c.osds_per_node * c.osd_size
+        # OSD block files are sparse, but a host disk that fills before the OSDs do crashes them.
+        if osd_bytes > free:
+            raise PreflightError(f"ceph.osd_size: the OSD files can grow to {osd_bytes / 2**30:.0f} GiB but only "
+                                 f"{free / 2**30:.0f} GiB is free under {dfslab_home()}; lower osd_size or set "
+                                 "DFSLAB_HOME to a larger disk")
+
+    @classmethod
+    def versions(cls) -> dict[str, str]:
+        return {"ceph": tool_version(["ceph", "--version"])}
+
+    @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        return frozenset({"rados", "rbd", *(["fs"] if spec.ceph.cephfs else [])})
+
+    def __init__(self, runtime, spec):
+        super().__init__(runtime, spec)
+        self.layout = CephLayout(self.state.dir / "ceph")
+        info = self.state.read()
+        self.ctx = CephContext(spec, runtime, self.layout, info.get("fsid", ""), info.get("addresses", {}))
+
+    def deploy(self, progress: Progress, timeout: float) -> None:
+        ctx = self.ctx
+        ctx.fsid = str(uuid.uuid4())
+        self.state.update(fsid=ctx.fsid)
+        self.layout.make_dirs()
+        public = str(ipaddress.IPv4Network(self.spec.network.subnet)) if self.runtime.kind == "local" else None
+        self.layout.conf.write_text(render_conf(self.spec, self.layout, ctx.fsid, ctx.addresses, public))
+
+        progress("starting monitors", f"{self.spec.ceph.mons} MON(s)")
+        mon.create(ctx)
+        progress("connecting to the monitors", "waiting for quorum")
+        ctx.admin.start(timeout=90)
+        progress("starting manager", "mgr.x")
+        mgr.create(ctx)
+        n_osds = len(self.spec.nodes) * self.spec.ceph.osds_per_node
+        progress("creating OSDs", f"{n_osds} BlueStore OSD(s) of {self.spec.ceph.osd_size / 2**30:.1f} GiB (sparse)")
+        osd.create(ctx)
+        progress("creating pools", ", ".join(pools.POOLS))
+        pools.create(ctx)
+        if self.spec.ceph.cephfs:
+            progress("starting MDS", "CephFS 'cephfs'")
+            mds.create(ctx)
+        health.wait_healthy(ctx.admin, self.runtime.procs, n_osds, self.spec.ceph.cephfs, progress, timeout)
+
+    def status(self) -> dict[str, Any]:
+        snap = health.snapshot(self.ctx.admin)
+        return {
+            "health": snap.health,
+            "checks": snap.checks,
+            "osds": dict(zip(("total", "up", "in"), snap.osds)),
+            "pgs": {"total": snap.num_pgs, "expected": snap.expected_pgs, "by_state": snap.pgs_by_state},
+            "mgr_available": snap.mgr_available,
+            "mds_active": snap.mds_active,
+            "pools": [{"name": p["pool_name"], "size": p["size"], "min_size": p["min_size"], "pg_num": p["pg_num"],
+                       "application": sorted(p.get("application_metadata", {}))} for p in snap.pools],
+        }
+
+    def mount(self, node: str = CLIENT) -> Path:
+        return client.mount_cephfs(self.ctx, node)
+
+    def client_env(self) -> dict[str, str]:
+        """Environment for ceph/rados tools run on the client node."""
+        return {"CEPH_CONF": str(self.layout.conf), "CEPH_ARGS": f"--keyring {self.layout.admin_keyring}"}
+
+    def sample(self) -> dict[str, tuple[float, str]]:
+        status = self.ctx.admin.cmd("status", timeout=10)
+        health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(status["health"]["status"], 2)
+        osdmap = status.get("osdmap", {})
+        pgmap = status.get("pgmap", {})
+        out = {"ceph.health": (health, "0=OK,1=WARN,2=ERR"),
+               "ceph.osds_up": (osdmap.get("num_up_osds", 0), "OSDs"),
+               "ceph.osds_in": (osdmap.get("num_in_osds", 0), "OSDs"),
+               "ceph.client_read": (pgmap.get("read_bytes_sec", 0) / 1e6, "MB/s"),
+               "ceph.client_write": (pgmap.get("write_bytes_sec", 0) / 1e6, "MB/s"),
+               "ceph.client_ops": (pgmap.get("read_op_per_sec", 0) + pgmap.get("write_op_per_sec", 0), "op/s")}
+        for entry in pgmap.get("pgs_by_state", []):
+            out[f"ceph.pgs.{entry['state_name']}"] = (entry["count"], "PGs")
+        return out
+
+    # Averages of past heartbeat times: they stay raised for minutes after a link is back and
+    # say nothing about whether the data has recovered.
+    LINGERING_CHECKS = {"OSD_SLOW_PING_TIME_BACK", "OSD_SLOW_PING_TIME_FRONT"}
+
+    def healthy(self) -> bool:
+        snap = health.snapshot(self.ctx.admin)
+        return not set(snap.checks) - self.LINGERING_CHECKS and snap.num_pgs == snap.expected_pgs == snap.clean_pgs
+
+    def enable_metrics(self) -> str | None:
+        self.ctx.admin.cmd("mgr module enable", module="prometheus")
+        return f"ceph-mgr prometheus module on {self.ctx.addresses.get(self.spec.nodes[0].name)}:9283 (inside the cluster's namespaces)"
+
+    def client_pid(self) -> int | None:
+        proc = self.ctx.admin._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def close(self) -> None:
+        self.ctx.admin.close()
+
+
+BACKEND = CephBackend

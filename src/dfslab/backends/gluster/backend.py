@@ -1,0 +1,185 @@
+"""The gluster backend: orders its daemon modules; everything dfslab knows about gluster lives in this package."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from ...procs import tool_version
+from ...safety import remove_owned_tree
+from ...state import clusters_root
+from ...runtime import CLIENT
+from .. import Backend, BackendError, Progress
+from . import client, glusterd, volume
+from .glusterd import GlusterContext
+
+
+class GlusterBackend(Backend):
+    name = "gluster"
+    tools = ("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
+    log_dirs = ("logs", "gluster/*/log")
+    target_hints = {"fs": "a POSIX mount", "gfapi": "libgfapi",
+                    "confine": "a file system built on some servers only"}
+
+    @classmethod
+    def versions(cls) -> dict[str, str]:
+        return {"glusterfs": tool_version(["glusterfs", "--version"])}
+
+    @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        return frozenset({"fs", "gfapi", "confine"})
+
+    def __init__(self, runtime, spec):
+        super().__init__(runtime, spec)
+        self.ctx = GlusterContext(spec, runtime, self.state.dir / "gluster", self.state.read().get("addresses", {}))
+
+    @property
+    def first(self) -> str:
+        """The server the CLI talks to: the first one whose glusterd runs (node loss faults)."""
+        for node in self.spec.node_names():
+            proc = self.runtime.procs.get(glusterd.daemon_name(node))
+            if proc is not None and proc.alive():
+                return node
+        raise BackendError("no glusterd is running")
+
+    def deploy(self, progress: Progress, timeout: float) -> None:
+        if not self.runtime.network_per_node:
+            raise BackendError(f"GlusterFS needs a network namespace per node (runtime local or docker; this is "
+                               f"{self.runtime.kind}): every glusterd listens on port 24007")
+        nodes = self.spec.node_names()
+        progress("starting glusterd", f"{len(nodes)} server(s), each in its own network and mount namespace")
+        for node in nodes:
+            glusterd.start(self.ctx, node)
+        for node in nodes:
+            glusterd.wait_listening(self.ctx, node)
+        progress("forming the trusted pool", f"peer probe from {nodes[0]}")
+        glusterd.probe_peers(self.ctx)
+        g = self.spec.gluster
+        n_bricks = g.bricks_per_node * len(nodes)
+        progress("creating the volume", f"{volume.VOLUME}: {g.volume} of {n_bricks} brick(s) "
+                 + (f"({' '.join(volume.layout_args(self.ctx))})" if g.volume != "distribute" else ""))
+        volume.create(self.ctx, nodes[0])
+        progress("waiting for bricks", f"{n_bricks} brick(s) online")
+        volume.wait_bricks_online(self.ctx, nodes[0], n_bricks, timeout)
+        progress("mounting", f"FUSE client in the client namespace at {client.mount_point(self.ctx, CLIENT)[1]}")
+        self.mount(CLIENT)
+
+    def view(self, timeout: float = 60) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], int | None]:
+        """(server asked, bricks, peers, entries pending heal) as one server sees the pool."""
+        node = self.first
+        return (node, volume.bricks(self.ctx, node, timeout=timeout), glusterd.peer_states(self.ctx, node, timeout=timeout),
+                volume.heal_pending(self.ctx, node, timeout=timeout))
+
+    @staticmethod
+    def intact(bricks: list[dict[str, Any]], peers: list[dict[str, Any]], heal: int | None) -> bool:
+        return all(b["online"] for b in bricks) and all(p["connected"] for p in peers) and not heal
+
+    def status(self) -> dict[str, Any]:
+        node, bricks, peers, heal = self.view()
+        vol = volume.info(self.ctx, node)
+        return {"health": "HEALTH_OK" if self.intact(bricks, peers, heal) else "HEALTH_WARN", "volume": vol,
+                "bricks": bricks, "peers": peers, "heal_pending": heal,
+                "ping_timeout": vol["options"].get("network.ping-timeout"), "replicas": self.write_amplification()}
+
+    def write_amplification(self) -> float:
+        """Bytes stored per byte written: replica count (an arbiter holds metadata only), or
+        (k+m)/k for disperse, 1 for distribute."""
+        g = self.spec.gluster
+        if g.volume == "replicate":
+            return 2 if g.arbiter else g.replica
+        if g.volume == "disperse":
+            return (g.disperse_data + g.redundancy) / g.disperse_data
+        return 1
+
+    def healthy(self) -> bool:
+        node, bricks, peers, heal = self.view()
+        return len(bricks) == volume.info(self.ctx, node)["bricks"] and self.intact(bricks, peers, heal)
+
+    def sample(self) -> dict[str, tuple[float, str]]:
+        """Peers from the first server's own view (local, fast); bricks and heal need the
+        whole pool: a server that does not answer within 3 s counts as degraded."""
+        node = self.first
+        try:
+            peers = glusterd.peer_states(self.ctx, node, timeout=3)
+        except BackendError:  # glusterd busy waiting on an unreachable peer
+            return {"gluster.health": (1, "0=OK,1=degraded")}
+        out = {"gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
+        try:
+            bricks = volume.bricks(self.ctx, node, timeout=3)
+            heal = volume.heal_pending(self.ctx, node, timeout=3)
+        except BackendError:
+            out["gluster.health"] = (1, "0=OK,1=degraded")
+            return out
+        out["gluster.bricks_online"] = (sum(b["online"] for b in bricks), "bricks")
+        if heal is not None:
+            out["gluster.heal_pending"] = (heal, "entries")
+        out["gluster.health"] = (int(not self.intact(bricks, peers, heal)), "0=OK,1=degraded")
+        return out
+
+    def bricks(self) -> list[dict[str, Any]]:
+        return volume.bricks(self.ctx, self.first)
+
+    def start_offline_bricks(self) -> None:
+        """`volume start force`: restarts bricks that are down, leaves running ones alone."""
+        glusterd.cli(self.ctx, self.first, "volume", "start", volume.VOLUME, "force")
+
+    @contextmanager
+    def confined(self, nodes: list[str]) -> Iterator[Path]:
+        """A distributed volume of one new brick on each of `nodes`, mounted on the client,
+        for the length of a `with` block: the Azure guide's throughput-vs-servers runs."""
+        name = f"{volume.VOLUME}-s{len(nodes)}"
+        dirs = [self.ctx.node_dir(node, "bricks") / name for node in nodes]
+        first = self.first
+        volume.delete(self.ctx, first, name)  # left by an interrupted run
+        for d in dirs:
+            remove_owned_tree(d, [clusters_root()], f"brick directory of the servers workload's volume {name}")
+        try:
+            volume.create(self.ctx, first, name, [f"{self.ctx.addresses[n]}:{d}" for n, d in zip(nodes, dirs)], [])
+            volume.wait_bricks_online(self.ctx, first, len(nodes), name=name)
+            yield client.mount_volume(self.ctx, CLIENT, name)
+        finally:
+            client.unmount_volume(self.ctx, CLIENT, name)
+            volume.delete(self.ctx, first, name)
+            for d in dirs:
+                remove_owned_tree(d, [clusters_root()], f"brick directory of the servers workload's volume {name}")
+
+    def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
+        """add-brick (whole replica / disperse sets), then rebalance and wait for it."""
+        g = self.spec.gluster
+        if count < 1 or count % g.set_size():
+            raise BackendError(f"--add-bricks: {count} is not a positive multiple of the {g.volume} set size "
+                               f"{g.set_size()}; add whole sets")
+        node = self.first
+        existing = volume.info(self.ctx, node)["brick_names"]
+        bricks = volume.new_bricks(self.ctx, existing, count)
+        progress("adding bricks", ", ".join(bricks))
+        glusterd.cli(self.ctx, node, "volume", "add-brick", volume.VOLUME, *bricks, "force")
+        volume.wait_bricks_online(self.ctx, node, len(existing) + count)
+        glusterd.cli(self.ctx, node, "volume", "rebalance", volume.VOLUME, "start")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = volume.rebalance_status(self.ctx, node)
+            progress("rebalancing", f"{st['status']}: {st['files']} files ({st['bytes'] / 2**20:.1f} MiB) moved, "
+                     f"{st['scanned']} scanned, {st['failures']} failed")
+            if st["status"] in ("completed", "failed", "stopped"):
+                if st["status"] != "completed" or st["failures"]:
+                    raise BackendError(f"rebalance {st['status']} with {st['failures']} failure(s); "
+                                       f"see {self.ctx.root}/<node>/log/dfslab-rebalance.log")
+                return {"added": bricks, **st}
+            time.sleep(0.5)
+        raise BackendError(f"rebalance not completed within {timeout:.0f} s")
+
+    def mount(self, node: str = CLIENT) -> Path:
+        return client.mount_volume(self.ctx, node)
+
+    def on_node(self, node: str, argv: list[str]) -> list[str]:
+        """On a server: inside its glusterd's mount namespace, where the gluster CLI finds it."""
+        return glusterd.in_mount_ns(self.ctx, node, argv) if node in self.spec.node_names() else argv
+
+    def client_info(self) -> dict[str, Any]:
+        return {"gluster_volume": volume.VOLUME, "volfile_server": self.ctx.addresses[self.spec.nodes[0].name]}
+
+
+BACKEND = GlusterBackend

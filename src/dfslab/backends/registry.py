@@ -1,0 +1,25 @@
+"""Every filesystem dfslab can deploy or measure, one line each.
+
+A filesystem is a package under `backends/` holding `section.py` (`SECTION`: the model of its
+spec section, with a `check(cluster)` for what depends on the nodes) and `backend.py`
+(`BACKEND`: its `Backend` class). This module imports neither until asked, so the spec can
+build itself from the sections without importing daemons' code.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+FILESYSTEMS = {
+    "ceph": "dfslab.backends.ceph",
+    "gluster": "dfslab.backends.gluster",
+}
+
+
+def section_class(filesystem: str) -> Any:
+    return import_module(f"{FILESYSTEMS[filesystem]}.section").SECTION
+
+
+def backend_class_of(filesystem: str) -> Any:
+    return import_module(f"{FILESYSTEMS[filesystem]}.backend").BACKEND

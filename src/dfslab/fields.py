@@ -1,0 +1,38 @@
+"""Typed values every spec section uses (sizes, rates, durations with units; strict models).
+Backends build their own spec sections from these, so this module imports nothing of dfslab's
+but `units`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+
+from .units import UnitError, parse_bandwidth, parse_duration, parse_size
+
+
+def _unit_validator(parse):
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except UnitError as exc:
+            raise ValueError(str(exc)) from None
+    return BeforeValidator(check)
+
+
+def _with_unit(unit: str) -> PlainSerializer:
+    # Dumped specs (state.json, run directories) must load again: keep the unit on.
+    return PlainSerializer(lambda v: None if v is None else f"{v}{unit}", when_used="json")
+
+
+Bytes = Annotated[int, _unit_validator(parse_size), _with_unit("B")]
+BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit")]
+Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, validate_default=True)
+
+
