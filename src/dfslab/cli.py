@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import __version__, cluster
-from .backends import BackendError
+from .backends import BackendError, backend_class
 from .runtime import RuntimeError_
 from .safety import BadName, check_name
 from .spec import SpecError, load_spec
@@ -137,7 +137,7 @@ def up(
         raise typer.Exit(130)
     console.print(f"[bold green]cluster {spec.name} is up[/] (HEALTH_OK in {elapsed:.1f}s) — "
                   f"nodes: {', '.join(f'{n}={a}' for n, a in addresses.items())}")
-    peek = "ceph -s" if spec.filesystem == "ceph" else "df -h"
+    peek = backend_class(spec).peek
     console.print(f"next: dfslab status {spec.name} · dfslab exec {spec.name} -- {peek} · dfslab down {spec.name}")
 
 
@@ -166,30 +166,21 @@ def status(
                       "[green]running[/]" if d["alive"] else "[red]dead[/]",
                       human_bytes(d["rss_bytes"]) if d["rss_bytes"] else "-")
     out.print(table)
-    if "pools" in info:
-        pools = Table("pool", "size", "min_size", "PGs", "application", box=None)
-        for p in info["pools"]:
-            pools.add_row(p["name"], str(p["size"]), str(p["min_size"]), str(p["pg_num"]), ",".join(p["application"]))
-        out.print(pools)
-        pgs = info["pgs"]
-        states = ", ".join(f"{n} {s}" for s, n in pgs["by_state"].items())
-        out.print(f"PGs: {pgs['total']}/{pgs['expected']} — {states}; OSDs {info['osds']['up']}/{info['osds']['total']} up, "
-                  f"{info['osds']['in']} in")
-    if "bricks" in info:
-        _print_gluster(out, info)
+    for line in info.get("summary", []):
+        out.print(line)
+    for tab in info.get("tables", []):
+        _print_table(out, tab)
 
 
-def _print_gluster(out: Console, info: dict) -> None:
-    vol = info["volume"]
-    out.print(f"volume {vol['name']}: {vol['type']}, {vol['status']}, {vol['bricks']} brick(s); "
-              f"network.ping-timeout {info.get('ping_timeout')} s; heal pending: "
-              f"{'n/a (no redundancy)' if info['heal_pending'] is None else info['heal_pending']}")
-    bricks = Table("brick", "pid", "port", "state", box=None)
-    for b in info["bricks"]:
-        bricks.add_row(b["brick"], str(b["pid"]), str(b["port"]), "[green]online[/]" if b["online"] else "[red]offline[/]")
-    out.print(bricks)
-    peers = ", ".join(f"{p['hostname']} ({'connected' if p['connected'] else 'DISCONNECTED'})" for p in info["peers"])
-    out.print(f"peers of the first server: {peers or 'none (single server)'}")
+# Cell words that say a part is working or not, coloured in every backend's tables.
+_GOOD, _BAD = {"online", "running", "connected", "up"}, {"offline", "dead", "DISCONNECTED", "down"}
+
+
+def _print_table(out: Console, tab: dict) -> None:
+    rendered = Table(*tab["columns"], box=None, title=tab["title"], title_justify="left")
+    for row in tab["rows"]:
+        rendered.add_row(*(f"[green]{c}[/]" if c in _GOOD else f"[red]{c}[/]" if c in _BAD else c for c in row))
+    out.print(rendered)
 
 
 @app.command()

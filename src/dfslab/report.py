@@ -83,6 +83,9 @@ writes count every replica against the one disk) and of the machine's CPU while 
 {% for d in daemons %}<tr><td class="l">{{ d.name }}</td><td class="l">{{ d.node }}</td><td class="l">{{ d.address }}</td><td>{{ d.pid }}</td>
 <td>{{ '%.0f' % (d.rss_bytes / 1048576) if d.rss_bytes else '-' }}</td></tr>{% endfor %}
 </table>
+{% for line in status_summary %}<p>{{ line }}</p>{% endfor %}
+{% for tab in status_tables %}<h3>{{ tab.title }}</h3><table><tr>{% for c in tab.columns %}<th class="l">{{ c }}</th>{% endfor %}</tr>
+{% for row in tab.rows %}<tr>{% for c in row %}<td class="l">{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>{% endfor %}
 <p>Raw tool output: <code>raw/</code> · measurements: <code>results.csv</code> · time series: <code>timeseries.csv</code> ·
 provenance: <code>provenance.json</code></p>
 </body></html>
@@ -426,8 +429,8 @@ def build(run_path: Path) -> Path:
     status = run.read_json("status.json")
     intervals = run.read_json("intervals.json") or []
     series = read_timeseries(run.path / "timeseries.csv")
-    # Copies each written byte lands on (Ceph: the pools' size; GlusterFS: the volume's sets).
-    replicas = status.get("replicas") or (status.get("pools", [{}])[0].get("size", 1) if status.get("pools") else 1)
+    # Bytes stored per byte written, as the backend said (a run that aborted before status: 1).
+    replicas = status.get("write_amplification") or 1
     varying = _varying(rows)
     workloads_rows = [r for r in rows if r["workload"] != "baseline"]
     tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS)),
@@ -442,15 +445,9 @@ def build(run_path: Path) -> Path:
         _timeline(series, intervals, lambda n: re.fullmatch(r"disk\.[^.]+\.write", n) is not None, "MB/s",
                   "disk writes per server (its daemons' block I/O) over time", t0),
         _timeline(series, intervals, lambda n: n == "cpu.total", "%", "machine CPU over time", t0),
-        _timeline(series, intervals, lambda n: n.startswith("ceph.pgs.") or n in ("ceph.osds_up", "ceph.osds_in", "ceph.health"),
-                  "count", "Ceph: PG states, OSDs up/in and health (0 OK, 1 WARN, 2 ERR) over time"
-                  + ("; red: fault injected, green: undone" if faults else ""), t0, faults),
-        _timeline(series, intervals, lambda n: n.startswith("gluster."),
-                  "count", "GlusterFS: bricks online, peers connected, entries pending heal, health (0 OK, 1 degraded) over time"
-                  + ("; red: fault injected, green: undone" if faults else ""), t0, faults),
-        _timeline(series, intervals, lambda n: n in ("ceph.client_write", "ceph.client_read"), "MB/s",
-                  "client throughput as Ceph saw it" + ("; red: fault injected, green: undone" if faults else ""), t0, faults)
-        if faults else None,
+        *(_timeline(series, intervals, lambda n, c=chart: re.fullmatch(c["match"], n) is not None, chart["unit"],
+                    chart["title"] + ("; red: fault injected, green: undone" if faults else ""), t0, faults)
+          for chart in prov.get("charts", []) if faults or not chart["faults_only"]),
         _timeline(_write_latency_series(faults), intervals, lambda n: True, "ms",
                   "client write latency per second (dfslab's checksummed writer, 4 KiB-1 MiB objects, log scale)"
                   "; red: fault injected, green: undone", t0, faults, log=True)
@@ -467,6 +464,7 @@ def build(run_path: Path) -> Path:
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
+        status_summary=status.get("summary", []), status_tables=status.get("tables", []),
     )
     out = run.path / "report.html"
     out.write_text(html)

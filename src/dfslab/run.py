@@ -198,7 +198,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     run_dir = RunDir.create(label or exp.name, runs_root)
     run_dir.write_spec(exp.raw, "experiment.yaml")
     spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
-    run_dir.start(spec_hash, backend_class(spec).versions())
+    backend_kind = backend_class(spec)
+    run_dir.start(spec_hash, backend_kind.versions(), [c.as_json() for c in backend_kind.charts])
     intervals: list[dict[str, Any]] = []
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
     sampler = endpoint = sampler_backend = attached = runner = None

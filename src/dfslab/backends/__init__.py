@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -31,8 +32,36 @@ class PreflightError(BackendError):
     """The machine cannot hold this cluster; nothing was made. The message says what to change."""
 
 
+@dataclass(frozen=True)
+class Chart:
+    """A report figure of the backend's own sampler series (names matching `match`)."""
+
+    match: str  # a regular expression on whole series names
+    unit: str
+    title: str
+    faults_only: bool = False  # only worth a figure in a run with faults
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
+    """One table of a status, rendered alike by `dfslab status` and the report."""
+    return {"title": title, "columns": columns, "rows": [["-" if c is None else str(c) for c in r] for r in rows]}
+
+
 class Backend(ABC):
+    """One filesystem. Its `status()` is one JSON-able dict that the CLI (`status`, `status
+    --json`) and the report all render; besides the filesystem's own keys it has `health`
+    (HEALTH_OK / HEALTH_WARN / ...), `summary` (lines), `tables` (see `table`) and
+    `write_amplification` (bytes stored per byte written). `sample()` includes
+    `<name>.degraded` (0 or 1): how fault runs tell that the backend noticed a fault."""
+
     name: str = "?"
+    # Figures of this backend's sampler series in every run's report.
+    charts: tuple[Chart, ...] = ()
+    # What a user runs to look at the cluster (`dfslab exec NAME -- ...`).
+    peek: str = "df -h"
     # Programs deploy needs on this machine (checked before anything is made).
     tools: tuple[str, ...] = ()
     # Directories below the cluster's state dir (globs) worth keeping when a bring-up fails.
@@ -69,7 +98,7 @@ class Backend(ABC):
 
     @abstractmethod
     def status(self) -> dict[str, Any]:
-        """Health, daemons, pools, PG states: a JSON-able dict."""
+        """health, summary, tables, write_amplification, plus the filesystem's own keys."""
 
     @abstractmethod
     def healthy(self) -> bool:
@@ -83,9 +112,10 @@ class Backend(ABC):
         """Environment for the backend's tools run on the client node."""
         return {}
 
+    @abstractmethod
     def sample(self) -> dict[str, tuple[float, str]]:
-        """The backend's own health as time-series values {series: (value, unit)}, for the sampler."""
-        return {}
+        """The backend's own health as time-series values {series: (value, unit)}, for the
+        sampler; `<name>.degraded` among them."""
 
     def enable_metrics(self) -> str | None:
         """Turn on the filesystem's own metrics exporter, if it has one; say where it is."""

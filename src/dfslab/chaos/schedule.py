@@ -141,8 +141,6 @@ def detection(samples: list[tuple[float, str, float, str]], inject_at: float) ->
     for t, series, value, _ in sorted(samples):
         if t < inject_at:
             continue
-        degraded = (series.endswith(".health") and value > 0) or (series.startswith("ceph.pgs.") and
-                                                              series != "ceph.pgs.active+clean" and value > 0)
-        if degraded:
+        if series.endswith(".degraded") and value > 0:  # every backend samples <name>.degraded
             return t - inject_at
     return None

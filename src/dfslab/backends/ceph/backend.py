@@ -13,7 +13,7 @@ import psutil
 from ...procs import tool_version
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import Backend, PreflightError, Progress
+from .. import Backend, Chart, PreflightError, Progress, table
 from . import client, health, mds, mgr, mon, osd, pools
 from .conf import CephLayout, render_conf
 from .context import CephContext
@@ -28,6 +28,12 @@ class CephBackend(Backend):
     tools = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
     target_hints = {"fs": "a POSIX mount (ceph.cephfs: true)", "rados": "RADOS pools", "rbd": "RBD images"}
+    peek = "ceph -s"
+    charts = (
+        Chart(r"ceph\.pgs\..*|ceph\.osds_(up|in)|ceph\.health", "count",
+              "Ceph: PG states, OSDs up/in and health (0 OK, 1 WARN, 2 ERR) over time"),
+        Chart(r"ceph\.client_(write|read)", "MB/s", "client throughput as Ceph saw it", faults_only=True),
+    )
 
     @classmethod
     def preflight(cls, spec) -> None:
@@ -87,15 +93,23 @@ class CephBackend(Backend):
 
     def status(self) -> dict[str, Any]:
         snap = health.snapshot(self.ctx.admin)
+        pools = [{"name": p["pool_name"], "size": p["size"], "min_size": p["min_size"], "pg_num": p["pg_num"],
+                  "application": sorted(p.get("application_metadata", {}))} for p in snap.pools]
+        osds = dict(zip(("total", "up", "in"), snap.osds))
+        states = ", ".join(f"{n} {s}" for s, n in snap.pgs_by_state.items())
         return {
             "health": snap.health,
             "checks": snap.checks,
-            "osds": dict(zip(("total", "up", "in"), snap.osds)),
+            "osds": osds,
             "pgs": {"total": snap.num_pgs, "expected": snap.expected_pgs, "by_state": snap.pgs_by_state},
             "mgr_available": snap.mgr_available,
             "mds_active": snap.mds_active,
-            "pools": [{"name": p["pool_name"], "size": p["size"], "min_size": p["min_size"], "pg_num": p["pg_num"],
-                       "application": sorted(p.get("application_metadata", {}))} for p in snap.pools],
+            "pools": pools,
+            "write_amplification": self.spec.ceph.replica_size,
+            "summary": [f"PGs: {snap.num_pgs}/{snap.expected_pgs} — {states}; OSDs {osds['up']}/{osds['total']} up, "
+                        f"{osds['in']} in"],
+            "tables": [table("pools", ["pool", "size", "min_size", "PGs", "application"],
+                             [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
 
     def mount(self, node: str = CLIENT) -> Path:
@@ -110,7 +124,9 @@ class CephBackend(Backend):
         health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(status["health"]["status"], 2)
         osdmap = status.get("osdmap", {})
         pgmap = status.get("pgmap", {})
+        unclean = sum(e["count"] for e in pgmap.get("pgs_by_state", []) if e["state_name"] != "active+clean")
         out = {"ceph.health": (health, "0=OK,1=WARN,2=ERR"),
+               "ceph.degraded": (int(health > 0 or unclean > 0), "0=OK,1=degraded"),
                "ceph.osds_up": (osdmap.get("num_up_osds", 0), "OSDs"),
                "ceph.osds_in": (osdmap.get("num_in_osds", 0), "OSDs"),
                "ceph.client_read": (pgmap.get("read_bytes_sec", 0) / 1e6, "MB/s"),

@@ -11,7 +11,7 @@ from ...procs import tool_version
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
-from .. import Backend, BackendError, Progress
+from .. import Backend, BackendError, Chart, Progress, table
 from . import client, glusterd, volume
 from .glusterd import GlusterContext
 
@@ -22,6 +22,9 @@ class GlusterBackend(Backend):
     log_dirs = ("logs", "gluster/*/log")
     target_hints = {"fs": "a POSIX mount", "gfapi": "libgfapi",
                     "confine": "a file system built on some servers only"}
+
+    charts = (Chart(r"gluster\..*", "count", "GlusterFS: bricks online, peers connected, entries pending heal, "
+                    "degraded (0 OK, 1 degraded) over time"),)
 
     @classmethod
     def versions(cls) -> dict[str, str]:
@@ -79,9 +82,17 @@ class GlusterBackend(Backend):
     def status(self) -> dict[str, Any]:
         node, bricks, peers, heal = self.view()
         vol = volume.info(self.ctx, node)
+        ping = vol["options"].get("network.ping-timeout")
+        peer_text = ", ".join(f"{p['hostname']} ({'connected' if p['connected'] else 'DISCONNECTED'})" for p in peers)
         return {"health": "HEALTH_OK" if self.intact(bricks, peers, heal) else "HEALTH_WARN", "volume": vol,
-                "bricks": bricks, "peers": peers, "heal_pending": heal,
-                "ping_timeout": vol["options"].get("network.ping-timeout"), "replicas": self.write_amplification()}
+                "bricks": bricks, "peers": peers, "heal_pending": heal, "ping_timeout": ping,
+                "write_amplification": self.write_amplification(),
+                "summary": [f"volume {vol['name']}: {vol['type']}, {vol['status']}, {vol['bricks']} brick(s); "
+                            f"network.ping-timeout {ping} s; heal pending: "
+                            f"{'n/a (no redundancy)' if heal is None else heal}",
+                            f"peers of {node}: {peer_text or 'none (single server)'}"],
+                "tables": [table("bricks", ["brick", "pid", "port", "state"],
+                                 [[b["brick"], b["pid"], b["port"], "online" if b["online"] else "offline"] for b in bricks])]}
 
     def write_amplification(self) -> float:
         """Bytes stored per byte written: replica count (an arbiter holds metadata only), or
@@ -104,18 +115,18 @@ class GlusterBackend(Backend):
         try:
             peers = glusterd.peer_states(self.ctx, node, timeout=3)
         except BackendError:  # glusterd busy waiting on an unreachable peer
-            return {"gluster.health": (1, "0=OK,1=degraded")}
+            return {"gluster.degraded": (1, "0=OK,1=degraded")}
         out = {"gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
         try:
             bricks = volume.bricks(self.ctx, node, timeout=3)
             heal = volume.heal_pending(self.ctx, node, timeout=3)
         except BackendError:
-            out["gluster.health"] = (1, "0=OK,1=degraded")
+            out["gluster.degraded"] = (1, "0=OK,1=degraded")
             return out
         out["gluster.bricks_online"] = (sum(b["online"] for b in bricks), "bricks")
         if heal is not None:
             out["gluster.heal_pending"] = (heal, "entries")
-        out["gluster.health"] = (int(not self.intact(bricks, peers, heal)), "0=OK,1=degraded")
+        out["gluster.degraded"] = (int(not self.intact(bricks, peers, heal)), "0=OK,1=degraded")
         return out
 
     def bricks(self) -> list[dict[str, Any]]:
