@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import ratio_ci95
-from .report import SUMMARY_METRICS, _label, _varying
+from .labels import SUMMARY_METRICS, params_label, varying_keys
 from .results import RunDir
 
 
@@ -15,7 +15,7 @@ def _groups(rows: list[dict[str, Any]], varying: dict[str, set[str]]) -> dict[tu
     groups: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
         if r["t"] is None:  # summary rows; per-second samples are not compared
-            groups[(r["workload"], _label(r["params"], varying[r["workload"]]), r["metric"], r["unit"])].append(r["value"])
+            groups[(r["workload"], params_label(r["params"], varying[r["workload"]]), r["metric"], r["unit"])].append(r["value"])
     return groups
 
 
@@ -26,7 +26,7 @@ def _pooled(runs: Path | list[Path]) -> list[dict[str, Any]]:
 
 def compare_runs(a: Path | list[Path], b: Path | list[Path]) -> list[dict[str, Any]]:
     rows_a, rows_b = _pooled(a), _pooled(b)
-    varying = _varying(rows_a + rows_b)
+    varying = varying_keys(rows_a + rows_b)
     ga, gb = _groups(rows_a, varying), _groups(rows_b, varying)
     out = []
     for key in sorted(set(ga) & set(gb)):

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from .chaos.entry import FaultEntry
 from .spec import ClusterSpec, Seconds, SpecError, Strict, _problems, check_name, parse_spec, read_yaml
 from .workloads import WORKLOADS, Workload, workload
 
@@ -35,32 +36,6 @@ class Baselines(Strict):
 class Sampler(Strict):
     interval: Seconds = "1s"
     prometheus_port: int = Field(0, ge=0, le=65535, description="serve latest samples on 127.0.0.1:PORT (0: off)")
-
-
-class FaultEntry(Strict):
-    kind: str = Field(description="kill | stop | node | out | partition | degrade")
-    target: str = Field(description="osd.1, mon.b, mds.a, mgr.x, a node name, ...")
-    during: int = Field(0, ge=0, description="index of the workload in `workloads` it is timed into")
-    at: Seconds = Field("5s", description="after that workload starts")
-    duration: Seconds = Field("15s", description="how long until the undo (restart, mark in, link up)")
-    options: dict[str, str] = Field(default_factory=dict, description="e.g. {bandwidth: 100mbit} for degrade")
-
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, value: str) -> str:
-        from .chaos import FAULTS
-        if value not in FAULTS:
-            raise ValueError(f"unknown fault {value!r}; valid: {', '.join(sorted(FAULTS))}")
-        return value
-
-    @model_validator(mode="after")
-    def _options(self) -> "FaultEntry":
-        from .chaos import FaultError, fault_class
-        try:
-            fault_class(self.kind).check_options(self.options)
-        except FaultError as exc:
-            raise ValueError(f"options: {exc}") from None
-        return self
 
 
 class Integrity(Strict):

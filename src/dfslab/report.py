@@ -19,7 +19,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .labels import SUMMARY_METRICS, params_label, varying_keys  # noqa: E402
 from .analysis import Limits, bottleneck, bottleneck_line, cpu_during, mean_ci95  # noqa: E402
+from .compare import headline, verdict  # noqa: E402
 from .results import RunDir  # noqa: E402
 from .units import human_bytes, to_display  # noqa: E402
 from .workloads import direction  # noqa: E402
@@ -101,30 +103,6 @@ def _svg(fig) -> Any:
     return jinja2.utils.markupsafe.Markup(text)
 
 
-def _fmt(key: str, value: Any) -> str:
-    if isinstance(value, int) and key in ("bs", "size", "file_size", "record_size", "object_size") :
-        return human_bytes(value).replace(".0 ", "").replace(" ", "")
-    if isinstance(value, list):
-        return "/".join(map(str, value))
-    return str(value)
-
-
-def _varying(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
-    """Per workload, the parameter keys that differ between its rows (what labels need)."""
-    seen: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
-    for r in rows:
-        seen[r["workload"]]  # a workload whose rows have no parameters still has an (empty) entry
-        for k, v in r["params"].items():
-            seen[r["workload"]][k].add(repr(v))
-    keep = {"op", "mode", "phase", "target", "src", "dst"}
-    return defaultdict(set, {w: {k for k, vals in keys.items() if len(vals) > 1 or k in keep} for w, keys in seen.items()})
-
-
-def _label(params: dict[str, Any], keys: set[str]) -> str:
-    return ", ".join(f"{k}={_fmt(k, v)}" for k, v in sorted(params.items()) if k in keys)
-
-
-SUMMARY_METRICS = ["bandwidth", "iops", "ops", "qps", "latency_avg", "latency_p99", "time_avg"]
 BASELINE_METRICS = ["network_bandwidth", "disk_write_bandwidth", "disk_read_bandwidth", "disk_randread_iops"]
 
 
@@ -134,7 +112,7 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict
     Values are converted on the way in (times to ms), so a column holds one unit; a metric
     reported in units that do not convert gets one column per unit.
     Returns the lines and the (column key, header with unit) pairs that have any value."""
-    varying = _varying(rows)
+    varying = varying_keys(rows)
     groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     heads: dict[str, tuple[str, str]] = {}
     for r in rows:
@@ -142,7 +120,7 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict
             value, unit = to_display(r["value"], r["unit"])
             key = f"{r['metric']} ({unit})"
             heads[key] = (r["metric"], unit)
-            groups[(r["workload"], _label(r["params"], varying[r["workload"]]))][key].append(value)
+            groups[(r["workload"], params_label(r["params"], varying[r["workload"]]))][key].append(value)
     out = []
     for (workload, params), metrics in groups.items():
         cells = {}
@@ -165,7 +143,7 @@ def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
 
 
 def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
-    varying = _varying(rows)
+    varying = varying_keys(rows)
     limits = Limits.from_rows(rows, replicas)
     cpu = series.get("cpu.total", [])
     grouped: dict[tuple, list[tuple[float, float | None]]] = defaultdict(list)
@@ -176,7 +154,7 @@ def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
             op = direction(h["params"])
             sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
             keys = varying.get(iv["workload"], set()) - {"op", "mode", "phase"}
-            label = " ".join(filter(None, (iv["workload"], _label(h["params"], keys))))
+            label = " ".join(filter(None, (iv["workload"], params_label(h["params"], keys))))
             grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"])))
     lines = []
     for (label, sub, op, unit), values in grouped.items():
@@ -248,7 +226,7 @@ def _latency_figures(rows, varying) -> list[dict]:
     if pct:
         curves: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in pct:
-            curves[_label(r["params"], varying["fio"])][float(r["metric"][9:])].append(r["value"])
+            curves[params_label(r["params"], varying["fio"])][float(r["metric"][9:])].append(r["value"])
         fig, ax = plt.subplots(figsize=(9, 3.4))
         for label, points in sorted(curves.items()):
             xs = sorted(points)
@@ -263,7 +241,7 @@ def _latency_figures(rows, varying) -> list[dict]:
     if samples:
         groups: dict[str, list[float]] = defaultdict(list)
         for r in samples:
-            groups[_label(r["params"], varying[r["workload"]])].append(r["value"] * 1000)
+            groups[params_label(r["params"], varying[r["workload"]])].append(r["value"] * 1000)
         fig, ax = plt.subplots(figsize=(9, 3.2))
         labels = sorted(groups)
         ax.boxplot([groups[k] for k in labels], vert=False)
@@ -293,7 +271,7 @@ def _scaling_figure(rows, axis: str, other_keys: set, caption: str) -> dict:
     lines: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if axis in r["params"]:
-            lines[_label(r["params"], other_keys)][r["params"][axis]].append(r["value"])
+            lines[params_label(r["params"], other_keys)][r["params"][axis]].append(r["value"])
     fig, ax = plt.subplots(figsize=(8, 3.2))
     for label, pts in sorted(lines.items()):
         xs = sorted(pts)
@@ -357,7 +335,7 @@ def _per_second(rows, varying) -> list[dict]:
     series: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
         if r["t"] is not None and r["metric"] == "bandwidth_sample":
-            series[(r["workload"], _label(r["params"], varying[r["workload"]]) + f" rep {r['repetition']}")].append((r["t"], r["value"]))
+            series[(r["workload"], params_label(r["params"], varying[r["workload"]]) + f" rep {r['repetition']}")].append((r["t"], r["value"]))
     figs = []
     for workload in sorted({k[0] for k in series}):
         fig, ax = plt.subplots(figsize=(9, 3.2))
@@ -416,7 +394,6 @@ def _comparison(run: RunDir) -> dict[str, Any] | None:
     comp = run.read_json("comparison.json")
     if not comp:
         return None
-    from .compare import headline, verdict  # compare builds on this module's labels
     rows = comp["rows"]
     return {**comp, "significant": [r for r in rows if r["significant"]], "headline": headline(rows),
             "verdict": verdict(rows), "untested": sum(1 for r in rows if r["low"] is None)}
@@ -431,7 +408,7 @@ def build(run_path: Path) -> Path:
     series = read_timeseries(run.path / "timeseries.csv")
     # Bytes stored per byte written, as the backend said (a run that aborted before status: 1).
     replicas = status.get("write_amplification") or 1
-    varying = _varying(rows)
+    varying = varying_keys(rows)
     workloads_rows = [r for r in rows if r["workload"] != "baseline"]
     tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS)),
               ("Baselines", *summarize([r for r in rows if r["workload"] == "baseline"], BASELINE_METRICS))]

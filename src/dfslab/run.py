@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from . import cluster, report
-from .backends import Progress, backend_class, backend_for
-from .chaos import schedule
+from .backends import TARGETS, Progress, backend_class, backend_for
+from .backends.registry import FILESYSTEMS, backend_class_of
+from .chaos.faultrun import FaultRun
 from .compare import compare_runs
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, ResourceSampler
@@ -74,90 +75,11 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str
     return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
 
 
-class FaultRun:
-    """The fault part of a run: seed, timed faults with a checksummed writer, recovery, verify."""
-
-    def __init__(self, exp: Experiment, attached, runner: Runner, run_dir: RunDir):
-        self.exp, self.attached, self.runner, self.run_dir = exp, attached, runner, run_dir
-        self.dir = run_dir.path / "integrity"
-        self.dir.mkdir(exist_ok=True)
-        self.started: set[int] = set()
-        self.journals: list[str] = []
-        self.events: list[dict[str, Any]] = []
-
-    def stores(self) -> list[str]:
-        """Where the checksummed data goes: RADOS objects and/or files on the POSIX mount."""
-        offered = self.attached.backend.targets_for(self.attached.spec)
-        stores = ["rados:dfslab"] if "rados" in offered else []
-        if "fs" in offered:
-            stores.append(f"dir:{self.attached.backend.mount('client') / 'dfslab-integrity'}")
-        return stores
-
-    def seed(self) -> None:
-        argv = [*schedule.INTEGRITY, "seed", str(self.dir / "manifest.json"), str(self.exp.file.integrity.seed_objects),
-                *self.stores()]
-        self.runner.run(argv, "integrity-seed", timeout=600)
-
-    def start(self, workload_index: int) -> list[tuple[schedule.TimedFault, schedule.Writer]]:
-        if workload_index in self.started:
-            return []
-        self.started.add(workload_index)
-        entries = [(i, f) for i, f in enumerate(self.exp.file.faults) if f.during == workload_index]
-        if not entries:
-            return []
-        writer = schedule.Writer(self.runner, self.dir, self.stores()[0]).start()
-        self.journals.append(str(writer.journal))
-        return [(schedule.TimedFault(self.attached, f, i).start(), writer) for i, f in entries]
-
-    def finish(self, timed, samples) -> None:
-        for fault, _ in timed:
-            fault.join()
-        recover = schedule.wait_recovered(self.attached, self.exp.file.integrity.recovery_timeout)
-        healed_at = time.time() if recover is not None else None
-        writer = timed[0][1]
-        writer.stop()
-        acks = writer.acks()
-        latency = schedule.write_latency(acks)
-        for fault, _ in timed:
-            ev = fault.events
-            inject_at, undo_at = ev.get("inject"), ev.get("undo")
-            if inject_at and undo_at:
-                ev["detect_s"] = schedule.detection(samples, inject_at)
-                ev["recover_s"] = healed_at - undo_at if healed_at else None
-                # Before: up to 10 s of steady load, leaving out the workload's first 3 s of ramp-up.
-                before = schedule.throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
-                # The fault holds from when inject returned (fill writes for a while first).
-                held_from = ev.get("in_effect") or inject_at
-                ev.update(inject_s=held_from - inject_at, blocked_s=schedule.longest_stall(acks, held_from, undo_at),
-                          acked_during=sum(held_from <= a["ack"] < undo_at for a in acks))
-                during = schedule.throughput(samples, held_from, undo_at)
-                ev.update(throughput_before=before, throughput_during=during,
-                          throughput_fraction=(during / before) if before and during is not None else None,
-                          latency_before_ms=schedule.mean_latency(latency, max(ev["workload_start"] + 3, inject_at - 10), inject_at),
-                          latency_during_ms=schedule.mean_latency(latency, held_from, undo_at))
-            ev["write_latency"] = latency
-            ev["acknowledged_writes"] = len(acks)
-            self.events.append(ev)
-        self.run_dir.write_json("faults.json", self.events)
-
-    def verify(self) -> list[str]:
-        out = self.runner.run([*schedule.INTEGRITY, "verify", str(self.dir / "manifest.json"), *self.journals],
-                              "integrity-verify", timeout=1800)
-        result = json.loads(out)
-        self.run_dir.write_json("integrity.json", result)
-        problems = [f"fault {e['kind']} {e['target']}: {e['error']}" for e in self.events if e.get("error")]
-        problems += [f"fault {e['kind']} {e['target']}: not recovered within the recovery timeout"
-                     for e in self.events if e.get("undo") and e.get("recover_s") is None]
-        if result["lost"] or result["corrupt"]:
-            problems.append(f"integrity: {result['lost']} lost and {result['corrupt']} corrupt of {result['checked']} "
-                            f"acknowledged objects/files: {', '.join(result['lost_names'] + result['corrupt_names'])[:500]}")
-        return problems
-
-
-TARGET_HINTS = {"fs": "a POSIX mount (Ceph: ceph.cephfs: true; GlusterFS always has one)",
-                "rados": "RADOS pools (filesystem: ceph)", "rbd": "RBD images (filesystem: ceph)",
-                "gfapi": "libgfapi (filesystem: gluster)",
-                "confine": "a file system built on some servers only (filesystem: gluster; on Ceph use workload scaling)"}
+def _hint(target: str) -> str:
+    """What a target is and which filesystems offer it, from the backends themselves."""
+    offers = [f"filesystem: {fs}" + (f" with {cond}" if cond else "") for fs in FILESYSTEMS
+              for t, cond in backend_class_of(fs).offers.items() if t == target]
+    return f"{TARGETS.get(target, target)} ({'; '.join(offers) or 'no filesystem offers it'})"
 
 
 def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
@@ -169,7 +91,7 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
         if need and need not in offered:
             field = "target" if getattr(step.params, "target", None) else "type"
             problems.append((f"workloads[{step.index}].{field}",
-                             f"{step.workload.name} needs {TARGET_HINTS.get(need, need)}, which cluster {spec.name!r} "
+                             f"{step.workload.name} needs {_hint(need)}, which cluster {spec.name!r} "
                              f"({spec.filesystem}) does not have; it offers: {', '.join(sorted(offered)) or 'nothing'}"))
     port = exp.file.sampler.prometheus_port
     if port and not _port_free(port):
@@ -224,7 +146,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         runner = attached.runner(run_dir.raw_dir)
         _baselines(exp, runner, run_dir, progress, intervals)
 
-        faults = FaultRun(exp, attached, runner, run_dir) if exp.file.faults else None
+        faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
         if faults:
             progress("integrity", f"seeding {exp.file.integrity.seed_objects} checksummed objects (and CephFS files)")
             faults.seed()

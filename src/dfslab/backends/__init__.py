@@ -32,6 +32,11 @@ class PreflightError(BackendError):
     """The machine cannot hold this cluster; nothing was made. The message says what to change."""
 
 
+# What workloads run against; a backend offers some of them (`Backend.targets_for`).
+TARGETS = {"fs": "a POSIX mount", "rados": "RADOS pools", "rbd": "RBD images", "gfapi": "libgfapi",
+           "confine": "a file system built on some servers only"}
+
+
 @dataclass(frozen=True)
 class Chart:
     """A report figure of the backend's own sampler series (names matching `match`)."""
@@ -66,8 +71,8 @@ class Backend(ABC):
     tools: tuple[str, ...] = ()
     # Directories below the cluster's state dir (globs) worth keeping when a bring-up fails.
     log_dirs: tuple[str, ...] = ("logs",)
-    # What `targets_for` may offer, each with what a spec needs to have it (for refusals).
-    target_hints: dict[str, str] = {}
+    # Every target `targets_for` may offer (a key of TARGETS), with what the spec needs for it.
+    offers: dict[str, str] = {}
 
     @classmethod
     def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:

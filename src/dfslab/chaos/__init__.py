@@ -14,9 +14,10 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..cluster import Attached
+if TYPE_CHECKING:  # the cluster layer is above this package's registry and base class
+    from ..cluster import Attached
 
 
 class FaultError(RuntimeError):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster import Attached
-from ..experiment import FaultEntry
+from .entry import FaultEntry
 from ..workloads import Runner
 from . import inject, undo
 

@@ -27,7 +27,7 @@ class CephBackend(Backend):
     name = "ceph"
     tools = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
-    target_hints = {"fs": "a POSIX mount (ceph.cephfs: true)", "rados": "RADOS pools", "rbd": "RBD images"}
+    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": ""}
     peek = "ceph -s"
     charts = (
         Chart(r"ceph\.pgs\..*|ceph\.osds_(up|in)|ceph\.health", "count",

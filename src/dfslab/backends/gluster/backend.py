@@ -20,8 +20,7 @@ class GlusterBackend(Backend):
     name = "gluster"
     tools = ("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
     log_dirs = ("logs", "gluster/*/log")
-    target_hints = {"fs": "a POSIX mount", "gfapi": "libgfapi",
-                    "confine": "a file system built on some servers only"}
+    offers = {"fs": "", "gfapi": "", "confine": ""}
 
     charts = (Chart(r"gluster\..*", "count", "GlusterFS: bricks online, peers connected, entries pending heal, "
                     "degraded (0 OK, 1 degraded) over time"),)

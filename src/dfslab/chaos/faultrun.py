@@ -1,0 +1,100 @@
+"""The fault part of a run: seed checksummed data, time faults into workloads with a
+checksummed writer beside them, wait for recovery, measure what held, verify every
+acknowledged write."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from .schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
+                       wait_recovered, write_latency)
+
+if TYPE_CHECKING:
+    from ..cluster import Attached
+    from ..experiment import Integrity
+    from ..results import RunDir
+    from ..workloads import Runner
+    from .entry import FaultEntry
+
+
+class FaultRun:
+    """The fault part of a run: seed, timed faults with a checksummed writer, recovery, verify."""
+
+    def __init__(self, entries: list[FaultEntry], integrity: Integrity, attached: Attached, runner: Runner,
+                 run_dir: RunDir):
+        self.entries, self.integrity, self.attached, self.runner, self.run_dir = entries, integrity, attached, runner, run_dir
+        self.dir = run_dir.path / "integrity"
+        self.dir.mkdir(exist_ok=True)
+        self.started: set[int] = set()
+        self.journals: list[str] = []
+        self.events: list[dict[str, Any]] = []
+
+    def stores(self) -> list[str]:
+        """Where the checksummed data goes: RADOS objects and/or files on the POSIX mount."""
+        offered = self.attached.backend.targets_for(self.attached.spec)
+        stores = ["rados:dfslab"] if "rados" in offered else []
+        if "fs" in offered:
+            stores.append(f"dir:{self.attached.backend.mount('client') / 'dfslab-integrity'}")
+        return stores
+
+    def seed(self) -> None:
+        argv = [*INTEGRITY, "seed", str(self.dir / "manifest.json"), str(self.integrity.seed_objects),
+                *self.stores()]
+        self.runner.run(argv, "integrity-seed", timeout=600)
+
+    def start(self, workload_index: int) -> list[tuple[TimedFault, Writer]]:
+        if workload_index in self.started:
+            return []
+        self.started.add(workload_index)
+        entries = [(i, f) for i, f in enumerate(self.entries) if f.during == workload_index]
+        if not entries:
+            return []
+        writer = Writer(self.runner, self.dir, self.stores()[0]).start()
+        self.journals.append(str(writer.journal))
+        return [(TimedFault(self.attached, f, i).start(), writer) for i, f in entries]
+
+    def finish(self, timed, samples) -> None:
+        for fault, _ in timed:
+            fault.join()
+        recover = wait_recovered(self.attached, self.integrity.recovery_timeout)
+        healed_at = time.time() if recover is not None else None
+        writer = timed[0][1]
+        writer.stop()
+        acks = writer.acks()
+        latency = write_latency(acks)
+        for fault, _ in timed:
+            ev = fault.events
+            inject_at, undo_at = ev.get("inject"), ev.get("undo")
+            if inject_at and undo_at:
+                ev["detect_s"] = detection(samples, inject_at)
+                ev["recover_s"] = healed_at - undo_at if healed_at else None
+                # Before: up to 10 s of steady load, leaving out the workload's first 3 s of ramp-up.
+                before = throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
+                # The fault holds from when inject returned (fill writes for a while first).
+                held_from = ev.get("in_effect") or inject_at
+                ev.update(inject_s=held_from - inject_at, blocked_s=longest_stall(acks, held_from, undo_at),
+                          acked_during=sum(held_from <= a["ack"] < undo_at for a in acks))
+                during = throughput(samples, held_from, undo_at)
+                ev.update(throughput_before=before, throughput_during=during,
+                          throughput_fraction=(during / before) if before and during is not None else None,
+                          latency_before_ms=mean_latency(latency, max(ev["workload_start"] + 3, inject_at - 10), inject_at),
+                          latency_during_ms=mean_latency(latency, held_from, undo_at))
+            ev["write_latency"] = latency
+            ev["acknowledged_writes"] = len(acks)
+            self.events.append(ev)
+        self.run_dir.write_json("faults.json", self.events)
+
+    def verify(self) -> list[str]:
+        out = self.runner.run([*INTEGRITY, "verify", str(self.dir / "manifest.json"), *self.journals],
+                              "integrity-verify", timeout=1800)
+        result = json.loads(out)
+        self.run_dir.write_json("integrity.json", result)
+        problems = [f"fault {e['kind']} {e['target']}: {e['error']}" for e in self.events if e.get("error")]
+        problems += [f"fault {e['kind']} {e['target']}: not recovered within the recovery timeout"
+                     for e in self.events if e.get("undo") and e.get("recover_s") is None]
+        if result["lost"] or result["corrupt"]:
+            problems.append(f"integrity: {result['lost']} lost and {result['corrupt']} corrupt of {result['checked']} "
+                            f"acknowledged objects/files: {', '.join(result['lost_names'] + result['corrupt_names'])[:500]}")
+        return problems
