@@ -13,6 +13,7 @@ from typing import Any
 from . import cluster, report
 from .backends import TARGETS, Progress, backend_class, backend_for
 from .backends.registry import FILESYSTEMS, backend_class_of
+from .chaos import FaultError, check_applies
 from .chaos.faultrun import FaultRun
 from .compare import compare_runs
 from .experiment import Experiment, Step
@@ -93,6 +94,11 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
             problems.append((f"workloads[{step.index}].{field}",
                              f"{step.workload.name} needs {_hint(need)}, which cluster {spec.name!r} "
                              f"({spec.filesystem}) does not have; it offers: {', '.join(sorted(offered)) or 'nothing'}"))
+    for i, entry in enumerate(exp.file.faults):
+        try:
+            check_applies(entry.kind, spec.filesystem)
+        except FaultError as exc:
+            problems.append((f"faults[{i}].kind", str(exc)))
     port = exp.file.sampler.prometheus_port
     if port and not _port_free(port):
         problems.append(("sampler.prometheus_port", f"127.0.0.1:{port} is already in use; pick a free port or 0 (off)"))

@@ -129,6 +129,14 @@ class Backend(ABC):
     # Optional: `confined(nodes)`, a context manager giving a POSIX mount of a file system
     # built on `nodes` only (scaling with the number of servers). None: not offered.
     confined: Callable[[list[str]], Any] | None = None
+    # Optional: `confined_pool(runner, nodes, pgs)`, a context manager giving (pool, OSDs) of an
+    # object pool on `nodes` only. None: not offered.
+    confined_pool: Callable[..., Any] | None = None
+
+    def fio_target(self, runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
+        """fio options that aim a job at one of this backend's own targets (not fs): the
+        engine and what it needs, made ready for `size_bytes` of I/O."""
+        raise BackendError(f"{self.name} offers no fio target {target!r}")
 
     def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
         """Grow the file system by `count` storage units and rebalance onto them."""

@@ -1,6 +1,7 @@
 """Every filesystem dfslab can deploy or measure, one line each.
 
-A filesystem is a package under `backends/` holding `section.py` (`SECTION`: the model of its
+A filesystem is a package under `backends/`: its `__init__` (light, no imports) may declare
+`FAULTS` (fault kinds only it has, kind -> "module:Class"); `section.py` (`SECTION`: the model of its
 spec section, with a `check(cluster)` for what depends on the nodes) and `backend.py`
 (`BACKEND`: its `Backend` class). This module imports neither until asked, so the spec can
 build itself from the sections without importing daemons' code.
@@ -23,3 +24,8 @@ def section_class(filesystem: str) -> Any:
 
 def backend_class_of(filesystem: str) -> Any:
     return import_module(f"{FILESYSTEMS[filesystem]}.backend").BACKEND
+
+
+def faults_of(filesystem: str) -> dict[str, str]:
+    """Fault kinds only `filesystem` has."""
+    return dict(getattr(import_module(FILESYSTEMS[filesystem]), "FAULTS", {}))

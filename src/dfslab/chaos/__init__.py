@@ -3,18 +3,20 @@
 What a fault changed is written to the cluster's state directory before it is changed
 (resource kind "faults"), so `dfslab fault NAME restore` undoes it later and `dfslab down`
 finds nothing half-broken after dfslab itself was killed (namespaces and processes go with
-the cluster anyway). To add a fault kind: a `Fault` subclass registered in `FAULTS`.
+the cluster anyway). To add a fault kind: a `Fault` subclass registered in `GENERIC_FAULTS`
+(every cluster) or in its filesystem package's `FAULTS` (that filesystem only).
 """
 
 from __future__ import annotations
 
 import inspect
-import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from ..backends.registry import FILESYSTEMS, faults_of
 
 if TYPE_CHECKING:  # the cluster layer is above this package's registry and base class
     from ..cluster import Attached
@@ -73,30 +75,26 @@ class Fault(ABC):
     def undo(self, target: str, record: dict[str, Any]) -> None:
         """Put `target` back as it was."""
 
-    def osd_id(self, target: str) -> int:
-        """N of a target written osd.N or N."""
-        m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
-        if not m:
-            raise FaultInputError(f"fault {self.kind} takes an OSD like osd.1, got {target!r}")
-        return int(m.group(1))
-
-    def ceph(self, *args: str) -> str:
-        res = self.cluster.runtime.run("client", ["ceph", *args], timeout=120, check=False, env=self.cluster.env)
-        if res.returncode != 0:
-            raise FaultError(f"`ceph {' '.join(args)}` failed: {res.stderr.strip()[-300:]}")
-        return res.stdout
-
-
-FAULTS = {
+# Kinds every cluster has; a filesystem's own kinds come from its package (registry.faults_of).
+GENERIC_FAULTS = {
     "kill": "dfslab.chaos.daemon:KillDaemon",
     "stop": "dfslab.chaos.daemon:StopDaemon",
     "node": "dfslab.chaos.daemon:LoseNode",
-    "out": "dfslab.chaos.osdout:MarkOut",
     "partition": "dfslab.chaos.link:CutLink",
     "degrade": "dfslab.chaos.link:DegradeLink",
-    "fill": "dfslab.chaos.fill:FillOsd",
-    "brick": "dfslab.chaos.brick:KillBrick",
 }
+
+
+FAULTS = {**GENERIC_FAULTS, **{k: v for fs in FILESYSTEMS for k, v in faults_of(fs).items()}}
+FILESYSTEM_OF = {k: fs for fs in FILESYSTEMS for k in faults_of(fs)}
+
+
+def check_applies(kind: str, filesystem: str) -> None:
+    """A filesystem's own fault kind on a cluster of another is refused before anything runs."""
+    owner = FILESYSTEM_OF.get(kind)
+    if owner and owner != filesystem:
+        here = sorted(k for k in FAULTS if FILESYSTEM_OF.get(k, filesystem) == filesystem)
+        raise FaultInputError(f"fault {kind} is for {owner} clusters; this one is {filesystem}: kinds here: {', '.join(here)}")
 
 
 def fault_class(kind: str) -> type[Fault]:
@@ -107,7 +105,8 @@ def fault_class(kind: str) -> type[Fault]:
 
 
 def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injected:
-    fault_class(kind).check_options(options)  # before anything is recorded or broken
+    check_applies(kind, cluster.spec.filesystem)  # before anything is recorded or broken
+    fault_class(kind).check_options(options)
     fault = fault_class(kind)(cluster)
     pending = {"kind": kind, "target": target, "at": time.time(), "record": {"pending": True, **options}}
     cluster.state.add_resource("faults", pending)

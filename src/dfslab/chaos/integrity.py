@@ -20,7 +20,7 @@ import random
 import sys
 import time
 
-from ..backends.ceph.helper import connect_from_env
+from ..backends.ceph import connect_rados
 
 SIZES = [1024, 64 * 1024, 1 << 20, 4 << 20]
 
@@ -36,7 +36,7 @@ class RadosStore:
         # op_timeout 0: a write waits as long as Ceph needs (an ack is a promise, however late).
         import rados
         self.errors = (rados.Error,)
-        self.cluster = connect_from_env(rados_osd_op_timeout=str(int(op_timeout)))
+        self.cluster = connect_rados(rados_osd_op_timeout=str(int(op_timeout)))
         self.ioctx = self.cluster.open_ioctx(pool)
 
     def put(self, name: str, data: bytes) -> None:

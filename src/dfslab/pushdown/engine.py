@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..backends.ceph.helper import connect_from_env
+from ..backends.ceph import connect_rados
 from . import dataset as ds
 from .columnar import decode
 from .query import (Answer, QueryError, bind, check_dataset_name, decode_partials, encode_request, execute_local, merge,
@@ -37,7 +37,7 @@ MAX_REPLY = int(os.environ.get("DFSLAB_PUSHDOWN_MAX_REPLY", 16 << 20))
 
 
 def connect(pool: str = "dfslab"):
-    cluster = connect_from_env()
+    cluster = connect_rados()
     return cluster, cluster.open_ioctx(pool)
 
 

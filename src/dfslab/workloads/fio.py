@@ -14,7 +14,6 @@ from ..spec import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
-RBD_IMAGE = "dfslab-fio"
 
 
 class FioParams(WorkloadParams):
@@ -74,32 +73,14 @@ def fio_argv(name: str, **options: Any) -> list[str]:
     return argv
 
 
-def ensure_rbd_image(runner: Runner, size_bytes: int) -> None:
-    """An RBD image of at least `size_bytes`, written once end to end: reads of a never-written
-    (sparse) image return zeros without touching an OSD and would measure nothing."""
-    mib = max(64, -(-size_bytes // 2**20))
-    info = runner.run(["rbd", "info", "--format", "json", f"rbd/{RBD_IMAGE}"], "rbd-info", timeout=60, check=False)
-    if info.strip():
-        if json.loads(info)["size"] >= mib * 2**20:
-            return
-        runner.run(["rbd", "rm", f"rbd/{RBD_IMAGE}"], "rbd-rm", timeout=120)
-    runner.run(["rbd", "create", "--size", str(mib), f"rbd/{RBD_IMAGE}"], "rbd-create", timeout=60)
-    runner.run(fio_argv("rbd-fill", ioengine="rbd", clientname="admin", pool="rbd", rbdname=RBD_IMAGE, rw="write",
-                        bs="4M", iodepth=16, size=f"{mib}M"), "rbd-fill", timeout=600)
-
-
 def target_options(runner: Runner, target: str, size: int, numjobs: int, direct: bool) -> dict[str, Any]:
-    if target == "rbd":
-        ensure_rbd_image(runner, size * numjobs)
-        return {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": RBD_IMAGE}
-    if target == "gfapi":
-        # fio names gfapi files relative to the volume root (and checks `directory=` on the
-        # local disk), so the directory goes into the file name; it is made through the mount.
-        runner.workdir("fs", "dfslab-fio-gfapi")
-        return {"ioengine": "gfapi", "volume": runner.info["gluster_volume"], "brick": runner.info["volfile_server"],
-                "filename_format": "dfslab-fio-gfapi/$jobname.$jobnum.$filenum"}
-    directory = runner.workdir(target, "dfslab-fio")
-    return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
+    """fio options that aim a job at `target`: a directory for fs/local, else the backend's engine."""
+    if target in ("fs", "cephfs", "local"):
+        directory = runner.workdir(target, "dfslab-fio")
+        return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
+    if runner.fio_target is None:
+        raise WorkloadError(f"fio target {target!r} needs a cluster")
+    return runner.fio_target(runner, target, size * numjobs)
 
 
 class Fio(Workload):

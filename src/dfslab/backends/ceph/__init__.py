@@ -3,3 +3,13 @@
 `section.py` is the spec's `ceph:` section; one module per daemon kind (mon, mgr, osd, mds), as
 Rook keeps them apart; `backend.py` only orders them and answers for the cluster.
 """
+
+# Fault kinds only this filesystem has (chaos adds the ones every cluster has).
+FAULTS = {"out": "dfslab.backends.ceph.faults:MarkOut", "fill": "dfslab.backends.ceph.faults:FillOsd"}
+
+
+def connect_rados(**conf: str):
+    """A connected `rados.Rados` from CEPH_CONF / CEPH_ARGS: the public way client-side tools
+    (integrity checker, pushdown engine) reach a Ceph cluster."""
+    from .helper import connect_from_env  # not at import: the spec imports this package
+    return connect_from_env(**conf)

@@ -14,7 +14,7 @@ from ...procs import tool_version
 from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, Chart, PreflightError, Progress, table
-from . import client, health, mds, mgr, mon, osd, pools
+from . import client, health, mds, mgr, mon, osd, pools, tools
 from .conf import CephLayout, render_conf
 from .context import CephContext
 
@@ -111,6 +111,11 @@ class CephBackend(Backend):
             "tables": [table("pools", ["pool", "size", "min_size", "PGs", "application"],
                              [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
+
+    confined_pool = staticmethod(tools.confined_pool)
+
+    def fio_target(self, runner, target: str, size_bytes: int) -> dict[str, Any]:
+        return tools.fio_target(runner, target, size_bytes)
 
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_cephfs(self.ctx, node)

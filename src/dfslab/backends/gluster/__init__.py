@@ -1,3 +1,6 @@
 """GlusterFS from Debian's packages: one glusterd per server node (glusterd.py), a volume of
 bricks on those nodes (volume.py), FUSE clients (client.py). `section.py` is the spec's
 `gluster:` section; `backend.py` only orders them and answers for the cluster."""
+
+# Fault kinds only this filesystem has (chaos adds the ones every cluster has).
+FAULTS = {"brick": "dfslab.backends.gluster.faults:KillBrick"}

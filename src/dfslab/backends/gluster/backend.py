@@ -181,6 +181,15 @@ class GlusterBackend(Backend):
             time.sleep(0.5)
         raise BackendError(f"rebalance not completed within {timeout:.0f} s")
 
+    def fio_target(self, runner, target: str, size_bytes: int) -> dict[str, Any]:
+        if target != "gfapi":
+            return super().fio_target(runner, target, size_bytes)
+        # fio names gfapi files relative to the volume root (and checks `directory=` on the
+        # local disk), so the directory goes into the file name; it is made through the mount.
+        runner.workdir("fs", "dfslab-fio-gfapi")
+        return {"ioengine": "gfapi", "volume": volume.VOLUME, "brick": self.ctx.addresses[self.spec.nodes[0].name],
+                "filename_format": "dfslab-fio-gfapi/$jobname.$jobnum.$filenum"}
+
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_volume(self.ctx, node)
 

@@ -1,4 +1,7 @@
-"""Fill one OSD until Ceph's full ratios trip.
+"""Faults only a Ceph cluster has: an OSD marked out, an OSD filled until OSD_FULL. They are
+Ceph's, so they live here and build `ceph` commands; `chaos` runs them like any other kind.
+
+Fill: Fill one OSD until Ceph's full ratios trip.
 
 Really filling an 8 GiB OSD to 95 % would take minutes and most of the machine's disk, so
 the fault does what Ceph's own full-ratio tests do with lowered ratios: it writes real objects
@@ -19,17 +22,48 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from typing import Any
 
-from ..units import UnitError, parse_duration, parse_size
-from . import Fault, FaultError, FaultInputError
+from ...chaos import Fault, FaultError, FaultInputError
+from ...units import UnitError, parse_duration, parse_size
+
+
+class CephFault(Fault):
+    """A fault that talks to the cluster with the `ceph` CLI on the client node."""
+
+    def osd_id(self, target: str) -> int:
+        """N of a target written osd.N or N."""
+        m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
+        if not m:
+            raise FaultInputError(f"fault {self.kind} takes an OSD like osd.1, got {target!r}")
+        return int(m.group(1))
+
+    def ceph(self, *args: str) -> str:
+        res = self.cluster.runtime.run("client", ["ceph", *args], timeout=120, check=False, env=self.cluster.env)
+        if res.returncode != 0:
+            raise FaultError(f"`ceph {' '.join(args)}` failed: {res.stderr.strip()[-300:]}")
+        return res.stdout
+
+
+class MarkOut(CephFault):
+    kind = "out"
+    help = "ceph osd out N (placement groups move off it); undo: ceph osd in N"
+
+    def inject(self, target: str) -> dict[str, Any]:
+        self.ceph("osd", "out", str(self.osd_id(target)))
+        return {}
+
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        self.ceph("osd", "in", str(self.osd_id(target)))
+
 
 POOL = "dfslab-fill"
 OBJECT = 4 << 20
 
 
-class FillOsd(Fault):
+class FillOsd(CephFault):
     kind = "fill"
     help = ("fill an OSD until OSD_FULL: real data written onto it until it holds headroom (default 128MiB) "
             "more than any other OSD, full ratio set between; undo: ratios back, fill data deleted")

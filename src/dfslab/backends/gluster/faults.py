@@ -1,4 +1,6 @@
-"""GlusterFS brick fault: kill -9 one brick process (glusterfsd). Undo: `gluster volume start
+"""A fault only a GlusterFS cluster has (so it lives here): kill a brick.
+
+Brick fault: kill -9 one brick process (glusterfsd). Undo: `gluster volume start
 VOL force`, which restarts the volume's offline bricks and nothing else; self-heal then
 copies what the brick missed (the recovery wait covers heal)."""
 
@@ -9,8 +11,8 @@ import re
 import signal
 from typing import Any
 
-from ..procs import is_marked
-from . import Fault, FaultError, FaultInputError
+from ...chaos import Fault, FaultError, FaultInputError
+from ...procs import is_marked
 
 
 class KillBrick(Fault):
@@ -18,11 +20,7 @@ class KillBrick(Fault):
     help = "kill -9 a GlusterFS brick process (target: node2, or node2/b1); undo: volume start force"
 
     def backend(self):
-        from ..backends.gluster import GlusterBackend
-        backend = self.cluster.backend
-        if not isinstance(backend, GlusterBackend):
-            raise FaultInputError("fault brick is for GlusterFS clusters; on Ceph use kill osd.N")
-        return backend
+        return self.cluster.backend  # a GlusterBackend: chaos offers this kind on GlusterFS clusters only
 
     def find(self, target: str) -> dict[str, Any]:
         m = re.fullmatch(r"([a-z][a-z0-9-]*)(?:/b(\d+))?", target)

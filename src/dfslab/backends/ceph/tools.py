@@ -1,0 +1,75 @@
+"""What Ceph gives client-side workloads: fio's rbd engine on a pre-written image, and a pool
+confined to some servers' OSDs (throughput vs number of servers). Commands run through the
+workload's runner, so their output is kept in the run's raw/ like any tool's."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from .. import BackendError
+
+RBD_IMAGE = "dfslab-fio"
+
+
+def ensure_rbd_image(runner: Any, size_bytes: int) -> None:
+    """An RBD image of at least `size_bytes`, written once end to end: reads of a never-written
+    (sparse) image return zeros without touching an OSD and would measure nothing."""
+    mib = max(64, -(-size_bytes // 2**20))
+    info = runner.run(["rbd", "info", "--format", "json", f"rbd/{RBD_IMAGE}"], "rbd-info", timeout=60, check=False)
+    if info.strip():
+        if json.loads(info)["size"] >= mib * 2**20:
+            return
+        runner.run(["rbd", "rm", f"rbd/{RBD_IMAGE}"], "rbd-rm", timeout=120)
+    runner.run(["rbd", "create", "--size", str(mib), f"rbd/{RBD_IMAGE}"], "rbd-create", timeout=60)
+    runner.run(["fio", "--name=rbd-fill", "--output-format=json", "--group_reporting", "--ioengine=rbd",
+                "--clientname=admin", "--pool=rbd", f"--rbdname={RBD_IMAGE}", "--rw=write", "--bs=4M",
+                "--iodepth=16", f"--size={mib}M"], "rbd-fill", timeout=600)
+
+
+def fio_target(runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
+    if target != "rbd":
+        raise BackendError(f"ceph offers no fio target {target!r}")
+    ensure_rbd_image(runner, size_bytes)
+    return {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": RBD_IMAGE}
+
+
+@contextmanager
+def confined_pool(runner: Any, nodes: list[str], pgs: int) -> Iterator[tuple[str, int]]:
+    """(pool, OSDs under it): a size-1 pool CRUSH confines to the OSDs of `nodes`, for the length
+    of a `with` block. The nodes' host buckets are linked (not moved) under a root of their own,
+    so the cluster's other pools are untouched; pool, rule and root go afterwards."""
+    name = f"dfslab-scale-{len(nodes)}"
+
+    def ceph(*args: str, check: bool = True) -> str:
+        return runner.run(["ceph", *args], f"{name}-{args[0]}-{args[1] if len(args) > 1 else ''}", timeout=120, check=check)
+
+    try:
+        ceph("osd", "crush", "add-bucket", name, "root")
+        for node in nodes:
+            ceph("osd", "crush", "link", node, f"root={name}")
+        ceph("osd", "crush", "rule", "create-replicated", name, name, "host")
+        ceph("osd", "pool", "create", name, str(pgs), str(pgs), "replicated", name)
+        ceph("osd", "pool", "set", name, "size", "1", "--yes-i-really-mean-it")
+        ceph("osd", "pool", "application", "enable", name, "rados")
+        _wait_clean(ceph, name, pgs)
+        yield name, len(json.loads(ceph("osd", "ls-tree", name, "--format", "json")))
+    finally:
+        ceph("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it", check=False)
+        ceph("osd", "crush", "rule", "rm", name, check=False)
+        for node in nodes:
+            ceph("osd", "crush", "unlink", node, name, check=False)
+        ceph("osd", "crush", "remove", name, check=False)
+
+
+def _wait_clean(ceph, pool: str, pgs: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = ceph("pg", "ls-by-pool", pool, "--format", "json", check=False)
+        stats = json.loads(out).get("pg_stats", []) if out.strip() else []
+        if len(stats) == pgs and all(s["state"] == "active+clean" for s in stats):
+            return
+        time.sleep(0.5)
+    raise BackendError(f"pool {pool} did not become active+clean within {timeout:.0f} s")
