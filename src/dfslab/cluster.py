@@ -203,8 +203,7 @@ class Attached:
         return Runner(self.runtime.command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
                       clients=self.spec.client_names(), info=self.backend.client_info(),
-                      confined=self.backend.confined, confined_pool=self.backend.confined_pool,
-                      fio_target=self.backend.fio_target)
+                      storage=self.backend)
 
     def close(self) -> None:
         self.backend.close()

@@ -20,10 +20,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .chaos.entry import FaultEntry
-from .spec import ClusterSpec, Seconds, SpecError, Strict, _problems, check_name, parse_spec, read_yaml
+from .fields import Seconds, Strict
+from .spec import ClusterSpec, SpecError, _problems, check_name, parse_spec, read_yaml
 from .workloads import WORKLOADS, Workload, workload
 
 

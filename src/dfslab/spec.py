@@ -10,13 +10,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
 from .backends.registry import FILESYSTEMS, section_class
-from .fields import BitsPerSecond, Bytes, Seconds, Strict
+from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 
 RESERVED_NODE_NAMES = {"client", "hub"} | {f"client{i}" for i in range(2, 9)}

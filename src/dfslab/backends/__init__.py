@@ -68,7 +68,7 @@ class Backend(ABC):
     # What a user runs to look at the cluster (`dfslab exec NAME -- ...`).
     peek: str = "df -h"
     # Programs deploy needs on this machine (checked before anything is made).
-    tools: tuple[str, ...] = ()
+    required_programs: tuple[str, ...] = ()
     # Directories below the cluster's state dir (globs) worth keeping when a bring-up fails.
     log_dirs: tuple[str, ...] = ("logs",)
     # Every target `targets_for` may offer (a key of TARGETS), with what the spec needs for it.
@@ -83,7 +83,7 @@ class Backend(ABC):
     @classmethod
     def preflight(cls, spec: ClusterSpec) -> None:
         """Refuse, before anything is made, a cluster this machine cannot hold."""
-        missing = [t for t in cls.tools if shutil.which(t) is None]
+        missing = [t for t in cls.required_programs if shutil.which(t) is None]
         if missing:
             raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
 
@@ -132,6 +132,10 @@ class Backend(ABC):
     # Optional: `confined_pool(runner, nodes, pgs)`, a context manager giving (pool, OSDs) of an
     # object pool on `nodes` only. None: not offered.
     confined_pool: Callable[..., Any] | None = None
+
+    def pool_free_bytes(self, runner: Any, pool: str) -> int:
+        """Bytes an object pool may still take (backends with object pools)."""
+        raise BackendError(f"{self.name} has no object pools")
 
     def fio_target(self, runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
         """fio options that aim a job at one of this backend's own targets (not fs): the

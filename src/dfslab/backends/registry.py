@@ -1,7 +1,8 @@
 """Every filesystem dfslab can deploy or measure, one line each.
 
 A filesystem is a package under `backends/`: its `__init__` (light, no imports) may declare
-`FAULTS` (fault kinds only it has, kind -> "module:Class"); `section.py` (`SECTION`: the model of its
+`FAULTS` (fault kinds only it has, kind -> "module:Class") and `IMAGE_PACKAGES` (the Debian
+packages its daemons need in a container image); `section.py` (`SECTION`: the model of its
 spec section, with a `check(cluster)` for what depends on the nodes) and `backend.py`
 (`BACKEND`: its `Backend` class). This module imports neither until asked, so the spec can
 build itself from the sections without importing daemons' code.
@@ -29,3 +30,8 @@ def backend_class_of(filesystem: str) -> Any:
 def faults_of(filesystem: str) -> dict[str, str]:
     """Fault kinds only `filesystem` has."""
     return dict(getattr(import_module(FILESYSTEMS[filesystem]), "FAULTS", {}))
+
+
+def image_packages(filesystem: str) -> list[str]:
+    """Debian packages `filesystem`'s daemons need in a container image."""
+    return list(getattr(import_module(FILESYSTEMS[filesystem]), "IMAGE_PACKAGES", []))

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from ..backends.registry import FILESYSTEMS, image_packages
 from ..safety import UnsafeRemoval, remove_owned_tree
 from . import RuntimeError_
 from . import engine
@@ -27,7 +28,8 @@ REPO = "dfslab/storage"
 MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"
 # Daemons only: clients (fio, rados bench, ceph-fuse) run from the host in the client node's namespace.
-PACKAGES = ["ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-common", "glusterfs-server", "iproute2", "procps"]
+FILESYSTEM_PACKAGES = {fs: image_packages(fs) for fs in FILESYSTEMS}
+PACKAGES = [p for pkgs in FILESYSTEM_PACKAGES.values() for p in pkgs] + ["iproute2", "procps"]
 
 Progress = Callable[[str, str], None]
 
@@ -56,7 +58,7 @@ def parse_policy(text: str) -> dict[str, str]:
 def tag_for(versions: dict[str, str]) -> str:
     digest = hashlib.sha256(repr(sorted(versions.items())).encode()).hexdigest()[:8]
     short = lambda pkg: re.sub(r"[^A-Za-z0-9_.-]", "_", versions[pkg].split("+")[0].split("-")[0])  # noqa: E731
-    return f"ceph{short('ceph-osd')}-gluster{short('glusterfs-server')}-{digest}"
+    return "-".join(f"{fs}{short(pkgs[0])}" for fs, pkgs in FILESYSTEM_PACKAGES.items() if pkgs) + f"-{digest}"
 
 
 def built_for(versions: dict[str, str]) -> str | None:
@@ -143,7 +145,7 @@ def _debootstrap(root: Path, progress: Progress) -> None:
     policy.chmod(0o755)
     apt = ["chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-y"]
     _stream([*apt, "update"], "apt-get update", progress, lambda line: line.startswith(("Get:", "Hit:")))
-    _stream([*apt, "install", "--no-install-recommends", *PACKAGES], "installing Ceph and GlusterFS", progress,
+    _stream([*apt, "install", "--no-install-recommends", *PACKAGES], f"installing {' and '.join(FILESYSTEM_PACKAGES)}", progress,
             lambda line: line.startswith(APT_STEPS))
     policy.unlink()
 

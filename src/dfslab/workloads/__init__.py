@@ -63,11 +63,9 @@ class Runner:
     nodes: list[str] = field(default_factory=list)
     clients: list[str] = field(default_factory=lambda: ["client"])
     info: dict[str, Any] = field(default_factory=dict)  # the backend's client_info (e.g. a GlusterFS volume)
-    confined: Callable[[list[str]], Any] | None = None  # nodes -> context manager giving a mount on those servers only
-    # (runner, nodes, pgs) -> context manager giving (pool, OSDs) of a pool on those servers only
-    confined_pool: Callable[..., Any] | None = None
-    # (runner, target, bytes) -> fio options aiming a job at a backend's own target (rbd, gfapi)
-    fio_target: Callable[..., dict[str, Any]] | None = None
+    # The cluster's backend: what only the filesystem knows (Backend.fio_target, confined,
+    # confined_pool, pool_free_bytes). None for work on this machine alone (baselines).
+    storage: Any = None
 
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
         """A directory a file workload writes in: on the cluster's POSIX mount on `node`

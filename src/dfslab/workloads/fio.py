@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..spec import Bytes
+from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
@@ -78,9 +78,9 @@ def target_options(runner: Runner, target: str, size: int, numjobs: int, direct:
     if target in ("fs", "cephfs", "local"):
         directory = runner.workdir(target, "dfslab-fio")
         return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
-    if runner.fio_target is None:
+    if runner.storage is None:
         raise WorkloadError(f"fio target {target!r} needs a cluster")
-    return runner.fio_target(runner, target, size * numjobs)
+    return runner.storage.fio_target(runner, target, size * numjobs)
 
 
 class Fio(Workload):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..spec import Bytes
+from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
 from .fio import fio_argv, parse_json, target_options
 

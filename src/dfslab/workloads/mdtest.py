@@ -8,7 +8,7 @@ import sys
 
 from pydantic import Field
 
-from ..spec import Bytes
+from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
 
 PHASES = ("create", "stat", "read", "unlink")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..spec import Bytes
+from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fio import fio_argv
 from .iozone import drop_caches

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import time
 import re
 from typing import Any, Literal
 
 from pydantic import Field
 
-from ..spec import Bytes
+from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 SUMMARY = {
@@ -56,14 +54,9 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
 
 
 def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float = 0.4) -> int:
-    # `ceph df` is the MGR's view: a pool made a moment ago may not be in it for a second or two.
-    for attempt in range(10):
-        df = json.loads(runner.run(["ceph", "df", "--format", "json"], "ceph-df", timeout=60))
-        avail = next((p["stats"]["max_avail"] for p in df["pools"] if p["name"] == pool), None)
-        if avail is not None:
-            return max(16, int(avail * fraction // object_size))
-        time.sleep(0.5)
-    raise WorkloadError(f"pool {pool!r} does not exist; pools: {', '.join(p['name'] for p in df['pools'])}")
+    if runner.storage is None:
+        raise WorkloadError("rados bench needs a cluster")
+    return max(16, int(runner.storage.pool_free_bytes(runner, pool) * fraction // object_size))
 
 
 class RadosBench(Workload):

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..spec import Bytes
+from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .radosbench import RadosBench, RadosBenchParams
 
@@ -33,10 +33,10 @@ class OsdScaling(Workload):
     def run(self, runner: Runner, params: ScalingParams, repetition: int) -> list[Measurement]:
         if params.servers > len(runner.nodes):
             raise WorkloadError(f"scaling.servers={params.servers} but the cluster has {len(runner.nodes)} node(s)")
-        if runner.confined_pool is None:
+        if runner.storage is None or runner.storage.confined_pool is None:
             raise WorkloadError("workload scaling needs RADOS pools confined to some servers (filesystem: ceph)")
         bench = RadosBench()
-        with runner.confined_pool(runner, runner.nodes[:params.servers], params.pg_per_server * params.servers) as (pool, osds):
+        with runner.storage.confined_pool(runner, runner.nodes[:params.servers], params.pg_per_server * params.servers) as (pool, osds):
             # Already validated here; construct, since validation wants sizes with units.
             inner = RadosBenchParams.model_construct(modes=params.modes, seconds=params.seconds, threads=params.threads,
                                                      object_size=params.object_size, pool=pool, max_objects=None)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..spec import Bytes
+from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fio import fio_argv, parse_json
 
@@ -40,13 +40,13 @@ class ServerScaling(Workload):
         return len(params.ops) * (params.seconds + 1) + params.procs * params.size / 150e6 + 6
 
     def run(self, runner: Runner, params: ServersParams, repetition: int) -> list[Measurement]:
-        if runner.confined is None:
+        if runner.storage is None or runner.storage.confined is None:
             raise WorkloadError("workload servers needs a backend that can build a file system on some servers only "
                                 "(filesystem: gluster); on Ceph use workload scaling")
         if params.servers > len(runner.nodes):
             raise WorkloadError(f"servers.servers={params.servers} but the cluster has {len(runner.nodes)} node(s)")
         rows: list[Measurement] = []
-        with runner.confined(runner.nodes[:params.servers]) as mnt:
+        with runner.storage.confined(runner.nodes[:params.servers]) as mnt:
             for op in params.ops:
                 bs = RANDOM_BS if op.startswith("rand") else params.bs
                 tag = f"servers-{params.servers}-{op}-p{params.procs}-r{repetition}"

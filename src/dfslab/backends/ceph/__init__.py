@@ -4,6 +4,8 @@
 Rook keeps them apart; `backend.py` only orders them and answers for the cluster.
 """
 
+# Debian packages a daemon image needs for this filesystem (the first one names the image's version).
+IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common"]
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"out": "dfslab.backends.ceph.faults:MarkOut", "fill": "dfslab.backends.ceph.faults:FillOsd"}
 

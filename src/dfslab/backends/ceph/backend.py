@@ -25,7 +25,7 @@ PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 <
 
 class CephBackend(Backend):
     name = "ceph"
-    tools = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
+    required_programs = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
     offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": ""}
     peek = "ceph -s"
@@ -116,6 +116,9 @@ class CephBackend(Backend):
 
     def fio_target(self, runner, target: str, size_bytes: int) -> dict[str, Any]:
         return tools.fio_target(runner, target, size_bytes)
+
+    def pool_free_bytes(self, runner, pool: str) -> int:
+        return tools.pool_free_bytes(runner, pool)
 
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_cephfs(self.ctx, node)

@@ -73,3 +73,15 @@ def _wait_clean(ceph, pool: str, pgs: int, timeout: float = 120) -> None:
             return
         time.sleep(0.5)
     raise BackendError(f"pool {pool} did not become active+clean within {timeout:.0f} s")
+
+
+def pool_free_bytes(runner: Any, pool: str) -> int:
+    """Bytes `pool` may still take (`ceph df` max_avail)."""
+    # `ceph df` is the MGR's view: a pool made a moment ago may not be in it for a second or two.
+    for _ in range(10):
+        df = json.loads(runner.run(["ceph", "df", "--format", "json"], "ceph-df", timeout=60))
+        avail = next((p["stats"]["max_avail"] for p in df["pools"] if p["name"] == pool), None)
+        if avail is not None:
+            return avail
+        time.sleep(0.5)
+    raise BackendError(f"pool {pool!r} does not exist; pools: {', '.join(p['name'] for p in df['pools'])}")

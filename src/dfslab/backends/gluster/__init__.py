@@ -2,5 +2,7 @@
 bricks on those nodes (volume.py), FUSE clients (client.py). `section.py` is the spec's
 `gluster:` section; `backend.py` only orders them and answers for the cluster."""
 
+# Debian packages a daemon image needs for this filesystem (the first one names the image's version).
+IMAGE_PACKAGES = ["glusterfs-server"]
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"brick": "dfslab.backends.gluster.faults:KillBrick"}

@@ -18,7 +18,7 @@ from .glusterd import GlusterContext
 
 class GlusterBackend(Backend):
     name = "gluster"
-    tools = ("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
+    required_programs = ("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
     log_dirs = ("logs", "gluster/*/log")
     offers = {"fs": "", "gfapi": "", "confine": ""}
 
