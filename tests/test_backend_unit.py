@@ -1,0 +1,137 @@
+"""What backends and workloads parse or render, without a cluster: fio's JSON (from a real
+fio run on a temporary file), ceph.conf from a spec, GlusterFS brick layout, and a report
+built from a small run directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from dfslab.backends.ceph.conf import CephLayout, osd_placement, render_conf
+from dfslab.backends.gluster.glusterd import GlusterContext
+from dfslab.backends.gluster.volume import brick_list, layout_args, new_bricks
+from dfslab.backends.registry import backend_class_of
+from dfslab.report import build
+from dfslab.results import RunDir
+from dfslab.spec import parse_spec
+from dfslab.workloads import Measurement, WorkloadError
+from dfslab.workloads.fio import fio_argv, parse_json
+
+
+@pytest.fixture(scope="module")
+def fio_output(tmp_path_factory) -> str:
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (scripts/install-deps.sh)")
+    d = tmp_path_factory.mktemp("fio")
+    argv = fio_argv("unit", directory=str(d), rw="randrw", bs="4k", size="4M", runtime=1, time_based=True,
+                    ioengine="psync")
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def test_fio_json_gives_a_row_per_direction_and_metric(fio_output):
+    rows = parse_json(fio_output, "fio", {"bs": 4096}, 2)
+    by = {(r.params["op"], r.metric): r for r in rows}
+    for op in ("read", "write"):
+        assert by[(op, "bandwidth")].value > 0 and by[(op, "bandwidth")].unit == "MB/s"
+        assert by[(op, "iops")].value > 0 and by[(op, "latency_avg")].unit == "ms"
+        assert (op, "latency_p99") in by
+    assert all(r.repetition == 2 and r.params["bs"] == 4096 for r in rows)
+    # fio's own numbers, converted: bandwidth is bytes/s over 1e6.
+    job = json.loads(fio_output)["jobs"][0]
+    assert by[("read", "bandwidth")].value == pytest.approx(job["read"]["bw_bytes"] / 1e6)
+
+
+def test_fio_json_after_warnings_and_without_json(fio_output):
+    assert parse_json("fio: some warning\n" + fio_output, "fio", {}, 0)
+    with pytest.raises(WorkloadError, match="no JSON"):
+        parse_json("fio: file:filesetup.c: Permission denied\n", "fio", {}, 0)
+
+
+def _conf(tmp_path: Path, **ceph) -> dict[str, str]:
+    spec = parse_spec({"name": "u", "nodes": 3, "ceph": ceph})
+    addresses = {n: f"10.77.0.{i}" for i, n in enumerate(spec.node_names(), 2)}
+    text = render_conf(spec, CephLayout(tmp_path), "fsid-1", addresses, "10.77.0.0/24")
+    out, section = {}, ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif "=" in line:
+            key, _, value = line.partition("=")
+            out[f"{section}/{key.strip()}"] = value.strip()
+    return out
+
+
+@pytest.mark.parametrize("size,min_size", [(1, 1), (2, 1), (3, 2)])
+def test_replica_size_sets_the_pool_defaults(tmp_path, size, min_size):
+    conf = _conf(tmp_path, replica_size=size, pg_num=32)
+    assert conf["global/osd pool default size"] == str(size)
+    assert conf["global/osd pool default min size"] == str(min_size)
+    assert conf["global/osd pool default pg num"] == "32"
+
+
+def test_osds_are_placed_per_node_with_their_crush_host(tmp_path):
+    spec = parse_spec({"name": "u", "nodes": 3, "ceph": {"osds_per_node": 2}})
+    assert osd_placement(spec) == {0: "node1", 1: "node1", 2: "node2", 3: "node2", 4: "node3", 5: "node3"}
+    conf = _conf(tmp_path, osds_per_node=2, conf={"osd": {"osd_max_backfills": 4}})
+    assert conf["osd.3/crush location"] == "root=default host=node2"
+    assert conf["osd/osd_max_backfills"] == "4"
+
+
+def _gluster(tmp_path: Path, nodes: int = 3, **gluster) -> GlusterContext:
+    spec = parse_spec({"name": "g", "filesystem": "gluster", "nodes": nodes, "gluster": gluster})
+    return GlusterContext(spec, None, tmp_path, {n: f"10.0.0.{i}" for i, n in enumerate(spec.node_names(), 1)})
+
+
+def test_bricks_are_brick_major_so_each_set_spans_distinct_servers(tmp_path):
+    ctx = _gluster(tmp_path, 3, bricks_per_node=2, volume="replicate", replica=3)
+    bricks = brick_list(ctx)
+    hosts = [b.split(":")[0] for b in bricks]
+    assert hosts == ["10.0.0.1", "10.0.0.2", "10.0.0.3"] * 2
+    assert [b.rsplit("/", 1)[1] for b in bricks] == ["b0"] * 3 + ["b1"] * 3
+    for i in range(0, len(bricks), 3):  # every replica set: three different servers
+        assert len(set(hosts[i:i + 3])) == 3
+    assert layout_args(ctx) == ["replica", "3"]
+
+
+def test_layout_arguments_per_volume_type(tmp_path):
+    assert layout_args(_gluster(tmp_path, 3, volume="replicate", replica=3, arbiter=True)) == ["replica", "3", "arbiter", "1"]
+    assert layout_args(_gluster(tmp_path, 3, volume="disperse")) == ["disperse-data", "2", "redundancy", "1"]
+    assert layout_args(_gluster(tmp_path, 2, volume="distribute")) == []
+
+
+def test_new_bricks_fill_the_emptiest_nodes_with_the_next_free_index(tmp_path):
+    ctx = _gluster(tmp_path, 3, volume="replicate", replica=3)
+    existing = brick_list(ctx)
+    added = new_bricks(ctx, existing, 3)
+    assert [b.split(":")[0] for b in added] == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    assert all(b.endswith("/b1") for b in added) and not set(added) & set(existing)
+    # Uneven: node3 has one brick fewer, so it comes first.
+    uneven = new_bricks(ctx, existing + added[:2], 1)
+    assert uneven[0].startswith("10.0.0.3:") and uneven[0].endswith("/b1")
+
+
+def test_report_renders_what_the_backend_declared(tmp_path):
+    run = RunDir.create("unit", tmp_path)
+    ceph = backend_class_of("ceph")
+    run.start("hash", {"ceph": "ceph version 16.2.15"}, [c.as_json() for c in ceph.charts])
+    now = time.time()
+    run.add([Measurement("fio", "bandwidth", v, "MB/s", {"rw": "write", "bs": 1 << 20}, i) for i, v in enumerate((100.0, 110.0))])
+    (run.path / "timeseries.csv").write_text("t,series,value,unit\n" + "".join(
+        f"{now + s:.3f},ceph.pgs.active+clean,{32 - (s == 2) * 8},PGs\n{now + s:.3f},cpu.total,{40 + s},%\n" for s in range(5)))
+    run.write_json("intervals.json", [])
+    run.write_json("status.json", {
+        "name": "u", "filesystem": "ceph", "runtime": "local", "health": "HEALTH_OK", "daemons": [],
+        "write_amplification": 3, "summary": ["PGs: 32/32 — 32 active+clean"],
+        "tables": [{"title": "pools", "columns": ["pool", "size"], "rows": [["dfslab", "3"]]}]})
+    run.finish(failures=[], skipped=[], cluster="u", experiment="unit")
+    html = build(run.path).read_text()
+    assert "ceph version 16.2.15" in html and "PGs: 32/32" in html
+    assert "<h3>pools</h3>" in html and "<td class=\"l\">dfslab</td>" in html
+    assert ceph.charts[0].title in html  # the backend's own series got their figure
+    assert "client throughput as Ceph saw it" not in html  # faults_only: no faults in this run
