@@ -498,8 +498,9 @@ def _engine(name: str):
     try:
         native.build_class()
         state, spec = cluster.load(name)
-        if spec.filesystem != "ceph":
-            raise cluster.ClusterError(f"cluster {name!r} runs {spec.filesystem}; query pushdown needs Ceph")
+        if "rados" not in backend_class(spec).targets_for(spec):
+            raise cluster.ClusterError(f"cluster {name!r} runs {spec.filesystem}; query pushdown needs RADOS pools "
+                                       "(filesystem: ceph)")
         argv, env = cluster.client_command(name, ENGINE)
     except (native.BuildError, *USER_ERRORS) as exc:
         fail(exc)
