@@ -121,7 +121,8 @@ def test_report_renders_what_the_backend_declared(tmp_path):
     ceph = backend_class_of("ceph")
     run.start("hash", {"ceph": "ceph version 16.2.15"}, [c.as_json() for c in ceph.charts])
     now = time.time()
-    run.add([Measurement("fio", "bandwidth", v, "MB/s", {"rw": "write", "bs": 1 << 20}, i) for i, v in enumerate((100.0, 110.0))])
+    run.add([Measurement("fio", "bandwidth", v, "MB/s", {"rw": "write", "bs": bs}, i)
+             for bs in (4096, 1 << 20) for i, v in enumerate((100.0, 110.0))])
     (run.path / "timeseries.csv").write_text("t,series,value,unit\n" + "".join(
         f"{now + s:.3f},ceph.pgs.active+clean,{32 - (s == 2) * 8},PGs\n{now + s:.3f},cpu.total,{40 + s},%\n" for s in range(5)))
     run.write_json("intervals.json", [])
@@ -130,7 +131,10 @@ def test_report_renders_what_the_backend_declared(tmp_path):
         "write_amplification": 3, "summary": ["PGs: 32/32 — 32 active+clean"],
         "tables": [{"title": "pools", "columns": ["pool", "size"], "rows": [["dfslab", "3"]]}]})
     run.finish(failures=[], skipped=[], cluster="u", experiment="unit")
+    assert "bs=1048576" in build(run.path).read_text()  # no recorded unit: the number as it is
+    run.write_json("units.json", {"fio": {"bs": "B", "size": "B"}})
     html = build(run.path).read_text()
+    assert "bs=1MiB" in html and "bs=4KiB" in html  # the unit the run recorded, not the key's name
     assert "ceph version 16.2.15" in html and "PGs: 32/32" in html
     assert "<h3>pools</h3>" in html and "<td class=\"l\">dfslab</td>" in html
     assert ceph.charts[0].title in html  # the backend's own series got their figure

@@ -27,9 +27,18 @@ def _with_unit(unit: str) -> PlainSerializer:
     return PlainSerializer(lambda v: None if v is None else f"{v}{unit}", when_used="json")
 
 
-Bytes = Annotated[int, _unit_validator(parse_size), _with_unit("B")]
-BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit")]
-Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s")]
+class Unit(str):
+    """The unit a field's value is in, kept on the field so a run can record it."""
+
+
+Bytes = Annotated[int, _unit_validator(parse_size), _with_unit("B"), Unit("B")]
+BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit"), Unit("bit/s")]
+Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s"), Unit("s")]
+
+
+def field_units(model: type[BaseModel]) -> dict[str, str]:
+    """{field: unit} of a model's fields typed with a unit (Bytes, Seconds, ...)."""
+    return {name: str(m) for name, f in model.model_fields.items() for m in f.metadata if isinstance(m, Unit)}
 
 
 class Strict(BaseModel):

@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from .units import human_bytes
 
 
 def param_text(key: str, value: Any) -> str:
-    if isinstance(value, int) and key in ("bs", "size", "file_size", "record_size", "object_size") :
-        return human_bytes(value).replace(".0 ", "").replace(" ", "")
+    """A parameter as a label shows it. Units come with the value (RunDir.rows gives byte
+    parameters as units.ByteCount, from the units the run recorded), never from the key's name."""
     if isinstance(value, list):
         return "/".join(map(str, value))
     return str(value)

@@ -4,6 +4,7 @@
     runs/<id>/provenance.json    dfslab version + git revision, tool versions, kernel, CPU, memory, spec hash, start/end
     runs/<id>/raw/               every tool's output, untouched
     runs/<id>/results.csv        one row per measurement: workload, params, repetition, metric, value, unit, t
+    runs/<id>/units.json         each workload parameter's unit, recorded when the run starts
     runs/<id>/report.html        self-contained report
 """
 
@@ -24,6 +25,7 @@ import yaml
 
 from . import __version__
 from .procs import tool_version
+from .units import PARAM_TYPES
 from .workloads import Measurement
 
 COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t"]
@@ -107,14 +109,20 @@ class RunDir:
         if not self.table.exists():
             return []
         out = []
+        units = self.read_json("units.json")  # {workload: {parameter: unit}}, recorded at the start
         with open(self.table, newline="") as fh:
             for row in csv.DictReader(fh):
                 row["value"] = float(row["value"])
                 row["repetition"] = int(row["repetition"])
                 row["t"] = float(row["t"]) if row["t"] not in ("", None) else None
-                row["params"] = json.loads(row["params"])
+                row["params"] = _with_units(json.loads(row["params"]), units.get(row["workload"], {}))
                 out.append(row)
         return out
+
+
+def _with_units(params: dict[str, Any], units: dict[str, str]) -> dict[str, Any]:
+    return {k: PARAM_TYPES[units[k]](v) if units.get(k) in PARAM_TYPES and isinstance(v, int) else v
+            for k, v in params.items()}
 
 
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:

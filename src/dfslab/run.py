@@ -18,6 +18,7 @@ from .compare import compare_runs
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, ResourceSampler
 from .results import RunDir
+from .fields import field_units
 from .spec import ClusterSpec, SpecError
 from .workloads import Measurement, Runner, baseline
 
@@ -127,6 +128,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
     backend_kind = backend_class(spec)
     run_dir.start(spec_hash, backend_kind.versions(), [c.as_json() for c in backend_kind.charts])
+    run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
     intervals: list[dict[str, Any]] = []
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
     sampler = endpoint = sampler_backend = attached = runner = None

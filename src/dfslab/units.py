@@ -77,6 +77,18 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+class ByteCount(int):
+    """A parameter recorded in bytes: an int that reads as 4KiB / 1MiB in labels and legends."""
+
+    def __str__(self) -> str:
+        return human_bytes(self).replace(".0 ", "").replace(" ", "")
+
+    __format__ = lambda self, spec: format(str(self), spec) if not spec or spec[-1] not in "dfegx%" else int.__format__(self, spec)  # noqa: E731
+
+
+PARAM_TYPES = {"B": ByteCount}
+
+
 # Tables show one unit per column: times in milliseconds whatever unit a tool reported.
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
