@@ -202,7 +202,7 @@ class Attached:
         scratch = self.state.sub("scratch")
         return Runner(self.runtime.command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
-                      clients=self.spec.client_names(), info=self.backend.client_info(),
+                      clients=self.spec.client_names(),
                       storage=self.backend)
 
     def close(self) -> None:

@@ -83,8 +83,6 @@ class ByteCount(int):
     def __str__(self) -> str:
         return human_bytes(self).replace(".0 ", "").replace(" ", "")
 
-    __format__ = lambda self, spec: format(str(self), spec) if not spec or spec[-1] not in "dfegx%" else int.__format__(self, spec)  # noqa: E731
-
 
 PARAM_TYPES = {"B": ByteCount}
 

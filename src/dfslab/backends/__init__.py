@@ -150,10 +150,6 @@ class Backend(ABC):
         """argv as a user's command on `node` should run (e.g. inside a daemon's mount namespace)."""
         return argv
 
-    def client_info(self) -> dict[str, Any]:
-        """What a workload needs to name the cluster to its tools (e.g. a GlusterFS volume)."""
-        return {}
-
     def client_pid(self) -> int | None:
         """A process of ours on the client node (its network counters are the client's)."""
         return None

@@ -62,7 +62,6 @@ class Runner:
     addresses: dict[str, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     clients: list[str] = field(default_factory=lambda: ["client"])
-    info: dict[str, Any] = field(default_factory=dict)  # the backend's client_info (e.g. a GlusterFS volume)
     # The cluster's backend: what only the filesystem knows (Backend.fio_target, confined,
     # confined_pool, pool_free_bytes). None for work on this machine alone (baselines).
     storage: Any = None

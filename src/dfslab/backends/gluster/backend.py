@@ -197,8 +197,5 @@ class GlusterBackend(Backend):
         """On a server: inside its glusterd's mount namespace, where the gluster CLI finds it."""
         return glusterd.in_mount_ns(self.ctx, node, argv) if node in self.spec.node_names() else argv
 
-    def client_info(self) -> dict[str, Any]:
-        return {"gluster_volume": volume.VOLUME, "volfile_server": self.ctx.addresses[self.spec.nodes[0].name]}
-
 
 BACKEND = GlusterBackend
