@@ -41,7 +41,7 @@ def test_inline_cluster_and_estimate():
     ({"workloads": [{"rw": "read"}]}, "workloads[0]"),
     ({"workloads": [{"type": "fio", "rw": ["read", "sideways"]}]}, "workloads[0].rw"),
     ({"workloads": [{"type": "fio", "bs": 4096}]}, "workloads[0].bs"),
-    ({"workloads": [{"type": "radosbench"}, {"type": "mdtest", "procs": 0}]}, "workloads[1].procs"),
+    ({"workloads": [{"type": "radosbench"}, {"type": "metadata", "procs": 0}]}, "workloads[1].procs"),
     ({"workloads": [{"type": "fio", "blocksize": "4KiB"}]}, "workloads[0].blocksize"),
     ({"workloads": []}, "workloads"),
     ({"repetitions": 0}, "repetitions"),
@@ -60,3 +60,20 @@ def test_example_experiments_load():
     for path in EXAMPLES.glob("*.yaml"):
         if "workloads" in path.read_text():
             assert load_experiment(path).steps
+
+
+def test_former_workload_names_still_run_with_a_notice():
+    e = exp(workloads=[{"type": "iozone", "threads": [1, 2]}, {"type": "mdtest"},
+                       {"type": "scaling", "servers": [1, 2], "modes": ["write", "seq"], "threads": 16, "object_size": "4MiB"}])
+    assert [s.workload.name for s in e.steps] == ["filegrid", "filegrid", "metadata", "servers", "servers"]
+    assert [n.split(":")[0] for n in e.notices] == ["workloads[0]", "workloads[1]", "workloads[2]"]
+    assert "now called filegrid" in e.notices[0]
+    servers = e.steps[3].params
+    # scaling's modes/threads/object_size are the servers workload's ops/procs/bs; one op per process.
+    assert (servers.ops, servers.procs, servers.iodepth, servers.bs) == (["write", "read"], 16, 1, 4 * 2**20)
+    assert exp(workloads=[{"type": "filegrid"}]).notices == []
+
+
+def test_a_former_name_keeps_its_sweeps():
+    e = exp(workloads=[{"type": "scaling", "modes": [["write"], ["write", "rand"]]}])
+    assert [s.params.ops for s in e.steps] == [["write"], ["write", "randread"]]

@@ -88,15 +88,20 @@ def test_file_workloads_run_unchanged_on_glusterfs(replica3, tmp_path):
            "baselines": {"network": False, "disk": False},
            "workloads": [{"type": "fio", "target": ["fs", "gfapi"], "rw": ["write", "randread"], "bs": "1MiB",
                           "size": "16MiB", "seconds": 2},
-                         {"type": "iozone", "file_size": "8MiB", "threads": [1, 2]},
-                         {"type": "mdtest", "procs": 2, "files_per_proc": 100},
+                         {"type": "filegrid", "file_size": "8MiB", "threads": [1, 2]},
+                         {"type": "metadata", "procs": 2, "files_per_proc": 100},
                          {"type": "parallel", "clients": 1, "procs": 2, "block_size": "16MiB", "transfer_size": "4MiB"},
-                         {"type": "sql", "target": "fs", "concurrency": 2, "iterations": 1, "queries": 64}]}
+                         {"type": "sql", "target": "fs", "concurrency": 2, "iterations": 1, "queries": 64},
+                         {"type": "servers", "servers": [1, 2], "ops": ["write", "read"], "procs": 1,
+                          "files_per_proc": 2, "size": "8MiB", "seconds": 1}]}
     code, run, err = run_experiment(tmp_path, replica3, exp)
     assert code == 0, err[-3000:]
     rows = list(csv.DictReader((run / "results.csv").open()))
+    spans = {(p["servers"], p["bricks"], p["op"]) for r in rows if r["workload"] == "servers" and r["metric"] == "bandwidth"
+             for p in [json.loads(r["params"])]}
+    assert spans == {(n, n, op) for n in (1, 2) for op in ("write", "read")}
     seen = {(r["workload"], json.loads(r["params"]).get("target")) for r in rows if r["metric"] in ("bandwidth", "ops", "qps", "time_avg")}
-    for want in [("fio", "fs"), ("fio", "gfapi"), ("iozone", "fs"), ("mdtest", "fs"), ("parallel", "fs"), ("sql", "fs")]:
+    for want in [("fio", "fs"), ("fio", "gfapi"), ("filegrid", "fs"), ("metadata", "fs"), ("parallel", "fs"), ("sql", "fs")]:
         assert want in seen, f"{want} missing from {sorted(seen)}"
     status = json.loads((run / "status.json").read_text())
     assert status["filesystem"] == "gluster" and status["volume"]["type"] == "Replicate"

@@ -30,9 +30,10 @@ EXPERIMENT = {
         {"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 16},
         {"type": "fio", "target": ["cephfs", "rbd", "local"], "rw": ["randread", "write"], "bs": "64KiB",
          "size": "32MiB", "seconds": 2},
-        {"type": "iozone", "file_size": ["8MiB", "16MiB"], "threads": [1, 2]},
-        {"type": "mdtest", "procs": 2, "files_per_proc": 100},
+        {"type": "filegrid", "file_size": ["8MiB", "16MiB"], "threads": [1, 2]},
+        {"type": "metadata", "procs": 2, "files_per_proc": 100},
         {"type": "sql", "target": ["cephfs", "local"], "concurrency": [2, 4], "iterations": 1, "queries": 128},
+        # `scaling` is the servers workload's former name: its parameters are translated.
         {"type": "scaling", "servers": [1, 2], "modes": ["write"], "seconds": 2},
         {"type": "parallel", "clients": [1, 2], "procs": 2, "block_size": "16MiB", "transfer_size": "4MiB"},
     ],
@@ -83,20 +84,20 @@ def test_every_workload_measured_with_units(run_dir):
         by[(r["workload"], r["metric"])].append(r)
     assert len(by[("baseline", "network_bandwidth")]) == 6  # 3 nodes + client: every pair
     for key, unit in {("radosbench", "bandwidth"): "MB/s", ("fio", "bandwidth"): "MB/s", ("fio", "iops"): "op/s",
-                      ("fio", "latency_p99"): "ms", ("iozone", "bandwidth"): "MB/s", ("mdtest", "ops"): "op/s",
+                      ("fio", "latency_p99"): "ms", ("filegrid", "bandwidth"): "MB/s", ("metadata", "ops"): "op/s",
                       ("baseline", "disk_write_bandwidth"): "MB/s"}.items():
         assert by[key], key
         assert all(r["unit"] == unit and r["value"] > 0 for r in by[key]), key
     assert {r["repetition"] for r in by[("radosbench", "bandwidth")]} == {"0", "1"}
     targets = {(r["params"]["target"], r["params"]["op"]) for r in by[("fio", "bandwidth")]}
     assert targets == {(t, op) for t in ("cephfs", "rbd", "local") for op in ("read", "write")}
-    cells = {(r["params"]["file_size"], r["params"]["threads"], r["params"]["op"]) for r in by[("iozone", "bandwidth")]}
+    cells = {(r["params"]["file_size"], r["params"]["threads"], r["params"]["op"]) for r in by[("filegrid", "bandwidth")]}
     assert len(cells) == 8
-    assert {r["params"]["phase"] for r in by[("mdtest", "ops")]} == {"create", "stat", "read", "unlink"}
+    assert {r["params"]["phase"] for r in by[("metadata", "ops")]} == {"create", "stat", "read", "unlink"}
     sql = {(r["params"]["target"], r["params"]["concurrency"]) for r in by[("sql", "time_avg")]}
     assert sql == {("cephfs", 2), ("cephfs", 4), ("local", 2), ("local", 4)}
     assert all(r["unit"] == "s" for r in by[("sql", "time_avg")]) and by[("sql", "qps")]
-    assert {(r["params"]["servers"], r["params"]["osds"]) for r in by[("scaling", "bandwidth")]} == {(1, 1), (2, 2)}
+    assert {(r["params"]["servers"], r["params"]["osds"]) for r in by[("servers", "bandwidth")]} == {(1, 1), (2, 2)}
     assert {(r["params"]["clients"], r["params"]["op"]) for r in by[("parallel", "bandwidth")]} == \
         {(c, op) for c in (1, 2) for op in ("write", "read")}
 
@@ -121,7 +122,7 @@ def test_sampler_time_series(run_dir):
 def test_report_names_a_bottleneck_for_every_workload(run_dir):
     html = (run_dir / "report.html").read_text()
     lines = re.findall(r"<li>([^<]*(?:-bound|saturated)[^<]*)</li>", html)
-    assert {line.split()[0] for line in lines} == {"radosbench", "fio", "iozone", "mdtest", "sql", "scaling", "parallel"}
+    assert {line.split()[0] for line in lines} == {"radosbench", "fio", "filegrid", "metadata", "sql", "servers", "parallel"}
     assert all(re.search(r"\d+ % of CPU", line) for line in lines)
 
 

@@ -296,6 +296,8 @@ def run(
     from .run import run_across_runtimes, run_experiment
     try:
         exp = load_experiment(experiment, runtime)
+        for notice in exp.notices:
+            console.print(f"[yellow]note:[/] {notice}")
         across = exp.file.runtimes and runtime is None
         if across and cluster_name:
             fail(ValueError(f"{experiment}: runtimes: {exp.file.runtimes} makes a fresh cluster per runtime; "

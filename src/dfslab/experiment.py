@@ -16,7 +16,7 @@ parameters expand into every combination (as cbt does), repetitions and a time b
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from .chaos.entry import FaultEntry
 from .fields import Seconds, Strict
 from .spec import ClusterSpec, SpecError, _problems, check_name, parse_spec, read_yaml
-from .workloads import WORKLOADS, Workload, workload
+from .workloads import FORMER_NAMES, WORKLOADS, Workload, current_name, workload
 
 
 class Baselines(Strict):
@@ -87,6 +87,7 @@ class Experiment:
     cluster: ClusterSpec
     steps: list[Step]
     raw: dict[str, Any]
+    notices: list[str] = field(default_factory=list)  # one line each, for the user (e.g. a former name)
 
     @property
     def name(self) -> str:
@@ -100,16 +101,27 @@ class Experiment:
         return sum(s.workload.estimate(s.params) for s in self.steps) * self.file.repetitions
 
 
+def former_name_notice(index: int, entry: Any) -> str | None:
+    """One line if the entry names a workload by its former name."""
+    kind = entry.get("type") if isinstance(entry, dict) else None
+    if isinstance(kind, str) and kind in FORMER_NAMES:
+        return (f"workloads[{index}]: type {kind} is now called {FORMER_NAMES[kind]}; "
+                f"{kind} still works, write {FORMER_NAMES[kind]} to silence this")
+    return None
+
+
 def expand(index: int, entry: dict[str, Any]) -> list[Step]:
     """Every combination of an entry's list-valued parameters, each validated."""
     where = f"workloads[{index}]"
     if not isinstance(entry, dict) or "type" not in entry:
         raise SpecError([(where, "each workload needs a type: " + ", ".join(sorted(WORKLOADS)))])
     kind = entry["type"]
-    if kind not in WORKLOADS:
+    if not isinstance(kind, str) or current_name(kind) not in WORKLOADS:
         raise SpecError([(f"{where}.type", f"unknown workload {kind!r}; valid: {', '.join(sorted(WORKLOADS))}")])
     wl = workload(kind)
     params = {k: v for k, v in entry.items() if k != "type"}
+    if kind != wl.name:
+        params = wl.from_former(kind, params)
     list_fields = {name for name, f in wl.Params.model_fields.items() if "list" in str(f.annotation)}
     axes = {k: v for k, v in params.items() if isinstance(v, list) and k not in list_fields
             or k in list_fields and isinstance(v, list) and v and isinstance(v[0], list)}
@@ -152,7 +164,8 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
            for i, f in enumerate(exp.faults) if f.during >= len(exp.workloads)]
     if bad:
         raise SpecError(bad, source)
-    return Experiment(exp, cluster, steps, data)
+    notices = [n for i, entry in enumerate(exp.workloads) if (n := former_name_notice(i, entry))]
+    return Experiment(exp, cluster, steps, data, notices)
 
 
 def load_experiment(path: str | Path, runtime: str | None = None) -> Experiment:

@@ -1,6 +1,6 @@
 """A self-contained HTML report from a run directory (no network needed to open it):
 bottleneck lines, a summary with 95 % intervals, baselines, throughput per server over time,
-the backend's health timeline, the iozone heatmap, latency distributions and scaling curves.
+the backend's health timeline, the file size x threads heatmap, latency distributions and scaling curves.
 Every figure is matplotlib SVG inlined in the page."""
 
 from __future__ import annotations
@@ -193,9 +193,9 @@ def _timeline(series, intervals, prefix_fn, ylabel, caption, t0, faults=(), log=
     return {"svg": _svg(fig), "caption": caption}
 
 
-def _iozone_heatmaps(rows) -> list[dict]:
+def _filegrid_heatmaps(rows) -> list[dict]:
     figs = []
-    cells = [r for r in rows if r["workload"] == "iozone" and r["metric"] == "bandwidth"]
+    cells = [r for r in rows if r["workload"] == "filegrid" and r["metric"] == "bandwidth"]
     for op in ("write", "read"):
         grid: dict[tuple[int, int], list[float]] = defaultdict(list)
         for r in cells:
@@ -216,7 +216,7 @@ def _iozone_heatmaps(rows) -> list[dict]:
             for j, v in enumerate(row):
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center", color="w", fontsize=8)
         fig.colorbar(im, ax=ax, label="MB/s")
-        figs.append({"svg": _svg(fig), "caption": f"iozone-style grid, sequential {op} (MB/s, mean over repetitions)"})
+        figs.append({"svg": _svg(fig), "caption": f"filegrid (iozone-style file size x threads), sequential {op} (MB/s, mean over repetitions)"})
     return figs
 
 
@@ -430,7 +430,7 @@ def build(run_path: Path) -> Path:
                   "; red: fault injected, green: undone", t0, faults, log=True)
         if faults else None,
     ) if f]
-    figures += _iozone_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
+    figures += _filegrid_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
     html = TEMPLATE.render(
         title=f"run {run.path.name}", cluster=status.get("name", prov.get("cluster", "?")),
         filesystem=status.get("filesystem", "?"), runtime=status.get("runtime", "?"),

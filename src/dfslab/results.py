@@ -26,7 +26,7 @@ import yaml
 from . import __version__
 from .procs import tool_version
 from .units import PARAM_TYPES
-from .workloads import Measurement
+from .workloads import Measurement, current_name
 
 COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t"]
 
@@ -116,6 +116,7 @@ class RunDir:
                 row["repetition"] = int(row["repetition"])
                 row["t"] = float(row["t"]) if row["t"] not in ("", None) else None
                 row["params"] = _with_units(json.loads(row["params"]), units.get(row["workload"], {}))
+                row["workload"] = current_name(row["workload"])  # runs made before a rename compare with today's
                 out.append(row)
         return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -34,7 +35,17 @@ class PreflightError(BackendError):
 
 # What workloads run against; a backend offers some of them (`Backend.targets_for`).
 TARGETS = {"fs": "a POSIX mount", "rados": "RADOS pools", "rbd": "RBD images", "gfapi": "libgfapi",
-           "confine": "a file system built on some servers only"}
+           "confine": "storage built on some servers only (a pool or a file system)"}
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Storage a backend built on some servers only, for the `servers` workload: an object
+    pool (`pool`) or a mounted file system (`path`), and what it spans (e.g. {"osds": 2})."""
+
+    pool: str | None = None
+    path: Path | None = None
+    spans: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,7 @@ class Backend(ABC):
     @classmethod
     def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:
         """What workloads can run against on such a cluster: fs (a POSIX mount), rados
-        (pools), rbd (images), gfapi (libgfapi), confine (a file system on some servers only)."""
+        (pools), rbd (images), gfapi (libgfapi), confine (storage on some servers only)."""
         return frozenset()
 
     @classmethod
@@ -126,12 +137,9 @@ class Backend(ABC):
         """Turn on the filesystem's own metrics exporter, if it has one; say where it is."""
         return None
 
-    # Optional: `confined(nodes)`, a context manager giving a POSIX mount of a file system
-    # built on `nodes` only (scaling with the number of servers). None: not offered.
-    confined: Callable[[list[str]], Any] | None = None
-    # Optional: `confined_pool(runner, nodes, pgs)`, a context manager giving (pool, OSDs) of an
-    # object pool on `nodes` only. None: not offered.
-    confined_pool: Callable[..., Any] | None = None
+    # Optional (target "confine"): `confine(runner, nodes, pgs)`, a context manager giving a
+    # `Confinement` on `nodes` only, removed afterwards (throughput vs number of servers).
+    confine: Callable[..., AbstractContextManager[Confinement]] | None = None
 
     def pool_free_bytes(self, runner: Any, pool: str) -> int:
         """Bytes an object pool may still take (backends with object pools)."""

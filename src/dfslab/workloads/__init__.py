@@ -62,8 +62,8 @@ class Runner:
     addresses: dict[str, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     clients: list[str] = field(default_factory=lambda: ["client"])
-    # The cluster's backend: what only the filesystem knows (Backend.fio_target, confined,
-    # confined_pool, pool_free_bytes). None for work on this machine alone (baselines).
+    # The cluster's backend: what only the filesystem knows (Backend.fio_target, confine,
+    # pool_free_bytes). None for work on this machine alone (baselines).
     storage: Any = None
 
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
@@ -113,6 +113,12 @@ class Workload(ABC):
     def run(self, runner: Runner, params: Any, repetition: int) -> list[Measurement]:
         """Run once with validated `params`; return what was measured."""
 
+    @classmethod
+    def from_former(cls, former: str, params: dict[str, Any]) -> dict[str, Any]:
+        """An entry's parameters written for this workload's former name `former`, as they are
+        called today (most workloads only changed their name)."""
+        return params
+
     def needs(self, params: Any) -> str | None:
         """What this run needs of the cluster (see Backend.targets_for): its target's, else `requires`."""
         target = getattr(params, "target", None)
@@ -143,17 +149,26 @@ class WorkloadParams(BaseModel):
 WORKLOADS = {
     "radosbench": "dfslab.workloads.radosbench:RadosBench",
     "fio": "dfslab.workloads.fio:Fio",
-    "iozone": "dfslab.workloads.iozone:IozoneGrid",
-    "mdtest": "dfslab.workloads.mdtest:Mdtest",
+    "filegrid": "dfslab.workloads.filegrid:FileGrid",
+    "metadata": "dfslab.workloads.metadata:Metadata",
     "sql": "dfslab.workloads.sql:Sql",
-    "scaling": "dfslab.workloads.scaling:OsdScaling",
     "parallel": "dfslab.workloads.parallel:ParallelIO",
     "servers": "dfslab.workloads.servers:ServerScaling",
     "pushdown": "dfslab.workloads.pushdown:Pushdown",
 }
 
 
+# Former names, still accepted in experiment files (with a one-line notice) and in old runs.
+FORMER_NAMES = {"iozone": "filegrid", "mdtest": "metadata", "scaling": "servers"}
+
+
+def current_name(name: str) -> str:
+    """A workload's name today, given it or its former name."""
+    return FORMER_NAMES.get(name, name)
+
+
 def workload(name: str) -> Workload:
+    name = current_name(name)
     if name not in WORKLOADS:
         raise KeyError(f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
     module, _, cls = WORKLOADS[name].partition(":")

@@ -13,7 +13,7 @@ from pydantic import Field
 from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fio import fio_argv
-from .iozone import drop_caches
+from .filegrid import drop_caches
 
 
 class ParallelParams(WorkloadParams):

@@ -27,7 +27,7 @@ class CephBackend(Backend):
     name = "ceph"
     required_programs = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
-    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": ""}
+    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": ""}
     peek = "ceph -s"
     charts = (
         Chart(r"ceph\.pgs\..*|ceph\.osds_(up|in)|ceph\.health", "count",
@@ -59,7 +59,7 @@ class CephBackend(Backend):
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
-        return frozenset({"rados", "rbd", *(["fs"] if spec.ceph.cephfs else [])})
+        return frozenset({"rados", "rbd", "confine", *(["fs"] if spec.ceph.cephfs else [])})
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
@@ -112,7 +112,7 @@ class CephBackend(Backend):
                              [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
 
-    confined_pool = staticmethod(tools.confined_pool)
+    confine = staticmethod(tools.confine)
 
     def fio_target(self, runner, target: str, size_bytes: int) -> dict[str, Any]:
         return tools.fio_target(runner, target, size_bytes)

@@ -9,7 +9,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .. import BackendError
+from .. import BackendError, Confinement
 
 RBD_IMAGE = "dfslab-fio"
 
@@ -37,8 +37,8 @@ def fio_target(runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
 
 
 @contextmanager
-def confined_pool(runner: Any, nodes: list[str], pgs: int) -> Iterator[tuple[str, int]]:
-    """(pool, OSDs under it): a size-1 pool CRUSH confines to the OSDs of `nodes`, for the length
+def confine(runner: Any, nodes: list[str], pgs: int) -> Iterator[Confinement]:
+    """A size-1 pool (and how many OSDs it spans) CRUSH confines to the OSDs of `nodes`, for the length
     of a `with` block. The nodes' host buckets are linked (not moved) under a root of their own,
     so the cluster's other pools are untouched; pool, rule and root go afterwards."""
     name = f"dfslab-scale-{len(nodes)}"
@@ -55,7 +55,8 @@ def confined_pool(runner: Any, nodes: list[str], pgs: int) -> Iterator[tuple[str
         ceph("osd", "pool", "set", name, "size", "1", "--yes-i-really-mean-it")
         ceph("osd", "pool", "application", "enable", name, "rados")
         _wait_clean(ceph, name, pgs)
-        yield name, len(json.loads(ceph("osd", "ls-tree", name, "--format", "json")))
+        osds = len(json.loads(ceph("osd", "ls-tree", name, "--format", "json")))
+        yield Confinement(pool=name, spans={"osds": osds})
     finally:
         ceph("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it", check=False)
         ceph("osd", "crush", "rule", "rm", name, check=False)

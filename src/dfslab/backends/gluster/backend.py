@@ -11,7 +11,7 @@ from ...procs import tool_version
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
-from .. import Backend, BackendError, Chart, Progress, table
+from .. import Backend, BackendError, Chart, Confinement, Progress, table
 from . import client, glusterd, volume
 from .glusterd import GlusterContext
 
@@ -136,7 +136,7 @@ class GlusterBackend(Backend):
         glusterd.cli(self.ctx, self.first, "volume", "start", volume.VOLUME, "force")
 
     @contextmanager
-    def confined(self, nodes: list[str]) -> Iterator[Path]:
+    def confine(self, runner: Any, nodes: list[str], pgs: int = 0) -> Iterator[Confinement]:
         """A distributed volume of one new brick on each of `nodes`, mounted on the client,
         for the length of a `with` block: the Azure guide's throughput-vs-servers runs."""
         name = f"{volume.VOLUME}-s{len(nodes)}"
@@ -148,7 +148,7 @@ class GlusterBackend(Backend):
         try:
             volume.create(self.ctx, first, name, [f"{self.ctx.addresses[n]}:{d}" for n, d in zip(nodes, dirs)], [])
             volume.wait_bricks_online(self.ctx, first, len(nodes), name=name)
-            yield client.mount_volume(self.ctx, CLIENT, name)
+            yield Confinement(path=client.mount_volume(self.ctx, CLIENT, name), spans={"bricks": len(nodes)})
         finally:
             client.unmount_volume(self.ctx, CLIENT, name)
             volume.delete(self.ctx, first, name)

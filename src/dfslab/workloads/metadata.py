@@ -1,5 +1,6 @@
-"""mdtest-style metadata load: each process creates, stats, reads and unlinks many small
-files in its own directory; ops/s per phase (phases are separated by a barrier)."""
+"""metadata: an mdtest-style metadata load by dfslab's own worker (`metadata_worker`; mdtest
+itself is not in Debian). `mdtest` is its former name, still accepted. Each process creates, stats, reads and unlinks
+many small files in its own directory; ops/s per phase (phases are separated by a barrier)."""
 
 from __future__ import annotations
 
@@ -14,24 +15,24 @@ from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadPara
 PHASES = ("create", "stat", "read", "unlink")
 
 
-class MdtestParams(WorkloadParams):
+class MetadataParams(WorkloadParams):
     target: FileTarget = FS_TARGET
     procs: int = Field(2, ge=1, le=64)
     files_per_proc: int = Field(500, ge=1, le=100000)
     file_size: Bytes = "4KiB"
 
 
-class Mdtest(Workload):
-    name = "mdtest"
-    Params = MdtestParams
+class Metadata(Workload):
+    name = "metadata"
+    Params = MetadataParams
 
-    def estimate(self, params: MdtestParams) -> float:
+    def estimate(self, params: MetadataParams) -> float:
         return params.procs * params.files_per_proc * len(PHASES) / 2000 + 3
 
-    def run(self, runner: Runner, params: MdtestParams, repetition: int) -> list[Measurement]:
-        base = runner.workdir(params.target, "dfslab-mdtest")
-        tag = f"mdtest-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}"
-        argv = [sys.executable, "-m", "dfslab.workloads.mdtest_worker", str(base / tag), str(params.procs),
+    def run(self, runner: Runner, params: MetadataParams, repetition: int) -> list[Measurement]:
+        base = runner.workdir(params.target, "dfslab-metadata")
+        tag = f"metadata-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}"
+        argv = [sys.executable, "-m", "dfslab.workloads.metadata_worker", str(base / tag), str(params.procs),
                 str(params.files_per_proc), str(params.file_size)]
         result = json.loads(runner.run(argv, tag, timeout=3600))
         labels = params.model_dump(mode="python")

@@ -6,26 +6,26 @@ import time
 
 import pytest
 
-from dfslab.workloads import mdtest_worker
+from dfslab.workloads import metadata_worker
 
 
 def test_phases_are_timed_for_every_process(tmp_path):
-    out = mdtest_worker.main(str(tmp_path / "md"), 2, 20, 64)
-    assert set(out) == set(mdtest_worker.PHASES)
+    out = metadata_worker.main(str(tmp_path / "md"), 2, 20, 64)
+    assert set(out) == set(metadata_worker.PHASES)
     assert all(v["ops"] == 40 and v["seconds"] > 0 for v in out.values())
     assert not (tmp_path / "md").exists()
 
 
 def test_a_dead_worker_fails_the_step_within_seconds(tmp_path, monkeypatch):
-    real = mdtest_worker.worker
+    real = metadata_worker.worker
 
     def dies_if_rank_one(base, rank, *args):
         if rank == 1:
             os._exit(3)
         real(base, rank, *args)
 
-    monkeypatch.setattr(mdtest_worker, "worker", dies_if_rank_one)
+    monkeypatch.setattr(metadata_worker, "worker", dies_if_rank_one)
     started = time.monotonic()
     with pytest.raises(SystemExit, match="worker died"):
-        mdtest_worker.main(str(tmp_path / "md"), 3, 10, 10)
+        metadata_worker.main(str(tmp_path / "md"), 3, 10, 10)
     assert time.monotonic() - started < 10

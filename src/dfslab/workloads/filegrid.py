@@ -1,5 +1,6 @@
-"""The iozone-style grid of INFN's study: for each file size × thread count, a sequential
-write then a sequential read of the same files, each cell one measurement (done with fio)."""
+"""filegrid: the iozone-style file size x threads grid of INFN's study, run with fio (iozone is
+not in Debian main). For each file size x thread count, a sequential write then a sequential
+read of the same files, each cell one measurement. `iozone` is its former name, still accepted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadPara
 from .fio import fio_argv, parse_json, target_options
 
 
-class IozoneParams(WorkloadParams):
+class FileGridParams(WorkloadParams):
     target: FileTarget = FS_TARGET
     file_size: Bytes = Field("64MiB", description="per thread; sweep it for the grid's rows")
     threads: int = Field(1, ge=1, le=64, description="sweep it for the grid's columns")
@@ -27,22 +28,22 @@ def drop_caches() -> None:
         pass
 
 
-class IozoneGrid(Workload):
-    name = "iozone"
-    Params = IozoneParams
+class FileGrid(Workload):
+    name = "filegrid"
+    Params = FileGridParams
 
-    def estimate(self, params: IozoneParams) -> float:
+    def estimate(self, params: FileGridParams) -> float:
         return 2 * params.file_size * params.threads / 150e6 + 4
 
-    def run(self, runner: Runner, params: IozoneParams, repetition: int) -> list[Measurement]:
+    def run(self, runner: Runner, params: FileGridParams, repetition: int) -> list[Measurement]:
         labels = params.model_dump(mode="python")
         rows: list[Measurement] = []
         target = target_options(runner, params.target, params.file_size, params.threads, False)
         for op in ("write", "read"):
-            tag = f"iozone-{params.target}-{params.file_size}-t{params.threads}-{op}-r{repetition}"
+            tag = f"filegrid-{params.target}-{params.file_size}-t{params.threads}-{op}-r{repetition}"
             if op == "read":
                 drop_caches()
-            argv = fio_argv(f"iozone-{params.file_size}-t{params.threads}", rw=op, bs=params.record_size,
+            argv = fio_argv(f"filegrid-{params.file_size}-t{params.threads}", rw=op, bs=params.record_size,
                             numjobs=params.threads, size=params.file_size, end_fsync=int(op == "write"), **target)
             out = runner.run(argv, tag, timeout=600)
             rows += [r for r in parse_json(out, self.name, labels, repetition) if r.params["op"] == op]

@@ -1,5 +1,5 @@
-"""Worker for the mdtest workload, run on the client node:
-python -m dfslab.workloads.mdtest_worker DIR PROCS FILES_PER_PROC FILE_SIZE → JSON on stdout."""
+"""Worker for the metadata workload, run on the client node:
+python -m dfslab.workloads.metadata_worker DIR PROCS FILES_PER_PROC FILE_SIZE → JSON on stdout."""
 
 from __future__ import annotations
 
