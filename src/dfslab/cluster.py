@@ -108,7 +108,7 @@ def down(name: str, missing_ok: bool = False) -> dict[str, Any]:
         known = ", ".join(list_clusters()) or "none"
         raise ClusterError(f"no cluster named {name!r} (clusters: {known})")
     runtime = attach_runtime(state)
-    refused = []
+    refused = _release(state, runtime)
     # Lazy-unmount first: a FUSE mount whose daemon is killed first hangs every stat() of it.
     for mountpoint in state.resources("mounts"):
         if inside(Path(mountpoint), state.dir):
@@ -128,6 +128,21 @@ def down(name: str, missing_ok: bool = False) -> dict[str, Any]:
         except UnsafeRemoval as exc:
             refused.append(str(exc))
     return {"name": name, "killed": killed, "namespaces": removed, "refused": refused}
+
+
+def _release(state: ClusterState, runtime: Runtime) -> list[str]:
+    """What the backend made on storage dfslab does not own goes first, while mounts still work."""
+    try:
+        spec = parse_spec(state.read()["spec"], f"state of {state.name}")
+    except Exception:  # a state dir from before its spec was written holds nothing to release
+        return []
+    backend = backend_for(spec, runtime)
+    try:
+        return [f"not removed: {why}" for why in backend.release()]
+    except Exception as exc:
+        return [f"could not release what {state.name} made: {exc}"]
+    finally:
+        backend.close()
 
 
 def leftovers(name: str) -> list[str]:

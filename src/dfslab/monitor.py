@@ -190,3 +190,83 @@ class PrometheusEndpoint:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+# Series worth a place beside dfslab's own samples, from node_exporter and Ceph's MGR module:
+# metric (without a counter's _total) -> (unit, scale). Counters become rates per second.
+SCRAPED = {
+    "node_cpu_seconds": ("busy CPUs", 1.0),  # non-idle modes only, summed over CPUs
+    "node_network_receive_bytes": ("MB/s", 1e-6),
+    "node_network_transmit_bytes": ("MB/s", 1e-6),
+    "node_disk_read_bytes": ("MB/s", 1e-6),
+    "node_disk_written_bytes": ("MB/s", 1e-6),
+    "node_memory_MemAvailable_bytes": ("MB", 1e-6),
+    "ceph_health_status": ("0=OK,1=WARN,2=ERR", 1.0),
+    "ceph_osd_up": ("OSDs", 1.0),
+    "ceph_osd_in": ("OSDs", 1.0),
+    "ceph_pool_rd_bytes": ("MB/s", 1e-6),
+    "ceph_pool_wr_bytes": ("MB/s", 1e-6),
+    "ceph_osd_op_r": ("op/s", 1.0),
+    "ceph_osd_op_w": ("op/s", 1.0),
+}
+
+
+def _keep(name: str, labels: dict[str, str]) -> bool:
+    if name == "node_cpu_seconds":
+        return labels.get("mode") not in ("idle", "iowait")
+    if name.startswith("node_network_"):
+        return labels.get("device") != "lo"
+    return True
+
+
+class PrometheusScraper:
+    """Scrapes the Prometheus endpoints a spec lists (servers and clients dfslab did not
+    start), each metric summed over its labels per endpoint, counters as rates:
+    `prom.<host:port>.<metric>`."""
+
+    def __init__(self, urls: list[str], timeout: float = 2.0):
+        self.urls, self.timeout = urls, timeout
+        self._prev: dict[str, tuple[float, float]] = {}
+        self.failures: dict[str, str] = {}
+
+    def _text(self, url: str) -> str | None:
+        import urllib.request
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout) as reply:  # noqa: S310 (a URL the user gave)
+                self.failures.pop(url, None)
+                return reply.read().decode(errors="replace")
+        except OSError as exc:
+            self.failures[url] = str(exc)
+            return None
+
+    def sample(self) -> Sample:
+        from urllib.parse import urlsplit
+
+        from prometheus_client.parser import text_string_to_metric_families
+        now, out = time.time(), {}
+        for url in self.urls:
+            text = self._text(url)
+            if text is None:
+                continue
+            where = urlsplit(url).netloc
+            sums: dict[str, float] = {}
+            counters = set()
+            for family in text_string_to_metric_families(text):
+                if family.name not in SCRAPED:
+                    continue
+                if family.type == "counter":
+                    counters.add(family.name)
+                for s in family.samples:
+                    if s.name.removesuffix("_total") == family.name and _keep(family.name, s.labels):
+                        sums[family.name] = sums.get(family.name, 0.0) + s.value
+            for name, value in sums.items():
+                unit, scale = SCRAPED[name]
+                key = f"prom.{where}.{name}"
+                if name in counters:
+                    prev = self._prev.get(key)
+                    self._prev[key] = (now, value)
+                    if prev is None or now <= prev[0] or value < prev[1]:
+                        continue
+                    value = (value - prev[1]) / (now - prev[0])
+                out[key] = (value * scale, unit)
+        return out

@@ -41,7 +41,7 @@ health after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad
 {{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ (prov.filesystem_versions or {'ceph': prov.ceph_version}).values()|join(' · ') }} ·
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 {% if failures %}<p class="bad"><b>Failures:</b></p><ul>{% for f in failures %}<li class="bad">{{ f }}</li>{% endfor %}</ul>{% endif %}
-{% if skipped %}<p class="warn">Time budget reached; skipped: {{ skipped|join('; ') }}</p>{% endif %}
+{% if skipped %}<p class="warn">Skipped: {{ skipped|join('; ') }}</p>{% endif %}
 {% if faults %}<h2>Faults</h2>
 <p>Integrity: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrity.corrupt else 'bad' }}">{{ integrity.lost }} lost,
 {{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed objects and files (seeded before the faults, and every write the

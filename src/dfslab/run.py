@@ -16,7 +16,7 @@ from .chaos import FaultError, check_applies
 from .chaos.faultrun import FaultRun
 from .compare import compare_runs
 from .experiment import Experiment, Step
-from .monitor import PrometheusEndpoint, ResourceSampler
+from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
 from .results import RunDir
 from .fields import field_units
 from .spec import ClusterSpec, SpecError
@@ -53,17 +53,27 @@ def _interval(label: str, kind: str, rep: int, start: float, rows: list[Measurem
             "rows": len(rows)}
 
 
-def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progress, intervals: list) -> None:
+def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progress, intervals: list) -> list[str]:
+    """Measure the limits; a baseline that cannot run is skipped, and why is returned for the report."""
     b = exp.file.baselines
+    skipped = []
     for kind, fn, enabled in (("network", baseline.network, b.network), ("disk", baseline.disk, b.disk)):
         if not enabled:
             continue
         progress("baselines", f"{kind}: " + ("iperf3 between every node pair and the client" if kind == "network"
                                              else "fio on the disk that backs the OSDs"))
         start = time.time()
-        rows = fn(runner, b.seconds)
+        try:
+            rows = fn(runner, b.seconds)
+        except Exception as exc:
+            skipped.append(f"baseline {kind}: {str(exc)[-300:]}")
+            progress("warning", skipped[-1])
+            continue
+        if not rows:
+            skipped.append(f"baseline {kind}: nothing to measure here (no nodes of dfslab's, no endpoints listed)")
         run_dir.add(rows)
         intervals.append(_interval(f"baseline {kind}", "baseline", 0, start, rows, []))
+    return skipped
 
 
 def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str, Any]:
@@ -94,7 +104,11 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
             problems.append((f"workloads[{step.index}].{field}",
                              f"{step.workload.name} needs {_hint(need)}, which cluster {spec.name!r} "
                              f"({spec.filesystem}) does not have; it offers: {', '.join(sorted(offered)) or 'nothing'}"))
+    refusal = backend_class(spec).refuses_faults(spec) if exp.file.faults else None
     for i, entry in enumerate(exp.file.faults):
+        if refusal:
+            problems.append((f"faults[{i}]", refusal))
+            continue
         try:
             check_applies(entry.kind, spec.filesystem)
         except FaultError as exc:
@@ -127,7 +141,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     run_dir.write_spec(exp.raw, "experiment.yaml")
     spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
     backend_kind = backend_class(spec)
-    run_dir.start(spec_hash, backend_kind.versions(), [c.as_json() for c in backend_kind.charts])
+    run_dir.start(spec_hash, backend_kind.versions(spec), [c.as_json() for c in backend_kind.charts])
     run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
     intervals: list[dict[str, Any]] = []
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
@@ -144,14 +158,14 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         except Exception as exc:  # metrics are a convenience, not the experiment
             run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
         sampler_backend = backend_for(attached.spec, attached.runtime)  # its own connection: a thread of its own
-        sampler = ResourceSampler(attached.runtime.procs, sampler_backend.sample, exp.file.sampler.interval,
+        sampler = ResourceSampler(attached.runtime.procs, _with_scrapes(sampler_backend), exp.file.sampler.interval,
                                   extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v})
         sampler.start()
         if exp.file.sampler.prometheus_port:
             endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
             progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
         runner = attached.runner(run_dir.raw_dir)
-        _baselines(exp, runner, run_dir, progress, intervals)
+        outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals)
 
         faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
         if faults:
@@ -164,7 +178,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         for i, (step, rep) in enumerate(plan, 1):
             planned = step.workload.estimate(step.params)
             if budget_end and time.monotonic() + planned > budget_end:
-                outcome.skipped.append(f"{step.label} rep {rep}")
+                outcome.skipped.append(f"{step.label} rep {rep} (time budget reached)")
                 clock.advance(planned)
                 continue
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
@@ -180,7 +194,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             clock.advance(planned)
             run_dir.write_json("intervals.json", intervals)
         if outcome.skipped:
-            progress("warning", f"time budget reached: {len(outcome.skipped)} step(s) skipped")
+            progress("warning", f"{len(outcome.skipped)} step(s) skipped: " + "; ".join(outcome.skipped)[:300])
         if faults:
             progress("integrity", "reading back every seeded and every acknowledged object")
             try:
@@ -216,6 +230,18 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)
     return outcome
+
+
+def _with_scrapes(backend) -> Any:
+    """The backend's own samples, plus the Prometheus endpoints its spec lists (external clusters)."""
+    urls = backend.scrape_urls()
+    if not urls:
+        return backend.sample
+    scraper = PrometheusScraper(urls)
+
+    def sample() -> dict[str, tuple[float, str]]:
+        return {**backend.sample(), **scraper.sample()}
+    return sample
 
 
 def _clock_text(seconds: float) -> str:

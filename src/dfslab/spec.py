@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
-from .backends.registry import FILESYSTEMS, section_class
+from .backends.registry import FILESYSTEMS, default_runtime, section_class
 from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 
@@ -72,16 +72,28 @@ class ClusterBase(Strict):
 
     name: str = Field(description="cluster name; namespaces and the state directory are named after it")
     filesystem: str = "ceph"
-    runtime: Literal["local", "docker"] = Field(
-        "local", description="local: nodes are network namespaces (the default); docker: every daemon in its own container")
+    runtime: Literal["local", "docker", "host"] = Field(
+        "local", description="local: nodes are network namespaces (the default); docker: every daemon in its own "
+                             "container; host: nothing is started (filesystem: external, the default there)")
     network: Network = Field(default_factory=Network)
-    nodes: list[Node] = Field(min_length=1, max_length=16)
+    nodes: list[Node] = Field(default_factory=list, max_length=16,
+                              description="the servers dfslab starts (none for a cluster you already run)")
     clients: int = Field(1, ge=1, le=8, description="client namespaces (client, client2, ...) for parallel workloads")
 
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
         return check_name(value, "cluster")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _filesystem_defaults(cls, data: Any) -> Any:
+        # A filesystem that deploys nothing (external) runs on the host runtime unless told otherwise.
+        if isinstance(data, dict) and data.get("filesystem") in FILESYSTEMS and "runtime" not in data:
+            runtime = default_runtime(data["filesystem"])
+            if runtime:
+                data = {**data, "runtime": runtime}
+        return data
 
     @field_validator("nodes", mode="before")
     @classmethod
@@ -95,6 +107,16 @@ class ClusterBase(Strict):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ClusterSpec":
+        deploys = self.runtime != "host"
+        if deploys and default_runtime(self.filesystem) == "host":
+            raise ValueError(f"runtime: {self.filesystem} starts nothing, so it runs on runtime host; leave runtime out")
+        if deploys and not self.nodes:
+            raise ValueError("nodes: need at least one node (e.g. nodes: 3)")
+        if not deploys and default_runtime(self.filesystem) != "host":
+            raise ValueError(f"runtime: host starts nothing, so it only measures a cluster you run (filesystem: "
+                             f"external); use runtime local or docker for {self.filesystem}")
+        if not deploys and self.nodes:
+            raise ValueError("nodes: runtime host starts no nodes (the cluster is one you already run); remove nodes:")
         names = [n.name for n in self.nodes]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

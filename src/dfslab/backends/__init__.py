@@ -99,9 +99,14 @@ class Backend(ABC):
             raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
 
     @classmethod
-    def versions(cls) -> dict[str, str]:
-        """Versions of the filesystem's software on this machine, for a run's provenance."""
+    def versions(cls, spec: ClusterSpec | None = None) -> dict[str, str]:
+        """Versions of the filesystem's software (on this machine, or the cluster's), for provenance."""
         return {}
+
+    @classmethod
+    def refuses_faults(cls, spec: ClusterSpec) -> str | None:
+        """Why no fault may be injected into such a cluster (None: faults are fine)."""
+        return None
 
     def __init__(self, runtime: Runtime, spec: ClusterSpec):
         self.runtime = runtime
@@ -140,6 +145,30 @@ class Backend(ABC):
     # Optional (target "confine"): `confine(runner, nodes, pgs)`, a context manager giving a
     # `Confinement` on `nodes` only, removed afterwards (throughput vs number of servers).
     confine: Callable[..., AbstractContextManager[Confinement]] | None = None
+
+    def release(self) -> list[str]:
+        """Before teardown: remove what dfslab made on storage it does not own (the cluster's own
+        daemons and data go with the runtime). Returns what could not be removed, and why."""
+        return []
+
+    def bench_pool(self, requested: str | None) -> str:
+        """The object pool a benchmark writes to when it names `requested` (None: the default)."""
+        raise BackendError(f"{self.name} has no object pools")
+
+    # Endpoints a spec lists on machines dfslab does not run (external clusters): fio servers that
+    # fio workloads fan out to, iperf3 servers the network baseline measures, Prometheus URLs.
+    def fio_servers(self) -> list[str]:
+        return []
+
+    def iperf_servers(self) -> list[str]:
+        return []
+
+    def scrape_urls(self) -> list[str]:
+        return []
+
+    def disk_baseline_dir(self) -> Path | None:
+        """Where the disk baseline runs fio (None: this machine's scratch disk)."""
+        return None
 
     def pool_free_bytes(self, runner: Any, pool: str) -> int:
         """Bytes an object pool may still take (backends with object pools)."""

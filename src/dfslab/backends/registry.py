@@ -1,8 +1,8 @@
 """Every filesystem dfslab can deploy or measure, one line each.
 
 A filesystem is a package under `backends/`: its `__init__` (light, no imports) may declare
-`FAULTS` (fault kinds only it has, kind -> "module:Class") and `IMAGE_PACKAGES` (the Debian
-packages its daemons need in a container image); `section.py` (`SECTION`: the model of its
+`FAULTS` (fault kinds only it has, kind -> "module:Class"), `IMAGE_PACKAGES` (the Debian
+packages its daemons need in a container image) and `DEFAULT_RUNTIME`; `section.py` (`SECTION`: the model of its
 spec section, with a `check(cluster)` for what depends on the nodes) and `backend.py`
 (`BACKEND`: its `Backend` class). This module imports neither until asked, so the spec can
 build itself from the sections without importing daemons' code.
@@ -16,6 +16,7 @@ from typing import Any
 FILESYSTEMS = {
     "ceph": "dfslab.backends.ceph",
     "gluster": "dfslab.backends.gluster",
+    "external": "dfslab.backends.external",
 }
 
 
@@ -35,3 +36,8 @@ def faults_of(filesystem: str) -> dict[str, str]:
 def image_packages(filesystem: str) -> list[str]:
     """Debian packages `filesystem`'s daemons need in a container image."""
     return list(getattr(import_module(FILESYSTEMS[filesystem]), "IMAGE_PACKAGES", []))
+
+
+def default_runtime(filesystem: str) -> str | None:
+    """The runtime a spec of `filesystem` gets when it names none (None: the spec's default)."""
+    return getattr(import_module(FILESYSTEMS[filesystem]), "DEFAULT_RUNTIME", None)

@@ -107,6 +107,7 @@ RUNTIMES = {
     "local": "dfslab.runtime.local:LocalNetnsRuntime",
     "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
     "docker": "dfslab.runtime.docker:DockerRuntime",
+    "host": "dfslab.runtime.host:HostRuntime",
 }
 
 

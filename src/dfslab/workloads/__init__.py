@@ -78,6 +78,16 @@ class Runner:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def workdir_at(self, path: str) -> Path:
+        """A directory by its path (inside a workdir already made), made if missing."""
+        made = Path(path)
+        made.mkdir(parents=True, exist_ok=True)
+        return made
+
+    def fio_servers(self) -> list[str]:
+        """Hosts running `fio --server` that fio workloads fan out to (external clusters)."""
+        return self.storage.fio_servers() if self.storage is not None else []
+
     def popen(self, argv: list[str], node: str = "client", **kw) -> subprocess.Popen:
         return subprocess.Popen(self.command(node, argv), env=self.env, **kw)
 

@@ -16,6 +16,17 @@ IPERF_PORT = 5201
 
 
 def network(runner: Runner, seconds: int) -> list[Measurement]:
+    rows = _between_nodes(runner, seconds) if runner.nodes else []
+    for endpoint in runner.storage.iperf_servers() if runner.storage is not None else []:
+        host, _, port = endpoint.replace(",", ":").partition(":")
+        out = runner.run(["iperf3", "-c", host, "-p", port or str(IPERF_PORT), "-t", str(seconds), "-J"],
+                         f"baseline-iperf3-client-{host}", timeout=seconds + 30)
+        bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+        rows.append(Measurement("baseline", "network_bandwidth", bps / 8e6, "MB/s", {"src": "client", "dst": endpoint}))
+    return rows
+
+
+def _between_nodes(runner: Runner, seconds: int) -> list[Measurement]:
     nodes = [*runner.nodes, "client"]
     servers = {n: runner.popen(["iperf3", "-s", "-B", runner.addresses[n], "-p", str(IPERF_PORT)], node=n,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for n in nodes}
@@ -35,9 +46,11 @@ def network(runner: Runner, seconds: int) -> list[Measurement]:
 
 
 def disk(runner: Runner, seconds: int) -> list[Measurement]:
-    if runner.scratch is None:
+    base = runner.storage.disk_baseline_dir() if runner.storage is not None else None
+    base = base or runner.scratch
+    if base is None:
         raise WorkloadError("no scratch directory for the disk baseline")
-    directory = runner.scratch / "baseline-disk"
+    directory = base / "baseline-disk"
     directory.mkdir(parents=True, exist_ok=True)
     rows = []
     jobs = {"write": dict(rw="write", bs="1M", iodepth=16), "read": dict(rw="read", bs="1M", iodepth=16),
@@ -51,4 +64,5 @@ def disk(runner: Runner, seconds: int) -> list[Measurement]:
                 rows.append(Measurement("baseline", f"disk_{label}_{row.metric}", row.value, row.unit, {}))
     for path in directory.iterdir():
         path.unlink()
+    directory.rmdir()
     return rows

@@ -94,13 +94,21 @@ class Fio(Workload):
     def run(self, runner: Runner, params: FioParams, repetition: int) -> list[Measurement]:
         labels = params.model_dump(mode="python")
         tag = f"fio-{params.target}-{params.rw}-{params.bs}-qd{params.iodepth}-j{params.numjobs}-r{repetition}"
+        timeout = params.seconds * 3 + params.size * params.numjobs / 20e6 + 120
+        servers = runner.fio_servers() if params.target != "local" else []
+        if servers:
+            from .fioclients import run_on_clients
+            options = dict(rw=params.rw, bs=params.bs, iodepth=params.iodepth, numjobs=params.numjobs,
+                           size=params.size, runtime=params.seconds, time_based=True,
+                           **target_options(runner, params.target, params.size, params.numjobs, params.direct))
+            return run_on_clients(runner, servers, tag, options, self.name, labels, repetition, timeout)
         logs = runner.raw_dir / f"{tag}-bwlog"
         logs.mkdir(parents=True, exist_ok=True)
         argv = fio_argv(tag, rw=params.rw, bs=params.bs, iodepth=params.iodepth, numjobs=params.numjobs,
                         size=params.size, runtime=params.seconds, time_based=True,
                         write_bw_log=str(logs / "bw"), log_avg_msec=1000,
                         **target_options(runner, params.target, params.size, params.numjobs, params.direct))
-        out = runner.run(argv, tag, timeout=params.seconds * 3 + params.size * params.numjobs / 20e6 + 120)
+        out = runner.run(argv, tag, timeout=timeout)
         rows = parse_json(out, self.name, labels, repetition)
         rows += parse_bw_log(logs / "bw_bw", self.name, labels, repetition)
         if not rows:

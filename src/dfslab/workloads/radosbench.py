@@ -30,7 +30,7 @@ class RadosBenchParams(WorkloadParams):
     seconds: int = Field(10, ge=1, le=600)
     threads: int = Field(16, ge=1, le=256, description="concurrent operations (-t)")
     object_size: Bytes = Field("4MiB", description="-b")
-    pool: str = "dfslab"
+    pool: str | None = Field(None, description="default: the cluster's benchmark pool (Ceph: dfslab; external: the pool dfslab made)")
     max_objects: int | None = Field(None, ge=1, description="cap on objects written (default: 40 % of the pool's free space)")
 
 
@@ -72,12 +72,15 @@ class RadosBench(Workload):
             raise WorkloadError("radosbench.modes must start with write (seq and rand read what write left)")
         rows: list[Measurement] = []
         tag = f"radosbench-{params.object_size}-{params.threads}t-r{repetition}"
+        if runner.storage is None:
+            raise WorkloadError("rados bench needs a cluster")
+        pool = runner.storage.bench_pool(params.pool)
         # A timed write on a small cluster runs it full, and a full cluster hangs clients and
         # crashes OSDs: bound what the write may leave behind.
-        max_objects = params.max_objects or max_objects_for(runner, params.pool, params.object_size)
+        max_objects = params.max_objects or max_objects_for(runner, pool, params.object_size)
         try:
             for mode in params.modes:
-                argv = ["rados", "-p", params.pool, "bench", str(params.seconds), mode, "-t", str(params.threads),
+                argv = ["rados", "-p", pool, "bench", str(params.seconds), mode, "-t", str(params.threads),
                         "--run-name", tag]
                 if mode == "write":
                     argv += ["-b", str(params.object_size), "--no-cleanup", "--max-objects", str(max_objects)]
@@ -85,7 +88,7 @@ class RadosBench(Workload):
                 labels = {"mode": mode, "object_size": params.object_size, "threads": params.threads, "seconds": params.seconds}
                 rows += parse(out, labels, repetition)
         finally:
-            runner.run(["rados", "-p", params.pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300)
+            runner.run(["rados", "-p", pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300)
         if not any(r.metric == "bandwidth" for r in rows):
             raise WorkloadError(f"rados bench printed no bandwidth summary; see {runner.raw_dir}")
         return rows

@@ -15,3 +15,10 @@ def connect_rados(**conf: str):
     (integrity checker, pushdown engine) reach a Ceph cluster."""
     from .helper import connect_from_env  # not at import: the spec imports this package
     return connect_from_env(**conf)
+
+
+def existing_cluster(conf: str, keyring: str, user: str):
+    """A Ceph cluster someone else runs, reached as `user` (filesystem: external): the public
+    way another backend uses it; see `existing.ExistingCeph`."""
+    from .existing import ExistingCeph  # not at import: the spec imports this package
+    return ExistingCeph(conf, keyring, user)

@@ -114,6 +114,9 @@ class CephBackend(Backend):
 
     confine = staticmethod(tools.confine)
 
+    def bench_pool(self, requested: str | None) -> str:
+        return requested or pools.BENCH_POOL
+
     def fio_target(self, runner, target: str, size_bytes: int) -> dict[str, Any]:
         return tools.fio_target(runner, target, size_bytes)
 

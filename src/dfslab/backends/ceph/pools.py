@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .context import CephContext
 
-POOLS = {"dfslab": "rados", "rbd": "rbd"}
+BENCH_POOL = "dfslab"
+POOLS = {BENCH_POOL: "rados", "rbd": "rbd"}
 
 
 def create(ctx: CephContext) -> None:

@@ -1,0 +1,222 @@
+"""The external backend: measure a cluster someone else runs. `deploy` only checks access and
+makes dfslab's own room on it (a pool with dfslab's prefix, a directory under the path, a
+CephFS directory through ceph-fuse); `release` removes exactly those, recorded in the state
+directory before they were made. Faults are refused: dfslab never signals what it did not start."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ...runtime import CLIENT
+from ...safety import remove_owned_tree
+from .. import Backend, BackendError, Chart, PreflightError, Progress, table
+from ..ceph import existing_cluster
+from ..fuse import fuse_mount, is_mounted
+from .mounts import mount_of
+from .probe import http_answers, split_endpoint, tcp_answers
+
+FIO_PORT, IPERF_PORT = 8765, 5201
+
+
+class ExternalBackend(Backend):
+    name = "external"
+    offers = {"fs": "external.posix, or external.ceph with cephfs: true", "rados": "external.ceph",
+              "rbd": "external.ceph"}
+    charts = (Chart(r"ceph\.(health|osds_up)", "count", "existing Ceph cluster: health (0 OK) and OSDs up"),
+              Chart(r"prom\..*_bytes|prom\..*(receive|transmit|read|written).*", "MB/s",
+                    "scraped Prometheus endpoints: network and disk throughput"))
+    log_dirs = ()
+
+    @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        ext = spec.external
+        found = set()
+        if ext.ceph:
+            found |= {"rados", "rbd"} | ({"fs"} if ext.ceph.cephfs else set())
+        if ext.posix:
+            found.add("fs")
+        return frozenset(found)
+
+    @classmethod
+    def preflight(cls, spec) -> None:
+        ext = spec.external
+        ceph = existing_cluster(ext.ceph.conf, ext.ceph.keyring, ext.ceph.user) if ext.ceph else None
+        needed = ["fio"] + (ceph.programs(ext.ceph.cephfs) if ceph else [])
+        missing = [t for t in needed if shutil.which(t) is None]
+        if missing:
+            raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
+        problems = []
+        if ext.posix:
+            problems += _posix_problems(ext.posix.path)
+        if ceph:
+            try:
+                ceph.check_access()
+            except BackendError as exc:
+                problems.append(str(exc))
+        for i, endpoint in enumerate(ext.clients):
+            if why := tcp_answers(*split_endpoint(endpoint, FIO_PORT)):
+                problems.append(f"external.clients[{i}]: fio server {endpoint} does not answer ({why}); start "
+                                f"`fio --server` there (README: Measuring a cluster you already have)")
+        for i, endpoint in enumerate(ext.iperf):
+            if why := tcp_answers(*split_endpoint(endpoint, IPERF_PORT)):
+                problems.append(f"external.iperf[{i}]: iperf3 server {endpoint} does not answer ({why}); start `iperf3 -s` there")
+        for i, url in enumerate(ext.prometheus):
+            if why := http_answers(url):
+                problems.append(f"external.prometheus[{i}]: {why}")
+        if problems:
+            raise PreflightError("\n".join(problems))
+
+    @classmethod
+    def versions(cls, spec=None) -> dict[str, str]:
+        if spec is None:
+            return {}
+        ext, out = spec.external, {}
+        if ext.ceph:
+            out.update(existing_cluster(ext.ceph.conf, ext.ceph.keyring, ext.ceph.user).versions())
+        if ext.posix:
+            mnt = mount_of(ext.posix.path)
+            out["posix mount"] = f"{mnt.get('type', '?')} {mnt.get('source', '?')} on {mnt.get('mountpoint', '?')} ({mnt.get('options', '')})"
+        return out
+
+    @classmethod
+    def refuses_faults(cls, spec) -> str | None:
+        return ("dfslab injects no faults into a cluster it did not make (it never signals a process it did not "
+                "start); remove faults: or measure a cluster dfslab deploys")
+
+    def __init__(self, runtime, spec):
+        super().__init__(runtime, spec)
+        self.ext = spec.external
+        c = self.ext.ceph
+        self.ceph = existing_cluster(c.conf, c.keyring, c.user) if c else None
+        self.pool = f"dfslab-{spec.name}"  # dfslab's own pool: made by deploy, removed by release
+        self.dirname = f"dfslab-{spec.name}"
+
+    # -- what dfslab makes, and removes -------------------------------------------------
+    def deploy(self, progress: Progress, timeout: float) -> None:
+        if self.ceph:
+            progress("existing Ceph cluster", f"creating pool {self.pool} (removed at the end)")
+            self.state.add_resource("external_pools", self.pool)
+            self.ceph.create_pool(self.pool, self.ext.ceph.pg_num, self.ext.ceph.replica_size, "rbd")
+            self.ceph.wait_pool_clean(self.pool, timeout=min(timeout, 120))
+            if self.ext.ceph.cephfs:
+                progress("existing Ceph cluster", "mounting CephFS with ceph-fuse")
+                self._own_dir(self._cephfs_mount())
+        if self.ext.posix:
+            progress("existing mount", f"{self.ext.posix.path}: making {self.dirname}/ (removed at the end)")
+            self._own_dir(Path(self.ext.posix.path))
+
+    def _own_dir(self, base: Path) -> Path:
+        path = base / self.dirname
+        if path.exists() or path.is_symlink():
+            raise BackendError(f"{path} already exists; dfslab works only in a directory it makes (remove it if it "
+                               f"is a leftover of dfslab's, or give the cluster another name)")
+        self.state.add_resource("external_dirs", str(path))
+        path.mkdir(mode=0o755)
+        return path
+
+    def release(self) -> list[str]:
+        """Remove the directories and pools dfslab made here, and nothing else."""
+        refused = []
+        roots = [Path(self.ext.posix.path)] if self.ext.posix else []
+        roots += [self.state.sub("cephfs")] if self.ceph and self.ext.ceph.cephfs else []
+        for d in self.state.resources("external_dirs"):
+            try:
+                if Path(d).exists():
+                    remove_owned_tree(Path(d), roots, f"the directory dfslab made for cluster {self.spec.name}")
+                self.state.remove_resource("external_dirs", d)
+            except Exception as exc:  # reported by `down`; the state keeps it for another try
+                refused.append(f"{d}: {exc}")
+        for pool in self.state.resources("external_pools"):
+            why = self.ceph.remove_pool(pool) if self.ceph else None
+            if why:
+                refused.append(why)
+            else:
+                self.state.remove_resource("external_pools", pool)
+        return refused
+
+    # -- what workloads use -------------------------------------------------------------
+    def _cephfs_mount(self) -> Path:
+        mnt = self.state.sub("cephfs")
+        if not is_mounted(mnt):
+            fuse_mount(self.runtime, "ceph-fuse.client", CLIENT, self.ceph.fuse_argv(mnt), mnt)
+        return mnt
+
+    def mount(self, node: str = CLIENT) -> Path:
+        if self.ext.posix:
+            return Path(self.ext.posix.path) / self.dirname
+        if self.ceph and self.ext.ceph.cephfs:
+            return self._cephfs_mount() / self.dirname
+        raise BackendError("this external cluster has no POSIX path: give external.posix.path, or "
+                           "external.ceph.cephfs: true")
+
+    def client_env(self) -> dict[str, str]:
+        return self.ceph.env() if self.ceph else {}
+
+    def bench_pool(self, requested: str | None) -> str:
+        if not self.ceph:
+            raise BackendError("this external cluster has no Ceph part (external.ceph)")
+        if requested not in (None, self.pool):
+            raise BackendError(f"pool {requested!r}: on a cluster dfslab did not make it writes only to its own pool "
+                               f"{self.pool}; leave pool: out")
+        return self.pool
+
+    def pool_free_bytes(self, runner: Any, pool: str) -> int:
+        return self.ceph.pool_free_bytes(self.bench_pool(pool))
+
+    def fio_target(self, runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
+        if target != "rbd" or not self.ceph:
+            raise BackendError(f"external offers no fio target {target!r} here")
+        return self.ceph.fio_rbd(runner, self.pool, size_bytes)
+
+    def fio_servers(self) -> list[str]:
+        return list(self.ext.clients)
+
+    def iperf_servers(self) -> list[str]:
+        return list(self.ext.iperf)
+
+    def scrape_urls(self) -> list[str]:
+        return list(self.ext.prometheus)
+
+    def disk_baseline_dir(self) -> Path | None:
+        """fio's disk baseline runs where the workloads write (the mount), not on this machine's disk."""
+        return self.mount() if "fs" in self.targets_for(self.spec) else None
+
+    # -- answering for the cluster ----------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"health": "HEALTH_OK", "summary": [], "tables": [], "write_amplification": None}
+        if self.ceph:
+            out.update(self.ceph.status([self.pool]))
+        if self.ext.posix:
+            mnt = mount_of(self.ext.posix.path)
+            usage = shutil.disk_usage(self.ext.posix.path)
+            out["mount"] = mnt
+            out["summary"] = out["summary"] + [f"{self.ext.posix.path}: {mnt.get('type')} from {mnt.get('source')}, "
+                                               f"{usage.free / 2**30:.1f} GiB free of {usage.total / 2**30:.1f} GiB"]
+            out["tables"] = out["tables"] + [table("mounted file system", ["path", "type", "source", "mount point", "options"],
+                                                   [[self.ext.posix.path, mnt.get("type"), mnt.get("source"),
+                                                     mnt.get("mountpoint"), mnt.get("options")]])]
+        return out
+
+    def healthy(self) -> bool:
+        ok = self.ceph.healthy() if self.ceph else True
+        return ok and (not self.ext.posix or os.access(self.ext.posix.path, os.W_OK))
+
+    def sample(self) -> dict[str, tuple[float, str]]:
+        if self.ceph:
+            return self.ceph.sample()
+        return {"external.degraded": (int(not os.access(self.ext.posix.path, os.W_OK)), "0=OK,1=degraded")}
+
+
+def _posix_problems(path: str) -> list[str]:
+    p = Path(path)
+    if not p.is_dir():
+        return [f"external.posix.path: {path} is not a directory (is the file system mounted?)"]
+    if not os.access(path, os.W_OK | os.X_OK):
+        return [f"external.posix.path: {path} is not writable by this user; dfslab needs to make a directory there"]
+    return []
+
+
+BACKEND = ExternalBackend

@@ -1,0 +1,87 @@
+"""The `external:` section: what an existing cluster is, and what dfslab may do to it."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pydantic import Field, field_validator
+
+from ...fields import Strict
+
+if TYPE_CHECKING:
+    from ...spec import ClusterSpec
+
+# fio's own syntax for a server (`fio --client=`): host, host,port, or ip:host,port.
+ENDPOINT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}(?:[,:]\d{1,5})?")
+
+
+def _absolute(value: str, what: str) -> str:
+    if not value.startswith("/") or "\0" in value or "/../" in f"{value}/":
+        raise ValueError(f"{what} must be an absolute path without '..', e.g. /etc/ceph/ceph.conf")
+    return value
+
+
+class ExternalCeph(Strict):
+    conf: str = Field(description="the cluster's ceph.conf (mon_host ...)")
+    keyring: str = Field(description="keyring of `user`")
+    user: str = Field("client.admin", description="cephx user; needs caps to create and remove pools")
+    pg_num: int = Field(8, ge=1, le=256, description="placement groups of the pool dfslab creates")
+    replica_size: int | None = Field(None, ge=1, le=5, description="size of dfslab's pool (default: the cluster's)")
+    cephfs: bool = Field(False, description="mount the cluster's CephFS with ceph-fuse for file workloads")
+
+    @field_validator("conf", "keyring")
+    @classmethod
+    def _paths(cls, value: str) -> str:
+        return _absolute(value, "conf and keyring")
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        if not re.fullmatch(r"client\.[A-Za-z0-9_.-]{1,64}", value):
+            raise ValueError(f"{value!r} is not a cephx client name like client.admin or client.bench")
+        return value
+
+
+class ExternalPosix(Strict):
+    path: str = Field(description="a directory on the mounted file system; dfslab works in a new directory below it")
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return _absolute(value, "posix.path").rstrip("/") or "/"
+
+
+class ExternalSpec(Strict):
+    ceph: ExternalCeph | None = None
+    posix: ExternalPosix | None = None
+    clients: list[str] = Field(default_factory=list, max_length=64,
+                               description="hosts running `fio --server` (host or host,port): fio workloads run on all at once")
+    iperf: list[str] = Field(default_factory=list, max_length=64,
+                             description="hosts running `iperf3 -s` (host or host:port): the network baseline measures each")
+    prometheus: list[str] = Field(default_factory=list, max_length=64,
+                                  description="Prometheus endpoints (http://host:port/metrics) the sampler scrapes")
+
+    @field_validator("clients", "iperf")
+    @classmethod
+    def _endpoints(cls, value: list[str]) -> list[str]:
+        for v in value:
+            if not ENDPOINT.fullmatch(v):
+                raise ValueError(f"{v!r} is not host or host,port (e.g. 10.0.0.5 or node7,8765)")
+        return value
+
+    @field_validator("prometheus")
+    @classmethod
+    def _urls(cls, value: list[str]) -> list[str]:
+        for v in value:
+            if not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+(/[\w./-]*)?", v):
+                raise ValueError(f"{v!r} is not a URL like http://10.0.0.5:9100/metrics")
+        return value
+
+    def check(self, cluster: "ClusterSpec") -> None:
+        if self.ceph is None and self.posix is None:
+            raise ValueError("external: say what to measure: ceph: {conf: ..., keyring: ...} for an existing Ceph "
+                             "cluster, posix: {path: ...} for a mounted file system, or both")
+
+
+SECTION = ExternalSpec

@@ -1,0 +1,29 @@
+"""The host runtime: nothing is created. For clusters dfslab did not make (filesystem:
+external), every client-side tool runs on this machine, against what the spec points at."""
+
+from __future__ import annotations
+
+from ..spec import ClusterSpec
+from . import CLIENT, Runtime, RuntimeError_
+
+
+class HostRuntime(Runtime):
+    kind = "host"
+
+    def preflight(self, spec: ClusterSpec) -> None:
+        if spec.nodes:
+            raise RuntimeError_("runtime host starts no nodes; remove nodes: (the cluster is one you already run)")
+
+    def create(self, spec: ClusterSpec) -> dict[str, str]:
+        return {CLIENT: "127.0.0.1"}
+
+    def command(self, node: str, argv: list[str]) -> list[str]:
+        if node != CLIENT:
+            raise RuntimeError_(f"runtime host has only the client (this machine), no node {node!r}")
+        return list(argv)
+
+    def destroy(self) -> list[str]:
+        return []
+
+    def leftovers(self) -> list[str]:
+        return []

@@ -1,0 +1,224 @@
+"""filesystem: external. A Ceph cluster dfslab did not make (brought up by hand on loopback,
+tests/existing_ceph.py), a CephFS mounted by hand with ceph-fuse, a plain local directory,
+fio servers, an iperf3 server and node_exporter in network namespaces this test makes:
+dfslab measures them and leaves everything it did not create exactly as it was."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import DFSLAB, REPO
+from existing_ceph import PROMETHEUS_PORT, ByHandCeph
+
+pytestmark = pytest.mark.cluster
+
+NS = "dfs-t-ext"  # namespaces of this test: dfs-t-ext1, dfs-t-ext2, ...
+
+
+@pytest.fixture(scope="module")
+def byhand():
+    cluster = ByHandCeph().start()
+    # Data of the site's own, which must come through untouched.
+    for i in range(5):
+        subprocess.run(["rados", "-c", str(cluster.conf), "-k", str(cluster.admin), "-p", "site-data", "put",
+                        f"keep-{i}", "/etc/os-release"], check=True, timeout=60)
+    yield cluster
+    cluster.stop()
+
+
+class Hosts:
+    """Client hosts: network namespaces joined to this machine by a veth pair each (10.79.N.2,
+    this side 10.79.N.1). They share this machine's mounts, as hosts mounting one file system do."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self.procs: list[subprocess.Popen] = []
+
+    def add(self, n: int) -> str:
+        ns = f"{NS}{n}"
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        self.names.append(ns)
+        for argv in (["ip", "link", "add", f"{NS}h{n}", "type", "veth", "peer", "name", "eth0", "netns", ns],
+                     ["ip", "addr", "add", f"10.79.{n}.1/30", "dev", f"{NS}h{n}"],
+                     ["ip", "link", "set", f"{NS}h{n}", "up"],
+                     ["ip", "-n", ns, "addr", "add", f"10.79.{n}.2/30", "dev", "eth0"],
+                     ["ip", "-n", ns, "link", "set", "eth0", "up"],
+                     ["ip", "-n", ns, "link", "set", "lo", "up"]):
+            subprocess.run(argv, check=True)
+        return f"10.79.{n}.2"
+
+    def start(self, n: int, *argv: str) -> None:
+        self.procs.append(subprocess.Popen(["nsenter", f"--net=/run/netns/{NS}{n}", *argv],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        for ns in self.names:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    h = Hosts()
+    try:
+        for n in (1, 2, 3):
+            h.add(n)
+        h.start(1, "fio", "--server=ip:10.79.1.2,8765")
+        h.start(2, "fio", "--server=ip:10.79.2.2,8765")
+        h.start(3, "iperf3", "-s", "-B", "10.79.3.2", "-p", "5201")
+        h.start(3, "prometheus-node-exporter", "--web.listen-address=10.79.3.2:9100")
+        time.sleep(1.5)
+        yield h
+    finally:
+        h.close()
+
+
+@pytest.fixture(scope="module")
+def cephfs_by_hand(byhand, tmp_path_factory):
+    """The cluster's CephFS mounted by hand, as a site mounts it, with some of the site's files."""
+    mnt = tmp_path_factory.mktemp("cephfs-by-hand")
+    proc = subprocess.Popen(["ceph-fuse", "-f", "-c", str(byhand.conf), "-k", str(byhand.admin), str(mnt)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not os.path.ismount(mnt) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert os.path.ismount(mnt)
+    (mnt / "site").mkdir()
+    (mnt / "site" / "results.txt").write_text("the site's own data\n")
+    yield mnt
+    subprocess.run(["fusermount", "-u", "-z", str(mnt)], capture_output=True)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def dfslab_run(tmp_path: Path, exp: dict) -> tuple[int, Path | None, str]:
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    res = subprocess.run([*DFSLAB, "run", str(path)], capture_output=True, text=True, timeout=900, cwd=REPO)
+    runs = [line.removeprefix("report: ") for line in res.stdout.splitlines() if line.startswith("report: ")]
+    return res.returncode, Path(runs[0]).parent if runs else None, res.stdout + res.stderr
+
+
+def rows_of(run: Path) -> list[dict]:
+    return [{**r, "params": json.loads(r["params"]), "value": float(r["value"])} for r in csv.DictReader((run / "results.csv").open())]
+
+
+def tree(path: Path) -> dict[str, int]:
+    return {str(p.relative_to(path)): p.stat().st_size if p.is_file() else -1 for p in sorted(path.rglob("*"))}
+
+
+def test_existing_ceph_is_measured_and_left_as_it_was(byhand, tmp_path):
+    before = byhand.inventory()
+    exp = {"name": "t-extceph", "cluster": {"name": "t-extceph", "filesystem": "external", "external": {
+               "ceph": {"conf": str(byhand.conf), "keyring": str(byhand.bench_keyring), "user": "client.bench",
+                        "cephfs": True},
+               "prometheus": [f"http://127.0.0.1:{PROMETHEUS_PORT}/metrics"]}},
+           "baselines": {"network": False, "disk": False},
+           "workloads": [{"type": "radosbench", "modes": ["write", "seq"], "seconds": 2, "threads": 8},
+                         {"type": "fio", "target": ["rbd", "fs"], "rw": "write", "bs": "1MiB", "size": "16MiB", "seconds": 2},
+                         {"type": "metadata", "procs": 2, "files_per_proc": 50}]}
+    code, run, out = dfslab_run(tmp_path, exp)
+    assert code == 0, out[-3000:]
+    rows = rows_of(run)
+    seen = {(r["workload"], r["params"].get("target")) for r in rows if r["metric"] in ("bandwidth", "ops") and r["value"] > 0}
+    assert {("radosbench", None), ("fio", "rbd"), ("fio", "fs"), ("metadata", "fs")} <= seen, seen
+    prov = json.loads((run / "provenance.json").read_text())
+    assert "16.2" in prov["filesystem_versions"]["ceph mon"]
+    series = {r["series"] for r in csv.DictReader((run / "timeseries.csv").open())}
+    assert f"prom.127.0.0.1:{PROMETHEUS_PORT}.ceph_osd_up" in series and "ceph.health" in series
+    # Every pool, and every object of every pool but CephFS's own metadata (the MDS journals
+    # there by itself), exactly as before: dfslab's pool and image are gone.
+    after = byhand.inventory()
+    assert sorted(after) == sorted(before)
+    assert {p: o for p, o in after.items() if p != "cephfs_metadata"} == \
+        {p: o for p, o in before.items() if p != "cephfs_metadata"}
+    listed = subprocess.run([*DFSLAB, "list"], capture_output=True, text=True, cwd=REPO).stdout
+    assert "t-extceph" not in listed
+
+
+def test_mounted_paths_with_fio_on_several_client_hosts(byhand, cephfs_by_hand, hosts, tmp_path):
+    site_before = tree(cephfs_by_hand)
+    exp = {"name": "t-extfs", "cluster": {"name": "t-extfs", "filesystem": "external", "external": {
+               "posix": {"path": str(cephfs_by_hand)},
+               "clients": ["10.79.1.2", "10.79.2.2,8765"], "iperf": ["10.79.3.2"],
+               "prometheus": ["http://10.79.3.2:9100/metrics"]}},
+           "baselines": {"network": True, "disk": False, "seconds": 1},
+           "workloads": [{"type": "fio", "rw": ["write", "read"], "bs": "1MiB", "size": "16MiB", "seconds": 2},
+                         {"type": "filegrid", "file_size": "8MiB", "threads": 1}]}
+    code, run, out = dfslab_run(tmp_path, exp)
+    assert code == 0, out[-3000:]
+    rows = rows_of(run)
+    fio = [r for r in rows if r["workload"] == "fio"]
+    for op in ("write", "read"):
+        per_client = {r["params"]["client"]: r["value"] for r in fio if r["metric"] == "client_bandwidth" and r["params"]["op"] == op}
+        assert set(per_client) == {"10.79.1.2,8765", "10.79.2.2,8765"} and all(v > 0 for v in per_client.values())
+        [total] = [r for r in fio if r["metric"] == "bandwidth" and r["params"]["op"] == op]
+        assert total["params"]["clients"] == 2
+        assert total["value"] == pytest.approx(sum(per_client.values()))
+    assert any(r["metric"] == "network_bandwidth" and r["params"]["dst"] == "10.79.3.2" and r["value"] > 0 for r in rows)
+    series = {r["series"] for r in csv.DictReader((run / "timeseries.csv").open())}
+    assert "prom.10.79.3.2:9100.node_memory_MemAvailable_bytes" in series
+    assert "fuse.ceph-fuse" in json.loads((run / "provenance.json").read_text())["filesystem_versions"]["posix mount"]
+    assert "mounted file system" in (run / "report.html").read_text()
+    assert tree(cephfs_by_hand) == site_before  # the run's directory is gone; the site's files untouched
+
+
+def test_a_plain_local_directory(tmp_path):
+    target = tmp_path / "scratch"
+    target.mkdir()
+    (target / "mine.txt").write_text("not dfslab's")
+    exp = {"name": "t-extdir", "cluster": {"name": "t-extdir", "filesystem": "external",
+                                           "external": {"posix": {"path": str(target)}}},
+           "baselines": {"network": True, "disk": True, "seconds": 1},
+           "workloads": [{"type": "metadata", "procs": 2, "files_per_proc": 50}]}
+    code, run, out = dfslab_run(tmp_path, exp)
+    assert code == 0, out[-3000:]
+    assert {r["params"]["phase"] for r in rows_of(run) if r["workload"] == "metadata"} == {"create", "stat", "read", "unlink"}
+    assert tree(target) == {"mine.txt": len("not dfslab's")}
+    prov = json.loads((run / "provenance.json").read_text())
+    assert any("baseline network" in s for s in prov["skipped"])  # nothing to measure it against: said, not hidden
+
+
+@pytest.mark.parametrize("external,field", [
+    ({"ceph": {"conf": "/nonexistent/ceph.conf", "keyring": "/etc/hostname"}}, "external.ceph.conf"),
+    ({"posix": {"path": "/nonexistent/lustre"}}, "external.posix.path"),
+    ({"posix": {"path": "relative/dir"}}, "external.posix.path"),
+    ({"posix": {"path": "/tmp"}, "clients": ["10.79.3.2"]}, "external.clients[0]"),  # a host with no fio server
+    ({"posix": {"path": "/tmp"}, "clients": ["bad host!"]}, "external.clients"),
+    ({}, "external"),
+])
+def test_bad_input_is_refused_before_anything_runs(hosts, tmp_path, external, field):
+    exp = {"name": "t-extbad", "cluster": {"name": "t-extbad", "filesystem": "external", "external": external},
+           "workloads": [{"type": "radosbench" if "ceph" in external else "metadata"}]}
+    code, run, out = dfslab_run(tmp_path, exp)
+    assert code == 2, out
+    assert field in out, out
+    assert run is None
+    listed = subprocess.run([*DFSLAB, "list"], capture_output=True, text=True, cwd=REPO).stdout
+    assert "t-extbad" not in listed
+
+
+def test_a_user_without_caps_and_faults_are_refused(byhand, tmp_path):
+    nocaps = tmp_path / "nocaps.keyring"
+    nocaps.write_text(byhand.ceph("auth", "get-or-create", "client.nocaps"))
+    spec = {"name": "t-extcaps", "filesystem": "external",
+            "external": {"ceph": {"conf": str(byhand.conf), "keyring": str(nocaps), "user": "client.nocaps"}}}
+    code, _, out = dfslab_run(tmp_path, {"name": "t-extcaps", "cluster": spec, "workloads": [{"type": "radosbench"}]})
+    assert code == 2 and "external.ceph.keyring" in out, out
+    spec["external"]["ceph"].update(keyring=str(byhand.bench_keyring), user="client.bench")
+    code, _, out = dfslab_run(tmp_path, {"name": "t-extcaps", "cluster": spec, "workloads": [{"type": "radosbench"}],
+                                         "faults": [{"kind": "kill", "target": "osd.0", "at": "1s", "during": 0}]})
+    assert code == 2 and "faults[0]" in out and "did not make" in out, out
+    assert json.loads(byhand.ceph("osd", "pool", "ls", "--format", "json")).count("dfslab-t-extcaps") == 0
