@@ -110,10 +110,11 @@ osd memory target = 939524096
         self.ceph("osd", "pool", "create", "cephfs_metadata", "8")
         self.ceph("osd", "pool", "create", "cephfs_data", "8")
         self.ceph("fs", "new", "cephfs", "cephfs_metadata", "cephfs_data")
-        # A benchmark user: may read the cluster, create and remove pools, do I/O, use CephFS.
+        # A benchmark user: may read the cluster, create and remove pools, do I/O, use CephFS, mark OSDs out and in.
         self.bench_keyring.write_text(self.ceph(
             "auth", "get-or-create", "client.bench", "mon", "allow r, allow command \"osd pool create\", "
-            "allow command \"osd pool rm\", allow command \"osd pool set\", allow command \"osd pool application enable\"",
+            "allow command \"osd pool rm\", allow command \"osd pool set\", allow command \"osd pool application enable\", "
+            "allow command \"osd out\", allow command \"osd in\"",
             "osd", "allow rwx", "mds", "allow rw", "mgr", "allow r"))
         self.ceph("config", "set", "mgr", "mgr/prometheus/server_addr", "127.0.0.1")
         self.ceph("config", "set", "mgr", "mgr/prometheus/server_port", str(PROMETHEUS_PORT))

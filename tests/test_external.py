@@ -139,8 +139,11 @@ def test_existing_ceph_is_measured_and_left_as_it_was(byhand, tmp_path):
     series = {r["series"] for r in csv.DictReader((run / "timeseries.csv").open())}
     assert f"prom.127.0.0.1:{PROMETHEUS_PORT}.ceph_osd_up" in series and "ceph.health" in series
     # Every pool, and every object of every pool but CephFS's own metadata (the MDS journals
-    # there by itself), exactly as before: dfslab's pool and image are gone.
-    after = byhand.inventory()
+    # there by itself), exactly as before: dfslab's pool and image are gone. The MDS purges the
+    # objects of unlinked files in the background: wait for it.
+    deadline = time.monotonic() + 90
+    while (after := byhand.inventory())["cephfs_data"] != before["cephfs_data"] and time.monotonic() < deadline:
+        time.sleep(2)
     assert sorted(after) == sorted(before)
     assert {p: o for p, o in after.items() if p != "cephfs_metadata"} == \
         {p: o for p, o in before.items() if p != "cephfs_metadata"}
@@ -222,3 +225,22 @@ def test_a_user_without_caps_and_faults_are_refused(byhand, tmp_path):
                                          "faults": [{"kind": "kill", "target": "osd.0", "at": "1s", "during": 0}]})
     assert code == 2 and "faults[0]" in out and "did not make" in out, out
     assert json.loads(byhand.ceph("osd", "pool", "ls", "--format", "json")).count("dfslab-t-extcaps") == 0
+
+
+def test_an_allowed_out_fault_is_undone_through_the_cluster_api_and_loses_nothing(byhand, tmp_path):
+    exp = {"name": "t-extout", "cluster": {"name": "t-extout", "filesystem": "external", "external": {
+               "ceph": {"conf": str(byhand.conf), "keyring": str(byhand.bench_keyring), "user": "client.bench"},
+               "allow_faults": ["out"]}},
+           "baselines": {"network": False, "disk": False},
+           "integrity": {"seed_objects": 20, "recovery_timeout": "120s"},
+           "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 6, "threads": 4, "object_size": "1MiB"}],
+           "faults": [{"kind": "out", "target": "osd.1", "during": 0, "at": "1s", "duration": "3s"}]}
+    code, run, out = dfslab_run(tmp_path, exp)
+    assert code == 0, out[-3000:]
+    [event] = json.loads((run / "faults.json").read_text())
+    assert (event["kind"], event["target"], event["error"]) == ("out", "osd.1", None)
+    assert event["undo"] > event["inject"] and event["recover_s"] is not None
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 20
+    osds = json.loads(byhand.ceph("osd", "dump", "--format", "json"))["osds"]
+    assert all(o["in"] == 1 for o in osds)  # marked in again

@@ -104,13 +104,9 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
             problems.append((f"workloads[{step.index}].{field}",
                              f"{step.workload.name} needs {_hint(need)}, which cluster {spec.name!r} "
                              f"({spec.filesystem}) does not have; it offers: {', '.join(sorted(offered)) or 'nothing'}"))
-    refusal = backend_class(spec).refuses_faults(spec) if exp.file.faults else None
     for i, entry in enumerate(exp.file.faults):
-        if refusal:
-            problems.append((f"faults[{i}]", refusal))
-            continue
         try:
-            check_applies(entry.kind, spec.filesystem)
+            check_applies(entry.kind, spec)
         except FaultError as exc:
             problems.append((f"faults[{i}].kind", str(exc)))
     port = exp.file.sampler.prometheus_port

@@ -103,9 +103,12 @@ class Backend(ABC):
         """Versions of the filesystem's software (on this machine, or the cluster's), for provenance."""
         return {}
 
+    # Fault kinds of another filesystem that work here too (through the same client tools).
+    borrowed_faults: tuple[str, ...] = ()
+
     @classmethod
-    def refuses_faults(cls, spec: ClusterSpec) -> str | None:
-        """Why no fault may be injected into such a cluster (None: faults are fine)."""
+    def refuses_faults(cls, spec: ClusterSpec, kind: str) -> str | None:
+        """Why fault `kind` may not be injected into such a cluster (None: it may)."""
         return None
 
     def __init__(self, runtime: Runtime, spec: ClusterSpec):

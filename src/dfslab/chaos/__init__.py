@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ..backends.registry import FILESYSTEMS, faults_of
+from ..backends.registry import FILESYSTEMS, backend_class_of, faults_of
 
 if TYPE_CHECKING:  # the cluster layer is above this package's registry and base class
     from ..cluster import Attached
@@ -89,10 +89,17 @@ FAULTS = {**GENERIC_FAULTS, **{k: v for fs in FILESYSTEMS for k, v in faults_of(
 FILESYSTEM_OF = {k: fs for fs in FILESYSTEMS for k in faults_of(fs)}
 
 
-def check_applies(kind: str, filesystem: str) -> None:
-    """A filesystem's own fault kind on a cluster of another is refused before anything runs."""
+def check_applies(kind: str, spec: Any) -> None:
+    """Refused before anything runs: a kind the cluster's backend refuses (e.g. any fault not
+    allowed on a cluster dfslab did not make), and a filesystem's own kind on another's cluster
+    unless that backend borrows it (it works through the same client tools)."""
+    backend = backend_class_of(spec.filesystem)
+    refusal = backend.refuses_faults(spec, kind)
+    if refusal:
+        raise FaultInputError(refusal)
+    filesystem = spec.filesystem
     owner = FILESYSTEM_OF.get(kind)
-    if owner and owner != filesystem:
+    if owner and owner != filesystem and kind not in backend.borrowed_faults:
         here = sorted(k for k in FAULTS if FILESYSTEM_OF.get(k, filesystem) == filesystem)
         raise FaultInputError(f"fault {kind} is for {owner} clusters; this one is {filesystem}: kinds here: {', '.join(here)}")
 
@@ -105,7 +112,7 @@ def fault_class(kind: str) -> type[Fault]:
 
 
 def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injected:
-    check_applies(kind, cluster.spec.filesystem)  # before anything is recorded or broken
+    check_applies(kind, cluster.spec)  # before anything is recorded or broken
     fault_class(kind).check_options(options)
     fault = fault_class(kind)(cluster)
     pending = {"kind": kind, "target": target, "at": time.time(), "record": {"pending": True, **options}}

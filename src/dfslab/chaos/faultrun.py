@@ -34,7 +34,7 @@ class FaultRun:
     def stores(self) -> list[str]:
         """Where the checksummed data goes: RADOS objects and/or files on the POSIX mount."""
         offered = self.attached.backend.targets_for(self.attached.spec)
-        stores = ["rados:dfslab"] if "rados" in offered else []
+        stores = [f"rados:{self.attached.backend.bench_pool(None)}"] if "rados" in offered else []
         if "fs" in offered:
             stores.append(f"dir:{self.attached.backend.mount('client') / 'dfslab-integrity'}")
         return stores

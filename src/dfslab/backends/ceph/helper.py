@@ -15,9 +15,12 @@ import sys
 
 def connect_from_env(**conf: str):
     """A librados connection from the client environment dfslab sets on the client node
-    (CEPH_CONF, and CEPH_ARGS ending in the admin keyring: see CephBackend.client_env)."""
+    (CEPH_CONF, and CEPH_ARGS with --keyring and maybe --name: see the backends' client_env)."""
     import rados
-    cluster = rados.Rados(conffile=os.environ["CEPH_CONF"], conf={"keyring": os.environ["CEPH_ARGS"].split()[-1], **conf})
+    args = os.environ["CEPH_ARGS"].split()
+    opt = {k: v for k, v in zip(args, args[1:]) if k in ("--keyring", "--name")}
+    cluster = rados.Rados(conffile=os.environ["CEPH_CONF"], name=opt.get("--name", "client.admin"),
+                          conf={"keyring": opt["--keyring"], **conf})
     cluster.connect(timeout=60)
     return cluster
 

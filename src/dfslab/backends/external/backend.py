@@ -1,7 +1,8 @@
 """The external backend: measure a cluster someone else runs. `deploy` only checks access and
 makes dfslab's own room on it (a pool with dfslab's prefix, a directory under the path, a
 CephFS directory through ceph-fuse); `release` removes exactly those, recorded in the state
-directory before they were made. Faults are refused: dfslab never signals what it did not start."""
+directory before they were made. Faults are refused unless the spec allows them and the
+cluster's own API undoes them (Ceph's out/in): dfslab never signals what it did not start."""
 
 from __future__ import annotations
 
@@ -81,10 +82,20 @@ class ExternalBackend(Backend):
             out["posix mount"] = f"{mnt.get('type', '?')} {mnt.get('source', '?')} on {mnt.get('mountpoint', '?')} ({mnt.get('options', '')})"
         return out
 
+    # Ceph's `out`: `ceph osd out` with the user's credentials, undone by `ceph osd in`.
+    borrowed_faults = ("out",)
+
     @classmethod
-    def refuses_faults(cls, spec) -> str | None:
-        return ("dfslab injects no faults into a cluster it did not make (it never signals a process it did not "
-                "start); remove faults: or measure a cluster dfslab deploys")
+    def refuses_faults(cls, spec, kind: str) -> str | None:
+        ext = spec.external
+        if kind in ext.allow_faults and ext.ceph:
+            return None
+        if kind in cls.borrowed_faults:
+            return (f"fault {kind} on a cluster dfslab did not make needs the owner's consent: list it under "
+                    f"external.allow_faults (and external.ceph)")
+        return (f"fault {kind}: dfslab injects into a cluster it did not make only faults the cluster's own API "
+                f"undoes ({', '.join(cls.borrowed_faults)}, listed under external.allow_faults); it never signals "
+                f"a process it did not start")
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)

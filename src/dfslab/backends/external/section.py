@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
@@ -61,6 +61,10 @@ class ExternalSpec(Strict):
                              description="hosts running `iperf3 -s` (host or host:port): the network baseline measures each")
     prometheus: list[str] = Field(default_factory=list, max_length=64,
                                   description="Prometheus endpoints (http://host:port/metrics) the sampler scrapes")
+
+    allow_faults: list[Literal["out"]] = Field(
+        default_factory=list, description="faults dfslab may inject here, each undone through the cluster's own API: "
+                                          "out (ceph osd out N; undo ceph osd in N)")
 
     @field_validator("clients", "iperf")
     @classmethod
