@@ -128,8 +128,11 @@ osd memory target = 939524096
             status = json.loads(self.ceph("status", "--format", "json", check=False) or "{}")
             pgs = status.get("pgmap", {})
             clean = sum(s["count"] for s in pgs.get("pgs_by_state", []) if s["state_name"] == "active+clean")
+            pools = json.loads(self.ceph("osd", "pool", "ls", "--format", "json", check=False) or "[]")
+            # The MGR makes its device_health_metrics pool by itself a while after it starts: wait for it,
+            # so that a test's "pools before" is the cluster's settled state.
             if status.get("health", {}).get("status") == "HEALTH_OK" and pgs.get("num_pgs") and clean == pgs["num_pgs"] \
-                    and status.get("fsmap", {}).get("up", 0) >= 1:
+                    and status.get("fsmap", {}).get("up", 0) >= 1 and "device_health_metrics" in pools:
                 return
             time.sleep(1)
         raise RuntimeError(f"the by-hand cluster did not become healthy: {self.ceph('status', check=False)}")

@@ -618,6 +618,52 @@ def images_list() -> None:
 
 
 @app.command()
+def plan(
+    layout: Path = typer.Argument(..., help="a layout file: racks, hosts (OSDs, sizes, NIC, disk speed), pools, failures"),
+    compare_with: Optional[Path] = typer.Option(None, "--compare", help="a second layout, shown side by side"),
+) -> None:
+    """Placement, balance, failures and growth of a Ceph cluster too big for this box.
+
+    Ceph's own tools do the work: crushtool compiles the CRUSH map, a scratch ceph-mon makes the
+    OSDs and pools, osdmaptool maps every PG, runs the upmap balancer and takes OSDs out. Writes
+    runs/plan-<name>-<time>/ with plan.json and report.html (see examples/plan-1000.yaml).
+    """
+    from .plan.analysis import plan as make_plan
+    from .plan.layout import Layout
+    from .plan.report import save, write
+    from .results import runs_root
+    from .spec import _problems, read_yaml
+    from .units import human_bytes
+    from pydantic import ValidationError
+    layouts = []
+    for path in [layout] + ([compare_with] if compare_with else []):
+        try:
+            layouts.append(Layout.model_validate(read_yaml(path)))
+        except ValidationError as exc:
+            fail(SpecError(_problems(exc), str(path)))
+        except SpecError as exc:
+            fail(exc)
+    out = runs_root() / f"plan-{'-vs-'.join(l.name for l in layouts)}-{time.strftime('%Y%m%d-%H%M%S')}"
+    plans = []
+    with LiveProgress() as progress:
+        for lay in layouts:
+            try:
+                plans.append(make_plan(lay, out / lay.name, progress))
+            except ValueError as exc:  # a failure naming a host or OSD the layout does not have
+                fail(SpecError([("", str(exc))], lay.name))
+            save(plans[-1], out / lay.name)
+    for p in plans:
+        b, a = p["before_balancer"], p["after_balancer"]
+        console.print(f"[bold]{p['layout']['name']}[/]: {p['osds']} OSDs, PGs per OSD {b['pgs_per_osd']['min']:.0f}-"
+                      f"{b['pgs_per_osd']['max']:.0f} (balanced {a['pgs_per_osd']['min']:.0f}-{a['pgs_per_osd']['max']:.0f}); "
+                      f"osd.{a['fills_first']['osd']} fills first; {p['seconds']:.1f} s")
+        for f in p["failures"]:
+            console.print(f"  {f['failure']}: {f['pgs_degraded']} PGs degraded, {human_bytes(f['bytes_moved'])} to "
+                          f"re-replicate, >= {f['recovery_seconds'] / 60:.1f} min ({f['limit']})")
+    print(f"report: {write(plans, out).resolve()}")
+
+
+@app.command()
 def version() -> None:
     """Print dfslab's version."""
     print(__version__)

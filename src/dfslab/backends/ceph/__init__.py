@@ -22,3 +22,10 @@ def existing_cluster(conf: str, keyring: str, user: str):
     way another backend uses it; see `existing.ExistingCeph`."""
     from .existing import ExistingCeph  # not at import: the spec imports this package
     return ExistingCeph(conf, keyring, user)
+
+
+def plan_maps():
+    """Ceph's own map tools for a cluster that does not exist yet (`dfslab plan`): the
+    `planning` module (ScratchMon, build_osdmap, map_pgs, balance, PoolPlan)."""
+    from . import planning  # not at import: the spec imports this package
+    return planning

@@ -54,7 +54,7 @@ class CephBackend(Backend):
                                  "DFSLAB_HOME to a larger disk")
 
     @classmethod
-    def versions(cls) -> dict[str, str]:
+    def versions(cls, spec=None) -> dict[str, str]:
         return {"ceph": tool_version(["ceph", "--version"])}
 
     @classmethod

@@ -26,7 +26,7 @@ class GlusterBackend(Backend):
                     "degraded (0 OK, 1 degraded) over time"),)
 
     @classmethod
-    def versions(cls) -> dict[str, str]:
+    def versions(cls, spec=None) -> dict[str, str]:
         return {"glusterfs": tool_version(["glusterfs", "--version"])}
 
     @classmethod

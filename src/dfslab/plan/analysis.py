@@ -1,0 +1,185 @@
+"""What the mappings say: PGs and bytes per OSD, what fills first, what a failure degrades
+and how long re-replication takes at the hosts' NIC and disk figures, what growth moves."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+from ..backends.ceph import plan_maps
+from ..safety import remove_owned_tree
+from .layout import Layout
+from .model import NONE, Cluster, crush_text, place, pool_plans
+
+Mapping = dict[str, list[int]]
+
+
+def _pool_of(pgid: str, ids: dict[int, str]) -> str:
+    return ids[int(pgid.split(".")[0])]
+
+
+def usage(cluster: Cluster, pgs: Mapping, ids: dict[int, str], plans: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """{osd: {pgs, bytes, fill}} for the OSDs in the map."""
+    pools = {p.name: p for p in cluster.layout.pools}
+    out = {o: {"pgs": 0, "bytes": 0.0} for o in cluster.osds()}
+    for pgid, up in pgs.items():
+        name = _pool_of(pgid, ids)
+        shard = pools[name].stored / plans[name].pg_num * pools[name].shard_fraction()
+        for osd in up:
+            if osd != NONE:
+                out[osd]["pgs"] += 1
+                out[osd]["bytes"] += shard
+    for osd, u in out.items():
+        u["fill"] = u["bytes"] / cluster.osd_size(osd)
+    return out
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "max": max(values), "mean": statistics.fmean(values),
+            "stddev": statistics.pstdev(values) if len(values) > 1 else 0.0}
+
+
+def balance_summary(cluster: Cluster, use: dict[int, dict[str, float]]) -> dict[str, Any]:
+    live = {o: u for o, u in use.items() if o in set(cluster.osds(added=False))}
+    first = max(live, key=lambda o: live[o]["fill"])
+    raw = sum(cluster.osd_size(o) for o in live)
+    stored = sum(u["bytes"] for u in live.values())
+    ratio = cluster.layout.full_ratio
+    # Data grows in proportion: osd `first` reaches the full ratio when the whole cluster holds this much.
+    at = stored / raw * ratio / live[first]["fill"] if live[first]["fill"] else None
+    return {"pgs_per_osd": spread([u["pgs"] for u in live.values()]),
+            "fill": spread([u["fill"] for u in live.values()]),
+            "fills_first": {"osd": first, "host": cluster.osd_host[first].name, "fill": live[first]["fill"],
+                            "cluster_fill_when_full": at},
+            "raw_bytes": raw, "stored_bytes": stored}
+
+
+def undersized(cluster: Cluster, pgs: Mapping, ids: dict[int, str]) -> dict[str, int]:
+    width = {p.name: p.width() for p in cluster.layout.pools}
+    out: dict[str, int] = defaultdict(int)
+    for pgid, up in pgs.items():
+        name = _pool_of(pgid, ids)
+        if len([o for o in up if o != NONE]) < width[name]:
+            out[name] += 1
+    return dict(out)
+
+
+def movement(cluster: Cluster, before: Mapping, after: Mapping, ids: dict[int, str], plans: dict[str, Any],
+             lost: set[int]) -> dict[str, Any]:
+    """PGs whose members change, bytes written to new members, and the time that takes: every
+    receiving OSD's disk, every receiving and sending host's NIC; the slowest names the limit."""
+    pools = {p.name: p for p in cluster.layout.pools}
+    osd_in: dict[int, float] = defaultdict(float)
+    host_in: dict[str, float] = defaultdict(float)
+    host_out: dict[str, float] = defaultdict(float)
+    degraded = moved_pgs = 0
+    total = 0.0
+    hosts = cluster.osd_host
+    for pgid, old in before.items():
+        new = after.get(pgid, [])
+        name = _pool_of(pgid, ids)
+        shard = pools[name].stored / plans[name].pg_num * pools[name].shard_fraction()
+        old_set = {o for o in old if o != NONE}
+        degraded += bool(old_set & lost)
+        gained = [o for o in new if o != NONE and o not in old_set]
+        if not gained:
+            continue
+        moved_pgs += 1
+        sources = [o for o in old if o != NONE and o not in lost] or [o for o in new if o != NONE]
+        # A replica is copied from one survivor; an erasure-coded chunk is rebuilt from k of them.
+        reads = 1 if pools[name].size else pools[name].k
+        for osd in gained:
+            osd_in[osd] += shard
+            host_in[hosts[osd].name] += shard
+            total += shard
+            for i in range(reads):
+                host_out[hosts[sources[i % len(sources)]].name] += shard
+    limits = []
+    for osd, b in osd_in.items():
+        limits.append((b / hosts[osd].group.osd_throughput, f"disk of osd.{osd} ({hosts[osd].name})"))
+    for name, b in host_in.items():
+        nic = next(h.group.nic for h in cluster.hosts if h.name == name) / 8
+        limits.append((b / nic, f"NIC of {name} (receiving)"))
+    for name, b in host_out.items():
+        nic = next(h.group.nic for h in cluster.hosts if h.name == name) / 8
+        limits.append((b / nic, f"NIC of {name} (sending)"))
+    seconds, limit = max(limits) if limits else (0.0, "nothing moves")
+    return {"pgs_degraded": degraded, "pgs_moving": moved_pgs, "bytes_moved": total,
+            "recovery_seconds": seconds, "limit": limit}
+
+
+def crush_weight(cluster: Cluster, osd: int) -> float:
+    """An OSD's CRUSH weight as the map has it: its size in TiB."""
+    return cluster.osd_size(osd) / 2**40
+
+
+def failed_osds(cluster: Cluster, failure) -> set[int]:
+    if failure.osd is not None:
+        if failure.osd not in set(cluster.osds(added=False)):
+            raise ValueError(f"failures: there is no osd.{failure.osd} (osd.0 .. osd.{len(cluster.osds(added=False)) - 1})")
+        return {failure.osd}
+    key, value = ("name", failure.host) if failure.host else ("rack", failure.rack)
+    found = {o for h in cluster.hosts if not h.added and getattr(h, key) == value for o in h.osds}
+    if not found:
+        names = sorted({getattr(h, key) for h in cluster.hosts if not h.added})
+        raise ValueError(f"failures: there is no {'host' if failure.host else 'rack'} {value!r} "
+                         f"(e.g. {', '.join(names[:4])})")
+    return found
+
+
+def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = lambda s, d: None) -> dict[str, Any]:
+    """Build the maps with Ceph's tools and answer every question the layout asks."""
+    planning = plan_maps()
+    started = time.monotonic()
+    cluster = place(layout)
+    plans = {p.name: p for p in pool_plans(cluster)}
+    added = {o: 0.0 for o in cluster.osds(added=True)}
+    for failure in layout.failures:
+        failed_osds(cluster, failure)  # a bad name is refused before any tool runs
+    workdir.mkdir(parents=True, exist_ok=True)
+    n = len(cluster.osds())
+    progress("building maps", f"{len(cluster.hosts)} hosts, {n} OSDs, {sum(p.pg_num for p in plans.values())} PGs "
+                              f"in {len(plans)} pool(s), on a scratch ceph-mon")
+    mon = planning.ScratchMon(workdir)
+    try:
+        with mon:
+            osdmap = planning.build_osdmap(mon, crush_text(cluster), n, list(plans.values()), workdir / "osdmap")
+    finally:
+        remove_owned_tree(mon.dir, [workdir], "the scratch monitor dfslab plan started in its own directory")
+    ids = planning.pool_ids(osdmap)
+    progress("mapping", "every PG with osdmaptool")
+    first = cluster.osds(added=False)[0]
+    prepared = planning.prepare(osdmap, workdir / "osdmap.up", added or {first: crush_weight(cluster, first)})
+    base = planning.map_pgs(prepared, mark_up_in=False)
+    result: dict[str, Any] = {"layout": layout.model_dump(mode="json"), "osds": len(cluster.osds(added=False)),
+                              "hosts": len([h for h in cluster.hosts if not h.added]),
+                              "pools": {name: {"pg_num": p.pg_num, "width": p.size} for name, p in plans.items()}}
+    use = usage(cluster, base, ids, plans)
+    result["before_balancer"] = balance_summary(cluster, use)
+    result["undersized_pgs"] = undersized(cluster, base, ids)
+    result["per_osd"] = {str(o): use[o] for o in cluster.osds(added=False)}
+    progress("balancing", "the upmap balancer (osdmaptool --upmap)")
+    upmaps = planning.balance(osdmap, list(plans), added)
+    balanced_use = usage(cluster, planning.apply_upmaps(base, upmaps), ids, plans)
+    result["after_balancer"] = {**balance_summary(cluster, balanced_use), "upmap_entries": len(upmaps)}
+    result["per_osd_balanced"] = {str(o): balanced_use[o] for o in cluster.osds(added=False)}
+    result["failures"] = []
+    for failure in layout.failures:
+        lost = failed_osds(cluster, failure)
+        progress("failure", f"{failure.label()}: {len(lost)} OSD(s) out")
+        # Marked out, as Ceph does with OSDs down for mon_osd_down_out_interval.
+        failed = planning.mark_out(prepared, workdir / "osdmap.failure", {o: crush_weight(cluster, o) for o in lost})
+        after = planning.map_pgs(failed, mark_up_in=False)
+        failed.unlink()
+        result["failures"].append({"failure": failure.label(), "osds": sorted(lost),
+                                   **movement(cluster, base, after, ids, plans, lost),
+                                   "undersized_pgs": undersized(cluster, after, ids)})
+    if layout.add_hosts:
+        progress("growth", f"adding {layout.add_hosts} host(s)")
+        grown = planning.map_pgs(osdmap, None)
+        result["add_hosts"] = {"hosts": layout.add_hosts, **movement(cluster, base, grown, ids, plans, set())}
+    result["seconds"] = time.monotonic() - started
+    return result
