@@ -170,6 +170,8 @@ def test_mounted_paths_with_fio_on_several_client_hosts(byhand, cephfs_by_hand, 
         [total] = [r for r in fio if r["metric"] == "bandwidth" and r["params"]["op"] == op]
         assert total["params"]["clients"] == 2
         assert total["value"] == pytest.approx(sum(per_client.values()))
+    grid = {(r["params"]["op"], r["params"]["client"]) for r in rows if r["workload"] == "filegrid" and r["metric"] == "client_bandwidth"}
+    assert grid == {(op, c) for op in ("write", "read") for c in ("10.79.1.2,8765", "10.79.2.2,8765")}
     assert any(r["metric"] == "network_bandwidth" and r["params"]["dst"] == "10.79.3.2" and r["value"] > 0 for r in rows)
     series = {r["series"] for r in csv.DictReader((run / "timeseries.csv").open())}
     assert "prom.10.79.3.2:9100.node_memory_MemAvailable_bytes" in series

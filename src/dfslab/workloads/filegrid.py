@@ -43,8 +43,13 @@ class FileGrid(Workload):
             tag = f"filegrid-{params.target}-{params.file_size}-t{params.threads}-{op}-r{repetition}"
             if op == "read":
                 drop_caches()
-            argv = fio_argv(f"filegrid-{params.file_size}-t{params.threads}", rw=op, bs=params.record_size,
-                            numjobs=params.threads, size=params.file_size, end_fsync=int(op == "write"), **target)
-            out = runner.run(argv, tag, timeout=600)
-            rows += [r for r in parse_json(out, self.name, labels, repetition) if r.params["op"] == op]
+            job = f"filegrid-{params.file_size}-t{params.threads}"
+            options = dict(rw=op, bs=params.record_size, numjobs=params.threads, size=params.file_size,
+                           end_fsync=int(op == "write"), **target)
+            if servers := runner.fio_servers() if params.target != "local" else []:
+                from .fioclients import run_on_clients  # every listed host at once (external clusters)
+                found = run_on_clients(runner, servers, tag, options, self.name, labels, repetition, 600, job=job)
+            else:
+                found = parse_json(runner.run(fio_argv(job, **options), tag, timeout=600), self.name, labels, repetition)
+            rows += [r for r in found if r.params["op"] == op]
         return rows

@@ -38,8 +38,9 @@ def _safe(host: str) -> str:
 
 
 def run_on_clients(runner: Runner, servers: list[str], tag: str, options: dict[str, Any], workload: str,
-                   labels: dict[str, Any], repetition: int, timeout: float) -> list[Measurement]:
-    """One fio job on every server at once; a directory of its own each under options' directory."""
+                   labels: dict[str, Any], repetition: int, timeout: float, job: str | None = None) -> list[Measurement]:
+    """One fio job (named `job`, default `tag`: a read job of the same name reads what a write
+    job wrote) on every server at once; a directory of its own each under options' directory."""
     hosts = [endpoint(s) for s in servers]
     argv = ["fio", "--output-format=json"]
     jobs = runner.raw_dir / f"{tag}-jobs"
@@ -52,7 +53,7 @@ def run_on_clients(runner: Runner, servers: list[str], tag: str, options: dict[s
             runner.workdir_at(sub)
             opts["directory"] = sub
         path = jobs / f"{_safe(host)}.fio"
-        path.write_text(job_file(tag, opts))
+        path.write_text(job_file(job or tag, opts))
         argv += [f"--client={host}", str(path)]
     out = runner.run(argv, tag, timeout=timeout)
     return parse_clients(out, hosts, workload, labels, repetition, runner.raw_dir / f"{tag}.stderr")
