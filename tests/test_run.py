@@ -11,6 +11,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -183,6 +184,19 @@ def test_run_owning_its_cluster_tears_it_down(tmp_path):
     run = Path(res.stdout.strip().split("report: ")[-1]).parent
     assert any(r["metric"] == "bandwidth" for r in load_rows(run))
     assert Path(os.environ["DFSLAB_RUNS"]) in run.parents
+    assert len(pq.read_table(run / "results.parquet")) == len(load_rows(run))
+    # Re-run from the run directory alone (the experiment file is gone), then compared with it.
+    path.unlink()
+    try:
+        again = dfslab("run", str(run))
+    finally:
+        cluster.down("t-own", missing_ok=True)
+    assert "re-running" in again.stderr and "B/A" in again.stdout and "radosbench" in again.stdout
+    rerun = Path(again.stdout.strip().split("report: ")[-1]).parent
+    assert rerun != run and yaml.safe_load((rerun / "spec.yaml").read_text()) == yaml.safe_load((run / "spec.yaml").read_text())
+    assert any(r["metric"] == "bandwidth" for r in load_rows(rerun))
+    bad = dfslab("run", str(tmp_path), check=False)
+    assert bad.returncode == 2 and "not a run directory" in bad.stdout + bad.stderr
 
 
 def test_cephfs_workload_on_a_cluster_without_cephfs_is_refused_before_anything_runs(tmp_path):

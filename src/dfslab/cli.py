@@ -281,7 +281,8 @@ def exec(
 
 @app.command()
 def run(
-    experiment: Path = typer.Argument(..., help="experiment file (YAML); see examples/quickstart.yaml"),
+    experiment: Path = typer.Argument(..., help="experiment file (YAML; see examples/quickstart.yaml), or a run "
+                                                 "directory runs/<id>/ to re-run it and compare with it"),
     cluster_name: Optional[str] = typer.Option(None, "--cluster", callback=_cluster_name,
                                                help="run against this cluster, already up (not torn down)"),
     keep: bool = typer.Option(False, help="leave the cluster up after the run"),
@@ -292,10 +293,15 @@ def run(
     Every run is a directory runs/<id>/ with the spec, provenance, raw tool output,
     results.csv, timeseries.csv and report.html. Exits 1 if any workload failed.
     """
-    from .experiment import load_experiment
-    from .run import run_across_runtimes, run_experiment
+    from .experiment import load_experiment, load_run
+    from .run import provenance_changes, run_across_runtimes, run_experiment
+    original = experiment if experiment.is_dir() else None
     try:
-        exp = load_experiment(experiment, runtime)
+        exp = load_run(original, runtime) if original else load_experiment(experiment, runtime)
+        if original:
+            console.print(f"re-running {original.name}: its experiment on its own spec, then compared with it")
+            for change in provenance_changes(original, exp.cluster):
+                console.print(f"[yellow]differs from the original run:[/] {change}")
         for notice in exp.notices:
             console.print(f"[yellow]note:[/] {notice}")
         across = exp.file.runtimes and runtime is None
@@ -325,6 +331,8 @@ def run(
         from .run import runtime_pairs
         for _, _, runs_a, runs_b in runtime_pairs(exp.file.runtimes, [o.path for o in outcomes]):
             _print_comparison(runs_a, runs_b)
+    if original:
+        _print_comparison(original, outcomes[-1].path)
     for outcome in outcomes:
         print(f"report: {outcome.report.resolve()}")
     if failed:
@@ -402,6 +410,9 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory, runs/<id>/
     from . import report as rep
     if not (run_dir / "provenance.json").exists():
         fail(ValueError(f"{run_dir} is not a run directory (no provenance.json)"))
+    from .results import RunDir
+    if not (run_dir / "results.parquet").exists():  # runs made before Parquet existed
+        RunDir(run_dir).write_parquet()
     print(rep.build(run_dir))
 
 

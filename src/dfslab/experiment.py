@@ -171,3 +171,16 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
 def load_experiment(path: str | Path, runtime: str | None = None) -> Experiment:
     """The experiment at `path`; `runtime` overrides its cluster's (dfslab run --runtime)."""
     return parse_experiment(read_yaml(path), Path(path).parent, str(path), runtime)
+
+
+def load_run(run_dir: Path, runtime: str | None = None) -> Experiment:
+    """The experiment of a stored run on that run's own cluster spec: the copies in the run
+    directory (experiment.yaml, spec.yaml), not today's example files."""
+    exp_path, spec_path = run_dir / "experiment.yaml", run_dir / "spec.yaml"
+    if not exp_path.is_file() or not spec_path.is_file():
+        raise SpecError([("", f"{run_dir} is not a run directory of `dfslab run` (it needs experiment.yaml and "
+                              f"spec.yaml); give a run directory runs/<id>/ or an experiment file")], str(run_dir))
+    data = read_yaml(exp_path)
+    if not isinstance(data, dict):
+        raise SpecError([("", "experiment.yaml is not a mapping")], str(exp_path))
+    return parse_experiment({**data, "cluster": read_yaml(spec_path)}, run_dir, str(exp_path), runtime)

@@ -4,6 +4,7 @@
     runs/<id>/provenance.json    dfslab version + git revision, tool versions, kernel, CPU, memory, spec hash, start/end
     runs/<id>/raw/               every tool's output, untouched
     runs/<id>/results.csv        one row per measurement: workload, params, repetition, metric, value, unit, t
+    runs/<id>/results.parquet    the same rows, typed, each parameter its own column (pandas, DuckDB)
     runs/<id>/units.json         each workload parameter's unit, recorded when the run starts
     runs/<id>/report.html        self-contained report
 """
@@ -119,6 +120,45 @@ class RunDir:
                 row["workload"] = current_name(row["workload"])  # runs made before a rename compare with today's
                 out.append(row)
         return out
+
+
+    def write_parquet(self) -> Path | None:
+        """results.parquet: results.csv's rows with typed columns and one column per parameter
+        (a parameter named like a base column gets a `param_` prefix); None without results."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        if not self.table.exists():
+            return None
+        with open(self.table, newline="") as fh:
+            raw = list(csv.DictReader(fh))
+        params = [json.loads(r["params"]) for r in raw]
+        columns: dict[str, Any] = {
+            "workload": pa.array([current_name(r["workload"]) for r in raw], pa.string()),
+            "metric": pa.array([r["metric"] for r in raw], pa.string()),
+            "value": pa.array([float(r["value"]) for r in raw], pa.float64()),
+            "unit": pa.array([r["unit"] for r in raw], pa.string()),
+            "repetition": pa.array([int(r["repetition"]) for r in raw], pa.int64()),
+            "t": pa.array([float(r["t"]) if r["t"] not in ("", None) else None for r in raw], pa.float64()),
+        }
+        for key in sorted({k for p in params for k in p}):
+            name = f"param_{key}" if key in columns else key
+            columns[name] = _typed_column([p.get(key) for p in params])
+        path = self.path / "results.parquet"
+        pq.write_table(pa.table(columns), path)
+        return path
+
+
+def _typed_column(values: list[Any]) -> Any:
+    """One parameter's values as the narrowest Arrow type that holds them all (null where absent)."""
+    import pyarrow as pa
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.array(values, pa.bool_())
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pa.array(values, pa.int64())
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pa.array([None if v is None else float(v) for v in values], pa.float64())
+    return pa.array([None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in values], pa.string())
 
 
 def _with_units(params: dict[str, Any], units: dict[str, str]) -> dict[str, Any]:

@@ -223,6 +223,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             progress("tearing down", name)
             cluster.down(name, missing_ok=True)
         run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name)
+        run_dir.write_parquet()
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)
     return outcome
@@ -261,6 +262,18 @@ def run_across_runtimes(exp: Experiment, progress: Progress, runs_root: Path | N
             "runtime": runtime, "runs": [p.name for p in runs_b], "rows": compare_runs(runs_a, runs_b)})
         report.build(runs_b[-1])
     return outcomes
+
+
+def provenance_changes(original: Path, spec: ClusterSpec) -> list[str]:
+    """What differs between a stored run's provenance and this machine now (a re-run's caveats)."""
+    import platform
+
+    from . import __version__
+    before = RunDir(original).read_json("provenance.json")
+    now = {"dfslab version": __version__, "kernel": platform.release(), **backend_class(spec).versions(spec)}
+    then = {"dfslab version": before.get("dfslab_version"), "kernel": before.get("kernel"),
+            **before.get("filesystem_versions", {})}
+    return [f"{key}: {then.get(key)} then, {value} now" for key, value in now.items() if then.get(key) != value]
 
 
 def runtime_pairs(runtimes: list[str], paths: list[Path]) -> list[tuple[str, str, list[Path], list[Path]]]:
