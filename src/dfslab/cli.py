@@ -287,6 +287,8 @@ def run(
                                                help="run against this cluster, already up (not torn down)"),
     keep: bool = typer.Option(False, help="leave the cluster up after the run"),
     runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
+    resume: bool = typer.Option(False, "--resume", help="EXPERIMENT is an interrupted run directory: keep its "
+                                "completed steps, run the rest on a fresh cluster, append them to it"),
 ) -> None:
     """Deploy → baselines → workloads (with a resource sampler) → report → teardown.
 
@@ -294,10 +296,20 @@ def run(
     results.csv, timeseries.csv and report.html. Exits 1 if any workload failed.
     """
     from .experiment import load_experiment, load_run
-    from .run import provenance_changes, run_across_runtimes, run_experiment
+    from .run import ResumeError, provenance_changes, run_across_runtimes, run_experiment
     original = experiment if experiment.is_dir() else None
+    if resume and (original is None or cluster_name or runtime):
+        fail(ValueError("--resume takes a run directory (runs/<id>/) and no --cluster or --runtime: the rest of the "
+                        "run goes on a fresh cluster of the run's own spec"))
     try:
         exp = load_run(original, runtime) if original else load_experiment(experiment, runtime)
+        if resume:
+            with LiveProgress() as progress:
+                outcome = run_experiment(exp, progress, resume=original)
+            for failure in outcome.failures:
+                console.print(f"[red]failed:[/] {failure}")
+            print(f"report: {outcome.report.resolve()}")
+            raise typer.Exit(1 if outcome.failures else 0)
         if original:
             console.print(f"re-running {original.name}: its experiment on its own spec, then compared with it")
             for change in provenance_changes(original, exp.cluster):
@@ -317,10 +329,11 @@ def run(
                 outcomes = run_across_runtimes(exp, progress)
             else:
                 outcomes = [run_experiment(exp, progress, cluster_name, keep=keep)]
-    except USER_ERRORS as exc:
+    except (*USER_ERRORS, ResumeError) as exc:
         fail(exc)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: the run directory keeps what was measured; a cluster dfslab made was removed[/]")
+        console.print("[yellow]interrupted: the run directory keeps what was measured (`dfslab run --resume "
+                      "runs/<id>/` runs the rest); a cluster dfslab made was removed[/]")
         raise typer.Exit(130)
     failed = False
     for outcome in outcomes:

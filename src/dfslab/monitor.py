@@ -143,10 +143,13 @@ class ResourceSampler:
         if self._thread:
             self._thread.join(timeout=30)
 
-    def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="") as fh:
+    def write_csv(self, path: Path, append: bool = False) -> None:
+        """The time series; `append` adds to an earlier attempt's file (a resumed run)."""
+        header = not (append and path.exists())
+        with open(path, "a" if append else "w", newline="") as fh:
             writer = csv.writer(fh)
-            writer.writerow(["t", "series", "value", "unit"])
+            if header:
+                writer.writerow(["t", "series", "value", "unit"])
             writer.writerows((f"{t:.3f}", s, f"{v:.6g}", u) for t, s, v, u in self.rows)
 
 

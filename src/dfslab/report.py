@@ -9,7 +9,7 @@ import csv
 import io
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ health after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 {% if failures %}<p class="bad"><b>Failures:</b></p><ul>{% for f in failures %}<li class="bad">{{ f }}</li>{% endfor %}</ul>{% endif %}
 {% if skipped %}<p class="warn">Skipped: {{ skipped|join('; ') }}</p>{% endif %}
+{% if attempts|length > 1 %}<p>Resumed run: {% for a, n in attempts %}attempt {{ a }}: {{ n }} step(s){{ "; " if not loop.last }}{% endfor %}
+(each step's attempt is in intervals.json).</p>{% endif %}
 {% if faults %}<h2>Faults</h2>
 <p>Integrity: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrity.corrupt else 'bad' }}">{{ integrity.lost }} lost,
 {{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed objects and files (seeded before the faults, and every write the
@@ -438,6 +440,7 @@ def build(run_path: Path) -> Path:
         started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)) if start else "?",
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
         failures=prov.get("failures", []), skipped=prov.get("skipped", []),
+        attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import platform
@@ -29,7 +30,9 @@ from .procs import tool_version
 from .units import PARAM_TYPES
 from .workloads import Measurement, current_name
 
-COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t"]
+# `step`: which step of the experiment measured the row (its label and repetition): how a
+# resumed run knows what is done. Runs made before it have no such column.
+COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t", "step"]
 
 
 def runs_root() -> Path:
@@ -97,14 +100,31 @@ class RunDir:
         prov.update(end=time.time(), **extra)
         self.write_json("provenance.json", prov)
 
-    def add(self, rows: Iterable[Measurement]) -> None:
+    def add(self, rows: Iterable[Measurement], step: str = "") -> None:
+        """Append rows; one call per step, flushed and synced, so a step's rows are all there or none."""
+        rows = list(rows)
         new = not self.table.exists()
+        lines = io.StringIO()
+        writer = csv.DictWriter(lines, COLUMNS)
+        if new:
+            writer.writeheader()
+        for m in rows:
+            writer.writerow({**m.row(), "step": step})
         with open(self.table, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, COLUMNS)
-            if new:
-                writer.writeheader()
-            for m in rows:
-                writer.writerow(m.row())
+            fh.write(lines.getvalue())  # one write(): a kill lands before it or after it, not inside
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def completed_steps(self) -> set[str]:
+        """Steps whose rows are in results.csv (a step's rows are written once it has succeeded)."""
+        if not self.table.exists():
+            return set()
+        with open(self.table, newline="") as fh:
+            reader = csv.DictReader(fh)
+            if "step" not in (reader.fieldnames or []):
+                raise ValueError(f"{self.path} was made before runs could be resumed (its results.csv has no "
+                                 f"step column); re-run it instead: dfslab run {self.path}")
+            return {row["step"] for row in reader if row.get("step") and row.get("value") not in (None, "")}
 
     def rows(self) -> list[dict[str, Any]]:
         if not self.table.exists():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import socket
 import traceback
@@ -20,6 +21,7 @@ from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
 from .results import RunDir
 from .fields import field_units
 from .spec import ClusterSpec, SpecError
+from .state import ClusterState
 from .workloads import Measurement, Runner, baseline
 
 
@@ -53,12 +55,13 @@ def _interval(label: str, kind: str, rep: int, start: float, rows: list[Measurem
             "rows": len(rows)}
 
 
-def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progress, intervals: list) -> list[str]:
+def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progress, intervals: list,
+               done: set[str]) -> list[str]:
     """Measure the limits; a baseline that cannot run is skipped, and why is returned for the report."""
     b = exp.file.baselines
     skipped = []
     for kind, fn, enabled in (("network", baseline.network, b.network), ("disk", baseline.disk, b.disk)):
-        if not enabled:
+        if not enabled or f"baseline {kind}" in done:
             continue
         progress("baselines", f"{kind}: " + ("iperf3 between every node pair and the client" if kind == "network"
                                              else "fio on the disk that backs the OSDs"))
@@ -71,7 +74,7 @@ def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progr
             continue
         if not rows:
             skipped.append(f"baseline {kind}: nothing to measure here (no nodes of dfslab's, no endpoints listed)")
-        run_dir.add(rows)
+        run_dir.add(rows, step=f"baseline {kind}")
         intervals.append(_interval(f"baseline {kind}", "baseline", 0, start, rows, []))
     return skipped
 
@@ -82,8 +85,13 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str
         rows = step.workload.run(runner, step.params, rep)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
         return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc))
-    run_dir.add(rows)
+    run_dir.add(rows, step=step_id(step, rep))
     return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
+
+
+def step_id(step: Step, rep: int) -> str:
+    """What names a step in results.csv and intervals.json, the same for every load of the experiment."""
+    return f"{step.label} rep {rep}"
 
 
 def _hint(target: str) -> str:
@@ -128,18 +136,25 @@ def _port_free(port: int) -> bool:
 
 
 def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None = None,
-                   runs_root: Path | None = None, keep: bool = False, label: str | None = None) -> RunOutcome:
+                   runs_root: Path | None = None, keep: bool = False, label: str | None = None,
+                   resume: Path | None = None) -> RunOutcome:
+    """One run; with `resume` (a run directory of this experiment), only the steps not yet in its
+    results, on a fresh cluster, appended to that directory."""
     owned = cluster_name is None
     name = cluster_name or exp.cluster.name
     spec = exp.cluster if owned else cluster.load(name)[1]
     check_against_cluster(exp, spec)
-    run_dir = RunDir.create(label or exp.name, runs_root)
-    run_dir.write_spec(exp.raw, "experiment.yaml")
-    spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
-    backend_kind = backend_class(spec)
-    run_dir.start(spec_hash, backend_kind.versions(spec), [c.as_json() for c in backend_kind.charts])
-    run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
-    intervals: list[dict[str, Any]] = []
+    if resume is not None:
+        run_dir, done, intervals, attempt = _resumed(resume, exp, name, progress)
+    else:
+        run_dir = RunDir.create(label or exp.name, runs_root)
+        run_dir.write_spec(exp.raw, "experiment.yaml")
+        spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
+        backend_kind = backend_class(spec)
+        run_dir.start(spec_hash, backend_kind.versions(spec), [c.as_json() for c in backend_kind.charts])
+        run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
+        done, intervals, attempt = set(), [], 1
+    first_new = len(intervals)
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
     sampler = endpoint = sampler_backend = attached = runner = None
     if owned:
@@ -161,7 +176,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
             progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
         runner = attached.runner(run_dir.raw_dir)
-        outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals)
+        outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done)
 
         faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
         if faults:
@@ -173,6 +188,9 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         budget_end = time.monotonic() + exp.file.time_budget if exp.file.time_budget else None
         for i, (step, rep) in enumerate(plan, 1):
             planned = step.workload.estimate(step.params)
+            if step_id(step, rep) in done:  # measured by an earlier attempt of this run
+                clock.advance(planned)
+                continue
             if budget_end and time.monotonic() + planned > budget_end:
                 outcome.skipped.append(f"{step.label} rep {rep} (time budget reached)")
                 clock.advance(planned)
@@ -188,7 +206,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
                 progress("warning", f"{step.label} rep {rep} failed: {interval['error']}")
             clock.advance(planned)
-            run_dir.write_json("intervals.json", intervals)
+            _save_intervals(run_dir, intervals, first_new, attempt)
         if outcome.skipped:
             progress("warning", f"{len(outcome.skipped)} step(s) skipped: " + "; ".join(outcome.skipped)[:300])
         if faults:
@@ -212,17 +230,20 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                     outcome.failures.append(f"{wl.name}: could not stop cleanly: {exc}")
         if sampler is not None:
             sampler.stop()
-            sampler.write_csv(run_dir.path / "timeseries.csv")
+            sampler.write_csv(run_dir.path / "timeseries.csv", append=attempt > 1)
         if endpoint is not None:
             endpoint.stop()
         for handle in (sampler_backend, attached):
             if handle is not None:
                 handle.close()
-        run_dir.write_json("intervals.json", intervals)
+        _save_intervals(run_dir, intervals, first_new, attempt)
         if owned and not keep:
             progress("tearing down", name)
             cluster.down(name, missing_ok=True)
-        run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name)
+        attempts = run_dir.read_json("provenance.json").get("attempts", [])
+        attempts.append({"attempt": attempt, "end": time.time(), "steps": len(intervals) - first_new})
+        run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name,
+                       attempts=attempts)
         run_dir.write_parquet()
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)
@@ -239,6 +260,52 @@ def _with_scrapes(backend) -> Any:
     def sample() -> dict[str, tuple[float, str]]:
         return {**backend.sample(), **scraper.sample()}
     return sample
+
+
+def _save_intervals(run_dir: RunDir, intervals: list, first_new: int, attempt: int) -> None:
+    for iv in intervals[first_new:]:
+        iv.setdefault("attempt", attempt)
+    run_dir.write_json("intervals.json", intervals)
+
+
+class ResumeError(ValueError):
+    """A run directory that cannot be resumed; the message says why and what to do instead."""
+
+
+def _resumed(path: Path, exp: Experiment, name: str, progress: Progress) -> tuple[RunDir, set[str], list, int]:
+    """The run directory to append to, the steps it has, its intervals and this attempt's number.
+    A cluster left by an attempt that was killed is removed first (only if its dfslab is gone)."""
+    if exp.file.faults:
+        raise ResumeError(f"{path}: runs with faults cannot be resumed yet (their integrity check spans the whole "
+                          f"run); re-run it instead: dfslab run {path}")
+    run_dir = RunDir(path)
+    try:
+        done = run_dir.completed_steps()
+    except ValueError as exc:
+        raise ResumeError(str(exc)) from None
+    earlier = run_dir.read_json("intervals.json") or []
+    attempt = 1 + max([iv.get("attempt", 1) for iv in earlier] or [1])
+    state = ClusterState(name)
+    if state.exists():
+        creator = state.read().get("creator_pid")
+        if creator and _alive(creator):
+            raise ResumeError(f"cluster {name!r} of this run is still in use by dfslab process {creator}; "
+                              f"stop that run first")
+        progress("removing", f"cluster {name} left by the interrupted attempt")
+        cluster.down(name)
+    intervals = [iv for iv in earlier if iv.get("error") is None]  # failed steps run again
+    progress("resuming", f"{path.name}: {len(done)} step(s) done, attempt {attempt}")
+    return run_dir, done, intervals, attempt
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _clock_text(seconds: float) -> str:
