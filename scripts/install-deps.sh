@@ -8,10 +8,10 @@ cd "$(dirname "$0")/.."
 DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse glusterfs-server glusterfs-client python3-rados python3-rbd
       g++ make fio iperf3 iproute2 iputils-ping util-linux procps fuse3 python3-venv python3-pip
       mariadb-server mariadb-client
-      docker.io debootstrap prometheus-node-exporter
+      docker.io debootstrap prometheus-node-exporter prometheus
       chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload; g++: cls_dfslab
                  # docker.io + debootstrap: runtime docker (dfslab starts its own dockerd, builds its image)
-                 # prometheus-node-exporter: the scraping test of filesystem: external
+                 # prometheus-node-exporter: the scraping test of filesystem: external; prometheus: the live-metrics test
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (dfslab creates network namespaces and runs Ceph daemons)" >&2

@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import psutil
 
@@ -51,6 +51,9 @@ class ResourceSampler:
         self.extra_pids = extra_pids or (lambda: {})
         self.rows: list[tuple[float, str, float, str]] = []
         self.latest: Sample = {}
+        # Rate series (MB/s, op/s) integrated over time: what the live endpoint exposes as counters.
+        self.totals: dict[str, float] = {}
+        self._last_sample_at: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._handles: dict[int, psutil.Process] = {}
@@ -129,9 +132,18 @@ class ResourceSampler:
         while not self._stop.is_set():
             started = time.time()
             sample = self.sample_once()
+            self._integrate(sample, started)
             self.latest = sample
             self.rows.extend((started, series, value, unit) for series, (value, unit) in sample.items())
             self._stop.wait(max(0.0, self.interval - (time.time() - started)))
+
+    def _integrate(self, sample: Sample, now: float) -> None:
+        dt = now - self._last_sample_at if self._last_sample_at is not None else 0.0
+        self._last_sample_at = now
+        for series, (value, unit) in sample.items():
+            scale = RATE_UNITS.get(unit)
+            if scale is not None:
+                self.totals[series] = self.totals.get(series, 0.0) + value * scale * dt
 
     def start(self) -> "ResourceSampler":
         self._thread = threading.Thread(target=self._loop, name="dfslab-sampler", daemon=True)
@@ -153,15 +165,64 @@ class ResourceSampler:
             writer.writerows((f"{t:.3f}", s, f"{v:.6g}", u) for t, s, v, u in self.rows)
 
 
-def prometheus_text(sample: Sample, cluster: str) -> str:
-    lines = []
-    for series, (value, unit) in sorted(sample.items()):
-        metric = "dfslab_" + re.sub(r"[^a-zA-Z0-9_]", "_", series.split(".")[0])
-        rest = series.split(".", 1)[1] if "." in series else ""
-        unit_name = {"%": "percent", "MB/s": "mbytes_per_second", "MiB": "mebibytes"}.get(unit, "")
-        name = metric + (f"_{unit_name}" if unit_name else "")
-        lines.append(f'{name}{{cluster="{cluster}",series="{rest}"}} {value:.6g}')
-    return "\n".join(lines) + "\n"
+# A rate unit -> the factor to its base unit per second (bytes, operations).
+RATE_UNITS = {"MB/s": 1e6, "op/s": 1.0}
+
+# sampler series -> (metric, kind, labels from the regex groups, factor to base units, help).
+# Base units (bytes, ratios 0-1), counters as _total, one metric per quantity with labels.
+EXPOSED = [
+    (r"cpu\.total", "dfslab_machine_cpu_ratio", "gauge", (), 0.01, "CPU busy on the whole machine, 0-1"),
+    (r"cpu\.(.+)", "dfslab_daemon_cpu_ratio", "gauge", ("daemon",), 0.01, "CPU of one daemon, in CPUs (1 = one CPU busy)"),
+    (r"rss\.(.+)", "dfslab_daemon_resident_memory_bytes", "gauge", ("daemon",), 2**20, "resident memory of one daemon"),
+    (r"net\.(.+)\.(rx|tx)", "dfslab_node_network_bytes_total", "counter", ("node", "direction"), None,
+     "bytes through a node's link (rx: received, tx: sent)"),
+    (r"disk\.(read|write)", "dfslab_machine_disk_bytes_total", "counter", ("direction",), None, "bytes the machine's disks moved"),
+    (r"disk\.(.+)\.(read|write)", "dfslab_node_disk_bytes_total", "counter", ("node", "direction"), None,
+     "bytes a node's daemons read from or wrote to disk"),
+    (r"ceph\.health", "dfslab_ceph_health_status", "gauge", (), 1, "0 HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR"),
+    (r"ceph\.pgs\.(.+)", "dfslab_ceph_pgs", "gauge", ("state",), 1, "placement groups in each state"),
+    (r"ceph\.osds_(up|in)", "dfslab_ceph_osds", "gauge", ("status",), 1, "OSDs up, OSDs in"),
+    (r"ceph\.client_(read|write)", "dfslab_ceph_client_bytes_total", "counter", ("direction",), None,
+     "client bytes as Ceph counts them"),
+    (r"ceph\.client_ops", "dfslab_ceph_client_operations_total", "counter", (), None, "client operations as Ceph counts them"),
+    (r"(\w+)\.degraded", "dfslab_degraded", "gauge", ("filesystem",), 1, "1 while the filesystem reports itself degraded"),
+    (r"gluster\.(\w+)", "dfslab_gluster_{0}", "gauge", (), 1, "GlusterFS: {0}"),
+]
+
+
+def metric_families(sampler: "ResourceSampler", cluster: str) -> list:
+    """The sampler's latest values as Prometheus metric families (prometheus_client's own types)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    families: dict[str, Any] = {}
+    for series, (value, unit) in sorted(sampler.latest.items()):
+        for pattern, name, kind, label_names, factor, doc in EXPOSED:
+            m = re.fullmatch(pattern, series)
+            if not m:
+                continue
+            groups = m.groups()
+            if "{0}" in name:  # one metric per series of its own (gluster.bricks_online ...)
+                name, doc, label_names, groups = name.format(groups[0]), doc.format(groups[0]), (), ()
+            if name not in families:
+                cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+                families[name] = cls(name.removesuffix("_total") if kind == "counter" else name, doc,
+                                     labels=["cluster", *label_names])
+            sample_value = sampler.totals.get(series, 0.0) if kind == "counter" else value * factor
+            families[name].add_metric([cluster, *groups], sample_value)
+            break
+    return list(families.values())
+
+
+def prometheus_text(sampler: "ResourceSampler", cluster: str) -> bytes:
+    """The exposition text (HELP, TYPE, samples) that prometheus_client generates."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    class Latest:
+        def collect(self):
+            return metric_families(sampler, cluster)
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Latest())
+    return generate_latest(registry)
 
 
 class PrometheusEndpoint:
@@ -172,9 +233,10 @@ class PrometheusEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802
-                body = prometheus_text(sampler_ref.latest, name).encode()
+                from prometheus_client import CONTENT_TYPE_LATEST
+                body = prometheus_text(sampler_ref, name)
                 self.send_response(200 if self.path.startswith("/metrics") else 404)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Type", CONTENT_TYPE_LATEST)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
