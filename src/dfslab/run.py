@@ -293,7 +293,7 @@ def _resumed(path: Path, exp: Experiment, name: str, progress: Progress) -> tupl
                               f"stop that run first")
         progress("removing", f"cluster {name} left by the interrupted attempt")
         cluster.down(name)
-    intervals = [iv for iv in earlier if iv.get("error") is None]  # failed steps run again
+    intervals = list(earlier)  # kept as they were (failed steps too, which run again): the resumed ones follow
     progress("resuming", f"{path.name}: {len(done)} step(s) done, attempt {attempt}")
     return run_dir, done, intervals, attempt
 
