@@ -77,3 +77,25 @@ def test_former_workload_names_still_run_with_a_notice():
 def test_a_former_name_keeps_its_sweeps():
     e = exp(workloads=[{"type": "scaling", "modes": [["write"], ["write", "rand"]]}])
     assert [s.params.ops for s in e.steps] == [["write"], ["write", "randread"]]
+
+
+def test_lists_at_cluster_paths_are_sweep_axes():
+    e = exp(cluster={"name": "sw", "nodes": 3, "network": {"bandwidth": ["1gbit", "10gbit"]},
+                     "ceph": {"replica_size": [2, 3], "conf": {"osd": {"osd_op_num_shards": [2, 8]}}}})
+    assert len(e.variants) == 8 and e.cluster is e.variants[0].cluster
+    first = e.variants[0]
+    assert first.settings == {"network.bandwidth": "1gbit", "ceph.replica_size": 2, "ceph.conf.osd.osd_op_num_shards": 2}
+    assert first.cluster.ceph.conf == {"osd": {"osd_op_num_shards": 2}} and first.cluster.network.bandwidth == 10**9
+    # A list where the spec takes a list is a value, not an axis (nodes); a list of lists is an axis.
+    assert exp(cluster={"name": "n", "nodes": [{"name": "a"}, {"name": "b"}]}).variants == []
+    nodes = exp(cluster={"name": "n", "ceph": {"replica_size": 1}, "nodes": [[{"name": "a"}], [{"name": "a"}, {"name": "b"}]]})
+    assert [len(v.cluster.nodes) for v in nodes.variants] == [1, 2]
+
+
+def test_a_bad_swept_value_names_its_path_and_the_combination():
+    with pytest.raises(SpecError) as err:
+        exp(cluster={"name": "sw", "nodes": 2, "ceph": {"replica_size": [1, 3]}})
+    [(path, message)] = err.value.problems
+    assert path == "cluster.ceph.replica_size" and "ceph.replica_size=3" in message
+    with pytest.raises(SpecError, match="not both"):
+        exp(cluster={"name": "sw", "nodes": 2, "ceph": {"replica_size": [1, 2]}}, runtimes=["local", "docker"])

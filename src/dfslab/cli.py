@@ -317,16 +317,22 @@ def run(
         for notice in exp.notices:
             console.print(f"[yellow]note:[/] {notice}")
         across = exp.file.runtimes and runtime is None
-        if across and cluster_name:
-            fail(ValueError(f"{experiment}: runtimes: {exp.file.runtimes} makes a fresh cluster per runtime; "
-                            "drop --cluster, or pick one runtime with --runtime"))
-        times = len(exp.file.runtimes) if across else 1
+        if (across or exp.variants) and cluster_name:
+            fail(ValueError(f"{experiment}: swept runtimes or cluster settings make a fresh cluster each; "
+                            "drop --cluster (or pick one runtime with --runtime)"))
+        settings_runs = len(exp.variants) * (2 if exp.file.mirrored else 1)
+        times = len(exp.file.runtimes) if across else settings_runs or 1
         console.print(f"{exp.name}: {len(exp.steps)} combination(s) × {exp.file.repetitions} repetition(s)"
                       + (f" × runtimes {', '.join(exp.file.runtimes)}" if across else "")
+                      + (f" × {len(exp.variants)} cluster settings" + (" (mirrored)" if exp.file.mirrored else "")
+                         if exp.variants else "")
                       + f", about {times * exp.estimate() / 60:.1f} min of workloads")
         with LiveProgress() as progress:
             if across:
                 outcomes = run_across_runtimes(exp, progress)
+            elif exp.variants:
+                from .run import run_across_settings
+                outcomes = run_across_settings(exp, progress)
             else:
                 outcomes = [run_experiment(exp, progress, cluster_name, keep=keep)]
     except (*USER_ERRORS, ResumeError) as exc:
@@ -342,7 +348,8 @@ def run(
         failed = failed or bool(outcome.failures)
     if len(outcomes) > 1:
         from .run import runtime_pairs
-        for _, _, runs_a, runs_b in runtime_pairs(exp.file.runtimes, [o.path for o in outcomes]):
+        labels = exp.file.runtimes if across else [v.label for v in exp.variants + (exp.variants[::-1] if exp.file.mirrored else [])]
+        for _, _, runs_a, runs_b in runtime_pairs(labels, [o.path for o in outcomes]):
             _print_comparison(runs_a, runs_b)
     if original:
         _print_comparison(original, outcomes[-1].path)

@@ -54,6 +54,8 @@ class ExperimentFile(Strict):
     workloads: list[dict[str, Any]] = Field(min_length=1)
     faults: list[FaultEntry] = Field(default_factory=list)
     integrity: Integrity = Field(default_factory=Integrity)
+    mirrored: bool = Field(False, description="with cluster settings swept: run the combinations forward, then "
+                                              "backward (A B B A), so a drift over time cancels out")
     runtimes: list[Literal["local", "docker"]] = Field(
         default_factory=list, max_length=6,
         description="run the whole experiment once per entry, in order (a fresh cluster each), then compare each "
@@ -82,12 +84,22 @@ class Step:
 
 
 @dataclass
+class Variant:
+    """One combination of the cluster's sweep axes: its settings and the spec they make."""
+
+    label: str  # "ceph.replica_size=2, network.bandwidth=1gbit"
+    settings: dict[str, Any]
+    cluster: ClusterSpec
+
+
+@dataclass
 class Experiment:
     file: ExperimentFile
     cluster: ClusterSpec
     steps: list[Step]
     raw: dict[str, Any]
     notices: list[str] = field(default_factory=list)  # one line each, for the user (e.g. a former name)
+    variants: list[Variant] = field(default_factory=list)  # cluster settings swept (none: one cluster)
 
     @property
     def name(self) -> str:
@@ -99,6 +111,58 @@ class Experiment:
 
     def estimate(self) -> float:
         return sum(s.workload.estimate(s.params) for s in self.steps) * self.file.repetitions
+
+
+def _model_of(annotation: Any) -> Any:
+    """The pydantic model an annotation is (or is optional of), else None."""
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def cluster_axes(data: dict[str, Any], model: Any = ClusterSpec, path: tuple = ()) -> list[tuple[tuple, list]]:
+    """(path, values) of every sweep axis in a cluster mapping: a list where the spec takes a
+    single value (at any depth, e.g. ceph.conf.osd.osd_op_num_shards), or a list of lists where
+    it takes a list (nodes)."""
+    axes = []
+    for key, value in data.items():
+        info = model.model_fields.get(key) if model is not None else None
+        annotation = info.annotation if info is not None else None
+        takes_list = annotation is not None and "list" in str(annotation)
+        if isinstance(value, list):
+            if not takes_list or (value and all(isinstance(v, list) for v in value)):
+                axes.append(((*path, key), value))
+        elif isinstance(value, dict):
+            axes += cluster_axes(value, _model_of(annotation), (*path, key))
+    return axes
+
+
+def _set(data: dict[str, Any], path: tuple, value: Any) -> dict[str, Any]:
+    out = dict(data)
+    out[path[0]] = value if len(path) == 1 else _set(out[path[0]], path[1:], value)
+    return out
+
+
+def cluster_variants(data: Any, where: str, source: str, runtime: str | None) -> list[Variant]:
+    """Every combination of the cluster's sweep axes as a validated spec (one, without axes); a
+    bad value is refused naming its path and the value."""
+    if not isinstance(data, dict):
+        raise SpecError([(where.rstrip(". :"), "a cluster spec is a mapping with name, nodes and a filesystem section")], source)
+    axes = cluster_axes(data)
+    variants = []
+    for combo in itertools.product(*(values for _, values in axes)) if axes else [()]:
+        settings = {".".join(path): value for (path, _), value in zip(axes, combo)}
+        spec_data = data
+        for (path, _), value in zip(axes, combo):
+            spec_data = _set(spec_data, path, value)
+        try:
+            spec = parse_spec(spec_data, source, runtime=runtime)
+        except SpecError as err:
+            shown = f" (with {', '.join(f'{k}={v}' for k, v in settings.items())})" if settings else ""
+            raise SpecError([(f"{where}{p}", m + shown) for p, m in err.problems], source) from None
+        variants.append(Variant(", ".join(f"{k}={v}" for k, v in settings.items()), settings, spec))
+    return variants
 
 
 def former_name_notice(index: int, entry: Any) -> str | None:
@@ -147,15 +211,15 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
         path = (base_dir / exp.cluster)
         if not path.is_file():
             raise SpecError([("cluster", f"no cluster spec at {str(path)!r}; give a path relative to the experiment or an inline mapping")], source)
-        try:
-            cluster = parse_spec(read_yaml(path), str(path), runtime=runtime)
-        except SpecError as err:
-            raise SpecError([(f"cluster ({path.name}): {p}", m) for p, m in err.problems], source) from None
+        cluster_data, where = read_yaml(path), f"cluster ({path.name}): "
     else:
-        try:
-            cluster = parse_spec(exp.cluster, source, runtime=runtime)
-        except SpecError as err:
-            raise SpecError([(f"cluster.{p}", m) for p, m in err.problems], source) from None
+        cluster_data, where = exp.cluster, "cluster."
+    variants = cluster_variants(cluster_data, where, source, runtime)
+    cluster = variants[0].cluster
+    if len(variants) == 1:
+        variants = []
+    elif exp.runtimes:
+        raise SpecError([("runtimes", "sweep cluster settings or runtimes in one experiment, not both")], source)
     try:
         steps = [step for i, entry in enumerate(exp.workloads) for step in expand(i, entry)]
     except SpecError as err:
@@ -165,7 +229,7 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
     if bad:
         raise SpecError(bad, source)
     notices = [n for i, entry in enumerate(exp.workloads) if (n := former_name_notice(i, entry))]
-    return Experiment(exp, cluster, steps, data, notices)
+    return Experiment(exp, cluster, steps, data, notices, variants)
 
 
 def load_experiment(path: str | Path, runtime: str | None = None) -> Experiment:

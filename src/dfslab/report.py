@@ -57,8 +57,8 @@ client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ inte
 <p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
 the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
 "yes" from {{ blocked_threshold }} s.</p>{% endif %}
-{% if comparison %}<h2>Runtime {{ comparison.runtime }} against runtime {{ comparison.baseline_runtime }}</h2>
-<p>The same experiment on a fresh cluster of each runtime; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
+{% if comparison %}<h2>{{ "Settings" if comparison.what == "settings" else "Runtime" }} {{ comparison.runtime }} against {{ comparison.baseline_runtime }}</h2>
+<p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code> (repetitions of one runtime's runs pooled).
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>{% if comparison.untested %};
 {{ comparison.untested }} could not be tested (fewer than 2 repetitions){% endif %}.

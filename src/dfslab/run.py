@@ -6,7 +6,7 @@ import os
 import time
 import socket
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ def _port_free(port: int) -> bool:
 
 def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None = None,
                    runs_root: Path | None = None, keep: bool = False, label: str | None = None,
-                   resume: Path | None = None) -> RunOutcome:
+                   resume: Path | None = None, settings: dict[str, Any] | None = None) -> RunOutcome:
     """One run; with `resume` (a run directory of this experiment), only the steps not yet in its
     results, on a fresh cluster, appended to that directory."""
     owned = cluster_name is None
@@ -243,7 +243,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         attempts = run_dir.read_json("provenance.json").get("attempts", [])
         attempts.append({"attempt": attempt, "end": time.time(), "steps": len(intervals) - first_new})
         run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name,
-                       attempts=attempts)
+                       attempts=attempts, **({"settings": settings} if settings else {}))
         run_dir.write_parquet()
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)
@@ -318,15 +318,28 @@ def run_across_runtimes(exp: Experiment, progress: Progress, runs_root: Path | N
     runs of each later runtime are compared with the first runtime's (runs of one runtime pooled,
     so [local, docker, docker, local] cancels a drift over time): the last run of each gets
     comparison.json (B/A per metric, 95 % intervals) and a report section on significance."""
+    return _run_across(exp, [(rt, exp.on_runtime(rt), None) for rt in exp.file.runtimes], "runtime", progress, runs_root)
+
+
+def run_across_settings(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:
+    """The experiment once per combination of the cluster's swept settings, each on a fresh
+    cluster (forward, then backward too with `mirrored: true`), each compared with the first."""
+    order = exp.variants + (exp.variants[::-1] if exp.file.mirrored else [])
+    return _run_across(exp, [(v.label, replace(exp, cluster=v.cluster, variants=[]), v.settings) for v in order],
+                       "settings", progress, runs_root)
+
+
+def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]], what: str, progress: Progress,
+                runs_root: Path | None) -> list[RunOutcome]:
     outcomes = []
-    for i, runtime in enumerate(exp.file.runtimes, 1):
-        progress(f"runtime {runtime}", f"run {i}/{len(exp.file.runtimes)} of the experiment, on runtime {runtime}")
-        outcomes.append(run_experiment(exp.on_runtime(runtime), progress, runs_root=runs_root,
-                                       label=f"{exp.name}-{runtime}"))
-    for base, runtime, runs_a, runs_b in runtime_pairs(exp.file.runtimes, [o.path for o in outcomes]):
+    for i, (label, variant, settings) in enumerate(plan, 1):
+        progress(f"{what} {label}", f"run {i}/{len(plan)} of the experiment, {what} {label}")
+        outcomes.append(run_experiment(variant, progress, runs_root=runs_root, settings=settings,
+                                       label=f"{exp.name}-{label if what == 'runtime' else f'v{i}'}"))
+    for base, label, runs_a, runs_b in runtime_pairs([p[0] for p in plan], [o.path for o in outcomes]):
         RunDir(runs_b[-1]).write_json("comparison.json", {
-            "baseline_runtime": base, "baseline_runs": [p.name for p in runs_a],
-            "runtime": runtime, "runs": [p.name for p in runs_b], "rows": compare_runs(runs_a, runs_b)})
+            "what": what, "baseline_runtime": base, "baseline_runs": [p.name for p in runs_a],
+            "runtime": label, "runs": [p.name for p in runs_b], "rows": compare_runs(runs_a, runs_b)})
         report.build(runs_b[-1])
     return outcomes
 
