@@ -232,6 +232,19 @@ def attach(name: str) -> Attached:
     return Attached(state, spec, runtime, backend_for(spec, runtime))
 
 
+def apply_live(name: str, new: ClusterSpec) -> list[str] | None:
+    """Change cluster `name` to spec `new` in place if its backend can (recorded as its spec);
+    None: it needs a fresh cluster."""
+    attached = attach(name)
+    try:
+        done = attached.backend.apply_live(new)
+    finally:
+        attached.close()
+    if done is not None:
+        attached.state.update(spec=new.model_dump(mode="json"))
+    return done
+
+
 def client_command(name: str, argv: list[str], node: str = "client") -> tuple[list[str], dict[str, str]]:
     """argv wrapped to run on a node of the cluster, with the backend's client environment."""
     state, spec = load(name)

@@ -332,15 +332,44 @@ def run_across_settings(exp: Experiment, progress: Progress, runs_root: Path | N
 def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]], what: str, progress: Progress,
                 runs_root: Path | None) -> list[RunOutcome]:
     outcomes = []
-    for i, (label, variant, settings) in enumerate(plan, 1):
+    if what == "settings":
+        outcomes = _run_settings(exp, plan, progress, runs_root)
+    for i, (label, variant, settings) in enumerate(plan if what == "runtime" else [], 1):
         progress(f"{what} {label}", f"run {i}/{len(plan)} of the experiment, {what} {label}")
-        outcomes.append(run_experiment(variant, progress, runs_root=runs_root, settings=settings,
-                                       label=f"{exp.name}-{label if what == 'runtime' else f'v{i}'}"))
+        outcomes.append(run_experiment(variant, progress, runs_root=runs_root, label=f"{exp.name}-{label}"))
     for base, label, runs_a, runs_b in runtime_pairs([p[0] for p in plan], [o.path for o in outcomes]):
         RunDir(runs_b[-1]).write_json("comparison.json", {
             "what": what, "baseline_runtime": base, "baseline_runs": [p.name for p in runs_a],
             "runtime": label, "runs": [p.name for p in runs_b], "rows": compare_runs(runs_a, runs_b)})
         report.build(runs_b[-1])
+    return outcomes
+
+
+def _run_settings(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]], progress: Progress,
+                  runs_root: Path | None) -> list[RunOutcome]:
+    """Each combination on the cluster of the one before, changed in place where the filesystem
+    can (Ceph options it updates at run time), else on a fresh cluster; provenance says which."""
+    name, outcomes, up = exp.cluster.name, [], False
+    try:
+        for i, (label, variant, settings) in enumerate(plan, 1):
+            progress("settings", f"run {i}/{len(plan)} of the experiment: {label}")
+            how = "fresh cluster"
+            if up:
+                applied = cluster.apply_live(name, variant.cluster)
+                if applied is None:
+                    cluster.down(name)
+                    up = False
+                else:
+                    how = "changed in place: " + "; ".join(applied) if applied else "unchanged"
+            if not up:
+                cluster.up(variant.cluster, progress)
+                up = True
+            outcomes.append(run_experiment(variant, progress, cluster_name=name, runs_root=runs_root,
+                                           settings={**(settings or {}), "applied": how}, label=f"{exp.name}-v{i}"))
+    finally:
+        if up:
+            progress("tearing down", name)
+            cluster.down(name, missing_ok=True)
     return outcomes
 
 

@@ -149,6 +149,11 @@ class Backend(ABC):
     # `Confinement` on `nodes` only, removed afterwards (throughput vs number of servers).
     confine: Callable[..., AbstractContextManager[Confinement]] | None = None
 
+    def apply_live(self, new: ClusterSpec) -> list[str] | None:
+        """Change the running cluster to spec `new` in place, if the filesystem can: the changes
+        made (each read back), or None when `new` needs a fresh cluster (the default)."""
+        return None
+
     def release(self) -> list[str]:
         """Before teardown: remove what dfslab made on storage it does not own (the cluster's own
         daemons and data go with the runtime). Returns what could not be removed, and why."""

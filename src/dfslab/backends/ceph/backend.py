@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -13,8 +14,8 @@ import psutil
 from ...procs import tool_version
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import Backend, Chart, PreflightError, Progress, table
-from . import client, health, mds, mgr, mon, osd, pools, tools
+from .. import Backend, BackendError, Chart, PreflightError, Progress, table
+from . import client, health, live, mds, mgr, mon, osd, pools, tools
 from .conf import CephLayout, render_conf
 from .context import CephContext
 
@@ -113,6 +114,34 @@ class CephBackend(Backend):
         }
 
     confine = staticmethod(tools.confine)
+
+    def apply_live(self, new) -> list[str] | None:
+        """Options of ceph.conf that Ceph updates at run time; anything else needs a fresh cluster."""
+        old = self.spec
+        same_rest = old.model_dump(exclude={"ceph"}) == new.model_dump(exclude={"ceph"}, exclude_defaults=False)
+        if not same_rest or old.ceph.model_dump(exclude={"conf"}) != new.ceph.model_dump(exclude={"conf"}):
+            return None
+        changes = live.conf_changes(old.ceph.conf, new.ceph.conf)
+        if changes is None:
+            return None
+        daemons: dict[str, list[str]] = {}
+        for proc in self.runtime.procs.all():
+            kind = proc.name.split(".")[0]
+            if kind in live.LIVE_SECTIONS and proc.alive():
+                daemons.setdefault(kind, []).append(proc.name)
+
+        def run_ceph(args: list[str]) -> str:
+            res = self.runtime.run(CLIENT, ["ceph", *args], timeout=120, check=False, env={**os.environ, **self.client_env()})
+            if res.returncode != 0:
+                raise BackendError(f"`ceph {' '.join(args)}` failed: {res.stderr.strip()[-300:]}")
+            return res.stdout
+
+        done = live.apply(self.ctx, run_ceph, changes, daemons)
+        if done is not None:
+            self.spec = new
+            public = str(ipaddress.IPv4Network(new.network.subnet)) if self.runtime.kind == "local" else None
+            self.layout.conf.write_text(render_conf(new, self.layout, self.ctx.fsid, self.ctx.addresses, public))
+        return done
 
     def bench_pool(self, requested: str | None) -> str:
         return requested or pools.BENCH_POOL
