@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .analysis import ratio_ci95
+from .analysis import mean_ci95, ratio_ci95
 from .labels import SUMMARY_METRICS, params_label, varying_keys
 from .results import RunDir
 
@@ -53,3 +53,41 @@ def verdict(rows: list[dict[str, Any]]) -> str:
             f"{sum(r['significant'] for r in rows)} of {len(rows)} metrics in all differ significantly "
             f"(95 % interval of B/A excludes 1, marked *); with {len(tested)} intervals at 95 %, "
             f"about {len(tested) / 20:.0f} would by chance alone")
+
+
+# Lower is better for these; higher for every other headline metric (bandwidth, IOPS, ops, qps).
+LOWER_IS_BETTER = ("latency", "time")
+
+
+def rank_settings(groups: dict[str, list[Path]]) -> list[dict[str, Any]]:
+    """For each headline metric, the settings (label -> its runs, pooled) from best to worst with
+    mean and 95 % interval, and a winner only when the best one's ratio to the runner-up has a
+    95 % interval that excludes 1; otherwise no winner (no setting beat the noise)."""
+    rows = {label: _pooled(runs) for label, runs in groups.items()}
+    varying = varying_keys([r for rs in rows.values() for r in rs])
+    return rank({label: _groups(rs, varying) for label, rs in rows.items()})
+
+
+def rank(grouped: dict[str, dict[tuple, list[float]]]) -> list[dict[str, Any]]:
+    """`rank_settings` on values already grouped: {setting: {(workload, params, metric, unit): values}}."""
+    labels = list(grouped)
+    keys = sorted(set.intersection(*(set(g) for g in grouped.values()))) if grouped else []
+    out = []
+    for key in keys:
+        workload, params, metric, unit = key
+        if metric not in SUMMARY_METRICS:
+            continue
+        lower = metric.startswith(LOWER_IS_BETTER)
+        ranked = sorted(labels, key=lambda lab: sum(grouped[lab][key]) / len(grouped[lab][key]), reverse=not lower)
+        entries = []
+        for lab in ranked:
+            mean, half = mean_ci95(grouped[lab][key])
+            entries.append({"settings": lab, "mean": mean, "ci95": half, "n": len(grouped[lab][key])})
+        winner = effect = None
+        if len(ranked) > 1:
+            ratio, interval = ratio_ci95(grouped[ranked[1]][key], grouped[ranked[0]][key])  # best / runner-up
+            if interval and (interval[0] > 1 or interval[1] < 1):
+                winner, effect = ranked[0], ratio
+        out.append({"workload": workload, "params": params, "metric": metric, "unit": unit, "ranking": entries,
+                    "winner": winner, "best_over_runner_up": effect})
+    return out

@@ -57,6 +57,14 @@ client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ inte
 <p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
 the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
 "yes" from {{ blocked_threshold }} s.</p>{% endif %}
+{% if ranking %}<h2>Settings ranked</h2>
+<p>Each headline metric with every setting's mean and 95 % interval, best first. A winner is named only when the
+interval of best / runner-up excludes 1; otherwise no setting beat the noise. <code>settings.json</code> has it all.</p>
+<table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th class="l">ranking (mean ± 95 %)</th><th class="l">winner</th></tr>
+{% for r in ranking %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
+<td class="l">{% for e in r.ranking %}{{ e.settings }}: {{ '%.4g' % e.mean }}{% if e.ci95 is not none %} ± {{ '%.2g' % e.ci95 }}{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
+<td class="l">{% if r.winner %}<b>{{ r.winner }}</b> ({{ '%.3f' % r.best_over_runner_up }}× the runner-up){% else %}none beat the noise{% endif %}</td></tr>{% endfor %}
+</table>{% endif %}
 {% if comparison %}<h2>{{ "Settings" if comparison.what == "settings" else "Runtime" }} {{ comparison.runtime }} against {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code> (repetitions of one runtime's runs pooled).
@@ -441,6 +449,7 @@ def build(run_path: Path) -> Path:
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
         failures=prov.get("failures", []), skipped=prov.get("skipped", []),
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
+        ranking=(run.read_json("settings.json") or {}).get("ranking", []),
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),

@@ -15,7 +15,7 @@ from .backends import TARGETS, Progress, backend_class, backend_for
 from .backends.registry import FILESYSTEMS, backend_class_of
 from .chaos import FaultError, check_applies
 from .chaos.faultrun import FaultRun
-from .compare import compare_runs
+from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
 from .results import RunDir
@@ -337,6 +337,12 @@ def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]]
     for i, (label, variant, settings) in enumerate(plan if what == "runtime" else [], 1):
         progress(f"{what} {label}", f"run {i}/{len(plan)} of the experiment, {what} {label}")
         outcomes.append(run_experiment(variant, progress, runs_root=runs_root, label=f"{exp.name}-{label}"))
+    if what == "settings" and outcomes:
+        by_label: dict[str, list[Path]] = {}
+        for (label, _, _), outcome in zip(plan, outcomes):
+            by_label.setdefault(label, []).append(outcome.path)
+        RunDir(outcomes[-1].path).write_json("settings.json", {"runs": {k: [p.name for p in v] for k, v in by_label.items()},
+                                                               "ranking": rank_settings(by_label)})
     for base, label, runs_a, runs_b in runtime_pairs([p[0] for p in plan], [o.path for o in outcomes]):
         RunDir(runs_b[-1]).write_json("comparison.json", {
             "what": what, "baseline_runtime": base, "baseline_runs": [p.name for p in runs_a],
