@@ -44,7 +44,7 @@ def test_each_setting_gets_a_cluster_that_has_it_and_a_comparison(tmp_path):
     comparison = json.loads((runs[-1] / "comparison.json").read_text())
     assert comparison["what"] == "settings" and "ceph.replica_size=2" in comparison["runtime"]
     html = reports[-1].read_text()
-    assert "<h2>Settings ceph.replica_size=2" in html and "against ceph.replica_size=1" in html
+    assert "<h2>Settings ceph.replica_size=2" in html and "against settings ceph.replica_size=1" in html
     ranking = json.loads((runs[-1] / "settings.json").read_text())["ranking"]
     assert ranking and all(len(r["ranking"]) == 4 for r in ranking)
     assert "<h2>Settings ranked</h2>" in html

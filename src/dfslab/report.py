@@ -65,7 +65,7 @@ interval of best / runner-up excludes 1; otherwise no setting beat the noise. <c
 <td class="l">{% for e in r.ranking %}{{ e.settings }}: {{ '%.4g' % e.mean }}{% if e.ci95 is not none %} ± {{ '%.2g' % e.ci95 }}{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
 <td class="l">{% if r.winner %}<b>{{ r.winner }}</b> ({{ '%.3f' % r.best_over_runner_up }}× the runner-up){% else %}none beat the noise{% endif %}</td></tr>{% endfor %}
 </table>{% endif %}
-{% if comparison %}<h2>{{ "Settings" if comparison.what == "settings" else "Runtime" }} {{ comparison.runtime }} against {{ comparison.baseline_runtime }}</h2>
+{% if comparison %}<h2>{% set what = comparison.what or "runtime" %}{{ what|capitalize }} {{ comparison.runtime }} against {{ what }} {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code> (repetitions of one runtime's runs pooled).
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>{% if comparison.untested %};
