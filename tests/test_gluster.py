@@ -74,6 +74,27 @@ def test_exec_on_a_server_reaches_its_glusterd(replica3):
     assert "Type: Replicate" in out and "Number of Bricks: 1 x 3 = 3" in out
 
 
+def _volume_get(name: str, key: str) -> str:
+    out = dfslab("exec", name, "--node", "node3", "--", "gluster", "volume", "get", "dfslab", key).stdout
+    return next(line.split()[1] for line in out.splitlines() if line.startswith(key + " "))
+
+
+def test_volume_options_change_in_place_and_a_layout_change_does_not(replica3):
+    spec = cluster.load(replica3)[1]
+    assert _volume_get(replica3, "performance.cache-size") == "32MB"  # GlusterFS's default
+    tuned = spec.model_copy(update={"gluster": spec.gluster.model_copy(update={"options": {"performance.cache-size": "64MB"}})})
+    done = cluster.apply_live(replica3, tuned)
+    assert done == ["performance.cache-size=64MB (read back with volume get)"]
+    assert _volume_get(replica3, "performance.cache-size") == "64MB"  # as another server's glusterd says
+    assert cluster.load(replica3)[1].gluster.options == {"performance.cache-size": "64MB"}
+    done = cluster.apply_live(replica3, spec)  # the option dropped: back to GlusterFS's default
+    assert done and done[0].startswith("performance.cache-size reset to its default")
+    assert _volume_get(replica3, "performance.cache-size") == "32MB"
+    more_bricks = spec.model_copy(update={"gluster": spec.gluster.model_copy(update={"bricks_per_node": 2})})
+    assert cluster.apply_live(replica3, more_bricks) is None  # a layout change needs a fresh cluster
+    assert status_json(replica3)["health"] == "HEALTH_OK"
+
+
 def test_a_file_written_through_the_mount_is_on_all_three_bricks(replica3):
     mnt = ClusterState(replica3).dir / "mnt" / "gluster-client"
     assert os.path.ismount(mnt)  # `up` mounts the volume on the client

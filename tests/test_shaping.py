@@ -1,6 +1,7 @@
 """Link shaping from the spec, measured with iperf3 between dfslab's own namespaces."""
 
 import json
+import subprocess
 import time
 
 import pytest
@@ -55,6 +56,22 @@ def test_per_node_bandwidth_overrides_the_network_default(shaped):
     bps = iperf_bps(runtime, "slow", addrs[CLIENT])
     print(f"200mbit cap: iperf3 measured {bps / 1e6:.0f} Mbit/s")
     assert 0.18e9 <= bps <= 0.22e9
+
+
+def test_link_caps_change_in_place_and_read_back(shaped):
+    runtime, addrs = shaped
+    spec = parse_spec({"name": "t-shape", "network": {"bandwidth": "500mbit"},
+                       "nodes": [{"name": "fast"}, {"name": "slow", "bandwidth": "200mbit"}], "ceph": {"replica_size": 1}})
+    done = runtime.reshape(spec)
+    assert len(done) == 1 and "read back with tc" in done[0]
+    ns, dev = runtime.link_ends("fast")[0]
+    qdiscs = json.loads(subprocess.run(["tc", "-j", "-n", ns, "qdisc", "show", "dev", dev], capture_output=True,
+                                       text=True, check=True).stdout)
+    assert [q["options"]["rate"] * 8 for q in qdiscs if q["kind"] == "tbf"] == [500_000_000]
+    bps = iperf_bps(runtime, "fast", addrs[CLIENT])
+    print(f"re-capped to 500mbit in place: iperf3 measured {bps / 1e6:.0f} Mbit/s")
+    assert 0.45e9 <= bps <= 0.55e9
+    assert runtime.reshape(spec) == []  # already so: nothing touched
 
 
 def test_unshaped_link_is_much_faster(tmp_path):

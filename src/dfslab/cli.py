@@ -366,6 +366,66 @@ def quickstart(spec_file: Path = typer.Argument(Path("examples/quickstart.yaml")
 
 
 @app.command()
+def tune(
+    experiment: Path = typer.Argument(..., help="experiment file whose cluster has swept settings (lists), e.g. "
+                                                 "examples/tuning.yaml"),
+    maximize: Optional[str] = typer.Option(None, help="WORKLOAD [PARAM=VALUE ...] METRIC to make as large as "
+                                           "possible, e.g. \"fio bs=4KiB rw=randwrite iops\""),
+    minimize: Optional[str] = typer.Option(None, help="... or as small, e.g. \"fio rw=randwrite latency_p99\""),
+    budget: str = typer.Option("30min", help="wall-clock time for the whole search, final comparison included"),
+    reps: int = typer.Option(3, min=2, max=20, help="repetitions a setting gets at most (and the final two runs get)"),
+    reduction: int = typer.Option(2, min=2, max=8, help="successive halving keeps the best 1/REDUCTION of the "
+                                                         "settings at each number of repetitions"),
+    seed: int = typer.Option(0, help="the search's random seed (order of the grid, TPE's draws)"),
+    redeploy: bool = typer.Option(False, "--redeploy", help="a fresh cluster for every setting, even where it "
+                                  "could change in place"),
+) -> None:
+    """Search the swept cluster settings for the best one within a time budget.
+
+    Each setting runs the one workload step the objective names, repeated up to --reps times;
+    successive halving (Optuna) stops settings that fall behind after 1, 2, 4... repetitions.
+    The winner and the default configuration are then measured afresh, side by side, and
+    compared with a 95 % interval: a winner of a noisy search is not claimed on its own numbers.
+    The last run directory holds tune.json, best-spec.yaml, best-experiment.yaml and the report.
+    """
+    from .tune import Objective, TuneError, tune as run_tune
+    from .units import parse_duration
+    if (maximize is None) == (minimize is None):
+        fail(ValueError("give one objective: --maximize \"WORKLOAD [PARAM=VALUE ...] METRIC\" or --minimize ..."))
+    try:
+        seconds = parse_duration(budget)
+    except ValueError as exc:
+        fail(ValueError(f"--budget: {exc}"))
+    try:
+        objective = Objective.parse(maximize or minimize or "", maximize is not None)
+        with LiveProgress() as progress:
+            outcome = run_tune(experiment, objective, seconds, progress, reps=reps, reduction=reduction, seed=seed,
+                               live=not redeploy)
+    except (*USER_ERRORS, TuneError) as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: every setting measured so far has its run directory; the cluster was removed[/]")
+        raise typer.Exit(130)
+    table = Table("#", "settings", "reps", f"mean {objective.metric}", "state", "applied", box=None)
+    for t in outcome.trials:
+        table.add_row(str(t.number), ", ".join(f"{k}={v}" for k, v in t.settings.items()), str(len(t.values)),
+                      f"{t.mean:.4g}" if t.mean is not None else "", t.state, t.applied)
+    console.print(table)
+    c = outcome.confirmation
+    interval = f"95 % interval {c['low']:.3f} – {c['high']:.3f}" if c["low"] is not None else "no interval"
+    best = ", ".join(f"{k}={v}" for k, v in outcome.best.settings.items())
+    verdict = "a real difference" if c["significant"] else "not distinguishable from the default at this many repetitions"
+    console.print(f"best: [bold]{best}[/] · measured again beside the default: best/default = "
+                  f"{c['best_over_default']:.3f}, {interval}: {verdict}")
+    for failure in outcome.failures:
+        console.print(f"[red]failed:[/] {failure}")
+    print(f"spec to reproduce: {(outcome.run / 'best-spec.yaml').resolve()}")
+    print(f"report: {(outcome.run / 'report.html').resolve()}")
+    if outcome.failures:
+        raise typer.Exit(1)
+
+
+@app.command()
 def runs(
     root: Path = typer.Option(None, help="runs directory (default: $DFSLAB_RUNS or ./runs)"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),

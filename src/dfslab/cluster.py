@@ -232,16 +232,35 @@ def attach(name: str) -> Attached:
     return Attached(state, spec, runtime, backend_for(spec, runtime))
 
 
+def _shaping(spec: ClusterSpec) -> tuple:
+    return (spec.network.bandwidth, spec.network.latency, [(n.bandwidth, n.latency) for n in spec.nodes])
+
+
+def _with_shaping_of(spec: ClusterSpec, other: ClusterSpec) -> ClusterSpec:
+    """`spec` with `other`'s link caps (what a runtime's reshape made of it)."""
+    network = spec.network.model_copy(update={"bandwidth": other.network.bandwidth, "latency": other.network.latency})
+    nodes = [n.model_copy(update={"bandwidth": o.bandwidth, "latency": o.latency}) for n, o in zip(spec.nodes, other.nodes)]
+    return spec.model_copy(update={"network": network, "nodes": nodes})
+
+
 def apply_live(name: str, new: ClusterSpec) -> list[str] | None:
-    """Change cluster `name` to spec `new` in place if its backend can (recorded as its spec);
-    None: it needs a fresh cluster."""
+    """Change cluster `name` to spec `new` in place where its runtime (link caps) and backend
+    (options) can, recorded as its spec; None: it needs a fresh cluster."""
     attached = attach(name)
     try:
-        done = attached.backend.apply_live(new)
+        old, done = attached.spec, []
+        if _shaping(old) != _shaping(new):
+            if len(old.nodes) != len(new.nodes) or (reshaped := attached.runtime.reshape(new)) is None:
+                return None
+            done += reshaped
+            attached.backend.spec = _with_shaping_of(old, new)
+        backend_done = attached.backend.apply_live(new)
+        if backend_done is None:
+            return None
+        done += backend_done
     finally:
         attached.close()
-    if done is not None:
-        attached.state.update(spec=new.model_dump(mode="json"))
+    attached.state.update(spec=new.model_dump(mode="json"))
     return done
 
 

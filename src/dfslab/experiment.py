@@ -138,9 +138,9 @@ def cluster_axes(data: dict[str, Any], model: Any = ClusterSpec, path: tuple = (
     return axes
 
 
-def _set(data: dict[str, Any], path: tuple, value: Any) -> dict[str, Any]:
+def set_at(data: dict[str, Any], path: tuple, value: Any) -> dict[str, Any]:
     out = dict(data)
-    out[path[0]] = value if len(path) == 1 else _set(out[path[0]], path[1:], value)
+    out[path[0]] = value if len(path) == 1 else set_at(out[path[0]], path[1:], value)
     return out
 
 
@@ -155,7 +155,7 @@ def cluster_variants(data: Any, where: str, source: str, runtime: str | None) ->
         settings = {".".join(path): value for (path, _), value in zip(axes, combo)}
         spec_data = data
         for (path, _), value in zip(axes, combo):
-            spec_data = _set(spec_data, path, value)
+            spec_data = set_at(spec_data, path, value)
         try:
             spec = parse_spec(spec_data, source, runtime=runtime)
         except SpecError as err:

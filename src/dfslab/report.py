@@ -57,6 +57,20 @@ client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ inte
 <p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
 the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
 "yes" from {{ blocked_threshold }} s.</p>{% endif %}
+{% if tune %}{% set c = tune.confirmation %}<h2>Tuning: {{ 'maximize' if tune.objective.maximize else 'minimize' }} {{ tune.objective.text }}</h2>
+<p>{{ c.metric }} of <code>{{ tune.objective.step }}</code>, over {{ tune.search.combinations }} combination(s) of the swept
+settings ({{ tune.search.sampler }}; {{ tune.search.pruner }}); stopped: {{ tune.search.stopped }}, after
+{{ '%.1f' % (tune.elapsed_seconds / 60) }} of {{ '%.1f' % (tune.budget_seconds / 60) }} min.
+Best: <b>{% for k, v in tune.best.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}</b>.
+Measured afresh beside the default ({% for k, v in tune.default.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}),
+best / default = <b>{{ '%.3f' % c.best_over_default }}</b>{% if c.low is not none %}, 95 % interval {{ '%.3f' % c.low }} – {{ '%.3f' % c.high }}:
+<b class="{{ 'ok' if c.significant else 'warn' }}">{{ 'a real difference' if c.significant else 'not distinguishable from the default at this many repetitions' }}</b>{% else %} (no interval: fewer than 2 repetitions){% endif %}.
+To reproduce: <code>{{ tune.reproduce }}</code> in this run's directory.</p>
+<table><tr><th>setting</th><th class="l">values</th><th>repetitions</th><th>mean {{ c.metric }}</th><th class="l">state</th><th class="l">applied</th><th class="l">run</th></tr>
+{% for t in tune.trials %}<tr><td>{{ t.number }}</td><td class="l p">{% for k, v in t.settings.items() %}{{ k }}={{ v }}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
+<td>{{ t["values"]|length }}</td><td>{{ '%.4g' % t.mean if t.mean is not none else '' }}</td><td class="l">{{ t.state }}</td>
+<td class="l">{{ t.applied }}</td><td class="l"><code>{{ t.run }}</code></td></tr>{% endfor %}
+</table>{% endif %}
 {% if ranking %}<h2>Settings ranked</h2>
 <p>Each headline metric with every setting's mean and 95 % interval, best first. A winner is named only when the
 interval of best / runner-up excludes 1; otherwise no setting beat the noise. <code>settings.json</code> has it all.</p>
@@ -64,7 +78,7 @@ interval of best / runner-up excludes 1; otherwise no setting beat the noise. <c
 {% for r in ranking %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
 <td class="l">{% for e in r.ranking %}{{ e.settings }}: {{ '%.4g' % e.mean }}{% if e.ci95 is not none %} ± {{ '%.2g' % e.ci95 }}{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
 <td class="l">{% if r.winner %}<b>{{ r.winner }}</b> ({{ '%.3f' % r.best_over_runner_up }}× the runner-up){% else %}none beat the noise{% endif %}</td></tr>{% endfor %}
-</table>{% endif %}
+</table>{% for f in settings_figures %}<figure>{{ f.svg }}<figcaption>{{ f.caption }}</figcaption></figure>{% endfor %}{% endif %}
 {% if comparison %}<h2>{% set what = comparison.what or "runtime" %}{{ what|capitalize }} {{ comparison.runtime }} against {{ what }} {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code> (repetitions of one runtime's runs pooled).
@@ -319,6 +333,36 @@ def _pushdown_figures(rows) -> list[dict]:
     return figs
 
 
+def _settings_figures(swept: dict[str, Any]) -> list[dict]:
+    """One figure per swept cluster parameter: each headline metric's mean at each of its values
+    (pooled over the other parameters), relative to that metric's mean over all settings."""
+    settings, ranking = swept.get("settings") or {}, swept.get("ranking") or []
+    params = sorted({k for s in settings.values() for k in (s or {})})
+    figs = []
+    for param in params:
+        values = list(dict.fromkeys(str(s[param]) for s in settings.values() if s and param in s))
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        for row in ranking[:8]:
+            by_value: dict[str, list[float]] = defaultdict(list)
+            for entry in row["ranking"]:
+                chosen = settings.get(entry["settings"]) or {}
+                if param in chosen:
+                    by_value[str(chosen[param])].append(entry["mean"])
+            overall = sum(e["mean"] for e in row["ranking"]) / len(row["ranking"])
+            if overall and all(v in by_value for v in values):
+                ax.plot(values, [sum(by_value[v]) / len(by_value[v]) / overall for v in values], marker="o",
+                        label=f"{row['workload']} {row['params']} {row['metric']}"[:60])
+        ax.axhline(1.0, color="#999", lw=0.8)
+        ax.set_xlabel(param)
+        ax.set_ylabel("relative to the mean")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        figs.append({"svg": _svg(fig), "caption": f"{param}: each headline metric's mean at each value (over the other "
+                                                  "settings), relative to its mean over all settings; the table above "
+                                                  "has the intervals"})
+    return figs
+
+
 def _sql_figure(rows) -> list[dict]:
     """mysqlslap seconds per run vs concurrency, min/avg/max, one line per target (DockerCEPH fig. 12)."""
     sql = [r for r in rows if r["workload"] == "sql" and r["metric"] in ("time_avg", "time_min", "time_max")]
@@ -441,6 +485,7 @@ def build(run_path: Path) -> Path:
         if faults else None,
     ) if f]
     figures += _filegrid_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
+    swept = run.read_json("settings.json") or {}
     html = TEMPLATE.render(
         title=f"run {run.path.name}", cluster=status.get("name", prov.get("cluster", "?")),
         filesystem=status.get("filesystem", "?"), runtime=status.get("runtime", "?"),
@@ -449,7 +494,7 @@ def build(run_path: Path) -> Path:
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
         failures=prov.get("failures", []), skipped=prov.get("skipped", []),
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
-        ranking=(run.read_json("settings.json") or {}).get("ranking", []),
+        ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),

@@ -8,7 +8,7 @@ import socket
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import cluster, report
 from .backends import TARGETS, Progress, backend_class, backend_for
@@ -23,6 +23,9 @@ from .fields import field_units
 from .spec import ClusterSpec, SpecError
 from .state import ClusterState
 from .workloads import Measurement, Runner, baseline
+
+
+AfterRep = Callable[[Step, int, list[Measurement]], bool]
 
 
 @dataclass
@@ -79,14 +82,14 @@ def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progr
     return skipped
 
 
-def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> dict[str, Any]:
+def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> tuple[dict[str, Any], list[Measurement]]:
     start = time.time()
     try:
         rows = step.workload.run(runner, step.params, rep)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
-        return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc))
+        return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc)), []
     run_dir.add(rows, step=step_id(step, rep))
-    return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
+    return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows)), rows
 
 
 def step_id(step: Step, rep: int) -> str:
@@ -137,9 +140,11 @@ def _port_free(port: int) -> bool:
 
 def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None = None,
                    runs_root: Path | None = None, keep: bool = False, label: str | None = None,
-                   resume: Path | None = None, settings: dict[str, Any] | None = None) -> RunOutcome:
+                   resume: Path | None = None, settings: dict[str, Any] | None = None,
+                   after_rep: AfterRep | None = None) -> RunOutcome:
     """One run; with `resume` (a run directory of this experiment), only the steps not yet in its
-    results, on a fresh cluster, appended to that directory."""
+    results, on a fresh cluster, appended to that directory. `after_rep(step, rep, rows)` is told
+    each repetition's rows; True stops that step's remaining repetitions (a tuner pruning)."""
     owned = cluster_name is None
     name = cluster_name or exp.cluster.name
     spec = exp.cluster if owned else cluster.load(name)[1]
@@ -186,9 +191,14 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         plan = [(step, rep) for step in exp.steps for rep in range(reps)]
         clock = _Clock(sum(step.workload.estimate(step.params) for step, _ in plan))
         budget_end = time.monotonic() + exp.file.time_budget if exp.file.time_budget else None
+        stopped: set[int] = set()
         for i, (step, rep) in enumerate(plan, 1):
             planned = step.workload.estimate(step.params)
             if step_id(step, rep) in done:  # measured by an earlier attempt of this run
+                clock.advance(planned)
+                continue
+            if id(step) in stopped:
+                outcome.skipped.append(f"{step.label} rep {rep} (stopped early: the tuner pruned this setting)")
                 clock.advance(planned)
                 continue
             if budget_end and time.monotonic() + planned > budget_end:
@@ -197,8 +207,10 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 continue
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
-            interval = _run_step(step, rep, runner, run_dir)
+            interval, rows = _run_step(step, rep, runner, run_dir)
             intervals.append(interval)
+            if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
+                stopped.add(id(step))
             if timed:
                 progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {exp.file.integrity.recovery_timeout:.0f} s)")
                 faults.finish(timed, sampler.rows if sampler else [])
@@ -342,6 +354,7 @@ def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]]
         for (label, _, _), outcome in zip(plan, outcomes):
             by_label.setdefault(label, []).append(outcome.path)
         RunDir(outcomes[-1].path).write_json("settings.json", {"runs": {k: [p.name for p in v] for k, v in by_label.items()},
+                                                               "settings": {label: s for label, _, s in plan},
                                                                "ranking": rank_settings(by_label)})
     for base, label, runs_a, runs_b in runtime_pairs([p[0] for p in plan], [o.path for o in outcomes]):
         RunDir(runs_b[-1]).write_json("comparison.json", {
@@ -352,31 +365,46 @@ def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]]
 
 
 def _run_settings(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]], progress: Progress,
-                  runs_root: Path | None) -> list[RunOutcome]:
+                  runs_root: Path | None, live: bool = True) -> list[RunOutcome]:
     """Each combination on the cluster of the one before, changed in place where the filesystem
     can (Ceph options it updates at run time), else on a fresh cluster; provenance says which."""
-    name, outcomes, up = exp.cluster.name, [], False
-    try:
+    outcomes = []
+    with SettingsCluster(exp.cluster.name, progress, live) as switcher:
         for i, (label, variant, settings) in enumerate(plan, 1):
             progress("settings", f"run {i}/{len(plan)} of the experiment: {label}")
-            how = "fresh cluster"
-            if up:
-                applied = cluster.apply_live(name, variant.cluster)
-                if applied is None:
-                    cluster.down(name)
-                    up = False
-                else:
-                    how = "changed in place: " + "; ".join(applied) if applied else "unchanged"
-            if not up:
-                cluster.up(variant.cluster, progress)
-                up = True
-            outcomes.append(run_experiment(variant, progress, cluster_name=name, runs_root=runs_root,
+            how = switcher.use(variant.cluster)
+            outcomes.append(run_experiment(variant, progress, cluster_name=switcher.name, runs_root=runs_root,
                                            settings={**(settings or {}), "applied": how}, label=f"{exp.name}-v{i}"))
-    finally:
-        if up:
-            progress("tearing down", name)
-            cluster.down(name, missing_ok=True)
     return outcomes
+
+
+class SettingsCluster:
+    """One cluster that moves from setting to setting: changed in place where the filesystem or
+    runtime can (`live`), else replaced by a fresh one; removed at the end."""
+
+    def __init__(self, name: str, progress: Progress, live: bool = True):
+        self.name, self.progress, self.live, self.up = name, progress, live, False
+
+    def use(self, spec: ClusterSpec) -> str:
+        """Make the cluster `spec`; say how ("fresh cluster", "changed in place: ...", "unchanged")."""
+        if self.up:
+            applied = cluster.apply_live(self.name, spec) if self.live else None
+            if applied is not None:
+                return "changed in place: " + "; ".join(applied) if applied else "unchanged"
+            cluster.down(self.name)
+            self.up = False
+        cluster.up(spec, self.progress)
+        self.up = True
+        return "fresh cluster"
+
+    def __enter__(self) -> "SettingsCluster":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.up:
+            self.progress("tearing down", self.name)
+            cluster.down(self.name, missing_ok=True)
+            self.up = False
 
 
 def provenance_changes(original: Path, spec: ClusterSpec) -> list[str]:

@@ -89,6 +89,11 @@ class Runtime(ABC):
     def prepare(self, spec: ClusterSpec, progress) -> None:
         """Long one-time work before `create` (building images), with progress. Default: none."""
 
+    def reshape(self, spec: ClusterSpec) -> list[str] | None:
+        """Re-cap every link to `spec`'s shaping while the cluster runs: what changed (read back),
+        or None when this runtime cannot (then a changed shaping needs a fresh cluster)."""
+        return None
+
     def link_ends(self, node: str) -> list[tuple[str, str]]:
         """(named network namespace, device) at each end of `node`'s link, the switch side first:
         where tc caps it and where a cut pulls the cable."""

@@ -14,6 +14,7 @@ ceph-fuse mounts from everyone else.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -123,14 +124,55 @@ class LocalNetnsRuntime(Runtime):
         self.shape_all(spec)
         return addrs
 
-    def shape_all(self, spec: ClusterSpec) -> None:
-        """The spec's caps on both ends of every link (clients get the network-wide shape)."""
+    @staticmethod
+    def _shapes(spec: ClusterSpec) -> dict[str, LinkShape]:
         shapes = {n.name: spec.shape_of(n) for n in spec.nodes}
         for client in spec.client_names():
             shapes[client] = LinkShape.model_construct(bandwidth=spec.network.bandwidth, latency=spec.network.latency)
-        for node, shape in shapes.items():
+        return shapes
+
+    def shape_all(self, spec: ClusterSpec) -> None:
+        """The spec's caps on both ends of every link (clients get the network-wide shape)."""
+        for node, shape in self._shapes(spec).items():
             for ns, dev in self.link_ends(node):
                 self._shape(ns, dev, shape)
+
+    def reshape(self, spec: ClusterSpec) -> list[str]:
+        """Every link's caps replaced by `spec`'s while the cluster runs (a swept network.bandwidth),
+        each read back from the kernel; what changed."""
+        changed = []
+        for node, shape in self._shapes(spec).items():
+            for ns, dev in self.link_ends(node):
+                if self._root_rate(ns, dev) == shape.bandwidth and shape.latency is None:
+                    continue
+                # no root qdisc yet is fine: deleting it is how tc replaces a netem/tbf pair
+                subprocess.run(["tc", "-n", ns, "qdisc", "del", "dev", dev, "root"], capture_output=True)
+                self._shape(ns, dev, shape)
+                got = self._rate(ns, dev)
+                if (got is None) != (shape.bandwidth is None) or got and abs(got - shape.bandwidth) > shape.bandwidth / 100:
+                    raise RuntimeError_(f"{node}: {ns}/{dev} reads back rate {got} bit/s after setting {shape.bandwidth}")
+                changed.append(f"{ns}/{dev}")
+        shown = {f"{b / 1e9:g} Gbit/s" if b else "uncapped" for b in (s.bandwidth for s in self._shapes(spec).values())}
+        return [f"links re-shaped in place to {', '.join(sorted(shown))} ({len(changed)} link end(s), read back with tc)"] if changed else []
+
+    @staticmethod
+    def _qdiscs(ns: str, dev: str) -> list[dict]:
+        res = subprocess.run(["tc", "-j", "-n", ns, "qdisc", "show", "dev", dev], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError_(f"`tc -n {ns} qdisc show dev {dev}` failed: {res.stderr.strip()}")
+        return json.loads(res.stdout or "[]")
+
+    def _rate(self, ns: str, dev: str) -> int | None:
+        """The tbf rate on a link end in bit/s (None: uncapped)."""
+        rates = [q["options"]["rate"] * 8 for q in self._qdiscs(ns, dev) if q.get("kind") == "tbf"]
+        return rates[0] if rates else None
+
+    def _root_rate(self, ns: str, dev: str) -> int | None | bool:
+        """The tbf rate when tbf alone is the root qdisc; False when netem or nothing of ours is there."""
+        roots = [q for q in self._qdiscs(ns, dev) if q.get("root")]
+        if roots and roots[0].get("kind") == "tbf":
+            return roots[0]["options"]["rate"] * 8
+        return None if roots and roots[0].get("kind") in ("noqueue", "pfifo_fast", "fq_codel") else False
 
     def _add_ns(self, name: str) -> None:
         self.state.add_resource("netns", name)

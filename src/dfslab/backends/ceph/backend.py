@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import subprocess
 import shutil
 import uuid
 from pathlib import Path
@@ -141,7 +142,18 @@ class CephBackend(Backend):
             self.spec = new
             public = str(ipaddress.IPv4Network(new.network.subnet)) if self.runtime.kind == "local" else None
             self.layout.conf.write_text(render_conf(new, self.layout, self.ctx.fsid, self.ctx.addresses, public))
+            for section, option, value in changes:
+                if section == live.CLIENT_SECTION:
+                    self._check_client_option(option, value)
         return done
+
+    def _check_client_option(self, option: str, value: Any) -> None:
+        """What a client starting now reads from ceph.conf (ceph-conf parses it as librados does)."""
+        res = subprocess.run(["ceph-conf", "-c", str(self.layout.conf), "-n", "client.admin", "--lookup", option],
+                             capture_output=True, text=True)
+        got = res.stdout.strip()
+        if res.returncode != 0 or got.lower() != live.as_text(value).lower():
+            raise BackendError(f"ceph.conf [client] {option} reads back {got!r} after setting it to {value!r}")
 
     def bench_pool(self, requested: str | None) -> str:
         return requested or pools.BENCH_POOL

@@ -11,6 +11,7 @@ from typing import Any
 from .. import BackendError
 
 LIVE_SECTIONS = ("osd", "mon", "mds", "mgr")
+CLIENT_SECTION = "client"  # read by every client when it starts: a new ceph.conf is enough
 
 
 def conf_changes(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> list[tuple[str, str, Any]] | None:
@@ -23,31 +24,36 @@ def conf_changes(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]])
             return None
         for option in sorted(after):
             if before.get(option) != after[option]:
-                if section not in LIVE_SECTIONS:
+                if section not in (*LIVE_SECTIONS, CLIENT_SECTION):
                     return None
                 changes.append((section, option, after[option]))
     return changes
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def apply(ctx: Any, run_ceph: Any, changes: list[tuple[str, str, Any]], daemons: dict[str, list[str]]) -> list[str] | None:
     """Set each change in every daemon of its kind and read it back; None if an option cannot
     change at run time. `run_ceph(args)` runs the ceph CLI on the client node and returns stdout."""
-    for _, option, _ in changes:
+    for section, option, _ in changes:
+        if section == CLIENT_SECTION:
+            continue
         info = ctx.admin.cmd("config help", key=option)
         if not info.get("can_update_at_runtime"):
             return None
     done = []
     for section, option, value in changes:
+        if section == CLIENT_SECTION:
+            done.append(f"client {option}={as_text(value)} (in ceph.conf for every new client)")
+            continue
         targets = daemons.get(section, [])
         if targets:
-            run_ceph(["tell", f"{section}.*", "config", "set", option, _text(value)])
+            run_ceph(["tell", f"{section}.*", "config", "set", option, as_text(value)])
         for daemon in targets:
             got = json.loads(run_ceph(["tell", daemon, "config", "get", option, "--format", "json"]) or "{}").get(option)
-            if got is None or got.lower() != _text(value).lower() and _as_number(got) != _as_number(value):
+            if got is None or got.lower() != as_text(value).lower() and _as_number(got) != _as_number(value):
                 raise BackendError(f"{daemon}: {option} reads back {got!r} after setting it to {value!r}")
         done.append(f"{section} {option}={value} (read back from {len(targets)} daemon(s))")
     return done

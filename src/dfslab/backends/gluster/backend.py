@@ -181,6 +181,18 @@ class GlusterBackend(Backend):
             time.sleep(0.5)
         raise BackendError(f"rebalance not completed within {timeout:.0f} s")
 
+    def apply_live(self, new) -> list[str] | None:
+        """Volume options (gluster.options, ping and heal timeouts) change on the running volume;
+        anything else (layout, bricks, nodes) needs a fresh cluster."""
+        live_fields = {"options", "ping_timeout", "heal_interval"}
+        old = self.spec
+        if old.model_dump(exclude={"gluster"}) != new.model_dump(exclude={"gluster"}) or \
+                old.gluster.model_dump(exclude=live_fields) != new.gluster.model_dump(exclude=live_fields):
+            return None
+        before = volume.options(self.ctx)
+        self.ctx.spec = self.spec = new
+        return volume.change_options(self.ctx, self.first, before, volume.options(self.ctx))
+
     def fio_target(self, runner, target: str, size_bytes: int) -> dict[str, Any]:
         if target != "gfapi":
             return super().fio_target(runner, target, size_bytes)

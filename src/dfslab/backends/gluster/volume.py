@@ -56,6 +56,34 @@ def create(ctx: GlusterContext, node: str, name: str = VOLUME, bricks: list[str]
     cli(ctx, node, "volume", "start", name)
 
 
+def get_option(ctx: GlusterContext, node: str, key: str, name: str = VOLUME) -> str | None:
+    """What `gluster volume get` says an option is now."""
+    root = xml(ctx, node, "volume", "get", name, key)
+    values = [o.findtext("Value") for o in root.iter("Opt") if o.findtext("Option") == key]
+    return values[0] if values else None
+
+
+def change_options(ctx: GlusterContext, node: str, old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """`volume set` what changed and `volume reset` what was dropped, on the running volume, each
+    read back with `volume get`; what was done."""
+    done = []
+    for key in sorted(set(old) - set(new)):
+        cli(ctx, node, "volume", "reset", VOLUME, key)
+        done.append(f"{key} reset to its default ({get_option(ctx, node, key)}, read back)")
+    for key, value in sorted(new.items()):
+        if old.get(key) == value:
+            continue
+        try:
+            cli(ctx, node, "volume", "set", VOLUME, key, value)
+        except BackendError as exc:
+            raise BackendError(f"gluster.options: {key}={value} refused: {exc}") from None
+        got = get_option(ctx, node, key)
+        if got is None or got.lower() != value.lower():
+            raise BackendError(f"gluster.options: {key} reads back {got!r} after `volume set` to {value!r}")
+        done.append(f"{key}={value} (read back with volume get)")
+    return done
+
+
 def delete(ctx: GlusterContext, node: str, name: str) -> None:
     cli(ctx, node, "volume", "stop", name, "force", check=False)
     cli(ctx, node, "volume", "delete", name, check=False)
