@@ -99,3 +99,18 @@ def test_a_bad_swept_value_names_its_path_and_the_combination():
     assert path == "cluster.ceph.replica_size" and "ceph.replica_size=3" in message
     with pytest.raises(SpecError, match="not both"):
         exp(cluster={"name": "sw", "nodes": 2, "ceph": {"replica_size": [1, 2]}}, runtimes=["local", "docker"])
+
+
+def test_a_swept_ceph_option_ceph_does_not_know_or_cannot_read_is_refused_before_anything_runs():
+    """Ceph's own parser (ceph-conf) judges every combination's options: an unknown name, and a
+    value it would silently replace by its default, name the path and the combination."""
+    def exp(conf):
+        return {"name": "e", "cluster": {"name": "c", "nodes": 1, "ceph": {"replica_size": [1], "conf": conf}},
+                "workloads": [{"type": "radosbench", "seconds": 2}]}
+    with pytest.raises(SpecError, match="ceph.conf.osd.osd_max_backfils: Ceph has no option 'osd_max_backfils'"):
+        parse_experiment(exp({"osd": {"osd_max_backfils": [1, 2]}}), Path("."))
+    with pytest.raises(SpecError, match=r"osd_max_backfills: 'lots' is not a valid value .*\(with ceph.replica_size=1, "
+                                        r"ceph.conf.osd.osd_max_backfills=lots\)"):
+        parse_experiment(exp({"osd": {"osd_max_backfills": [2, "lots"]}}), Path("."))
+    ok = parse_experiment(exp({"osd": {"bluestore_throttle_bytes": ["64M", 16777216]}, "client": {"rbd_cache": [True, False]}}), Path("."))
+    assert len(ok.variants) == 4

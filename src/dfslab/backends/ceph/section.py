@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from ...fields import Bytes, Strict
+from .options import option_problem
 
 if TYPE_CHECKING:
     from ...spec import ClusterSpec
@@ -63,7 +64,14 @@ class CephSpec(Strict):
         return value
 
     def check(self, cluster: "ClusterSpec") -> None:
-        """What depends on the nodes too; a ValueError starts with the field it is about."""
+        """What depends on the nodes too, and what Ceph's own parser says of the conf options; a
+        ValueError starts with the field it is about."""
+        for section, options in self.conf.items():
+            for key, value in options.items():
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                problem = option_problem(section, key, text)
+                if problem:
+                    raise ValueError(f"ceph.conf.{section}.{key}: {problem}")
         if self.mons > len(cluster.nodes):
             raise ValueError(
                 f"ceph.mons: {self.mons} monitors need {self.mons} nodes (one MON per node, as a quorum "
