@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 # Every dfslab process a test starts (CLI subprocesses included) keeps its state here,
@@ -23,16 +24,6 @@ os.environ["DFSLAB_RUNS"] = str(Path(_HOME) / "runs")
 REPO = Path(__file__).resolve().parent.parent
 DFSLAB = [sys.executable, "-m", "dfslab.cli"]
 _OWNER = Path(_HOME) / "pytest.pid"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def pytest_sessionstart(session):
@@ -48,7 +39,7 @@ def pytest_sessionstart(session):
             owner = int((home / "pytest.pid").read_text())
         except (OSError, ValueError):
             owner = 0
-        if owner and _alive(owner):
+        if owner and psutil.pid_exists(owner):
             continue
         env = {**os.environ, "DFSLAB_HOME": str(home), "DFSLAB_RUNS": str(home / "runs")}
         subprocess.run([*DFSLAB, "down", "--all"], env=env, cwd=REPO, capture_output=True, timeout=600)

@@ -93,6 +93,11 @@ def ratio_ci95(a: Sequence[float], b: Sequence[float]) -> tuple[float, tuple[flo
     return ratio, (math.exp(diff - half), math.exp(diff + half))
 
 
+def excludes_one(interval: tuple[float, float] | None) -> bool:
+    """Whether a ratio's interval says the two sides differ (no interval: it cannot say)."""
+    return bool(interval and (interval[0] > 1 or interval[1] < 1))
+
+
 @dataclass
 class Limits:
     """What the machine measured before the workloads."""

@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .analysis import mean_ci95, ratio_ci95
+from .analysis import excludes_one, mean_ci95, ratio_ci95
 from .labels import SUMMARY_METRICS, params_label, varying_keys
 from .results import RunDir
 
@@ -36,7 +36,7 @@ def compare_runs(a: Path | list[Path], b: Path | list[Path]) -> list[dict[str, A
                     "mean_a": sum(ga[key]) / len(ga[key]), "mean_b": sum(gb[key]) / len(gb[key]),
                     "n_a": len(ga[key]), "n_b": len(gb[key]), "ratio": ratio,
                     "low": interval[0] if interval else None, "high": interval[1] if interval else None,
-                    "significant": bool(interval and (interval[0] > 1 or interval[1] < 1))})
+                    "significant": excludes_one(interval)})
     return out
 
 
@@ -86,7 +86,7 @@ def rank(grouped: dict[str, dict[tuple, list[float]]]) -> list[dict[str, Any]]:
         winner = effect = None
         if len(ranked) > 1:
             ratio, interval = ratio_ci95(grouped[ranked[1]][key], grouped[ranked[0]][key])  # best / runner-up
-            if interval and (interval[0] > 1 or interval[1] < 1):
+            if excludes_one(interval):
                 winner, effect = ranked[0], ratio
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit, "ranking": entries,
                     "winner": winner, "best_over_runner_up": effect})

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import time
 import socket
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
+
+import psutil
 
 from . import cluster, report
 from .backends import TARGETS, Progress, backend_class, backend_for
@@ -300,7 +301,7 @@ def _resumed(path: Path, exp: Experiment, name: str, progress: Progress) -> tupl
     state = ClusterState(name)
     if state.exists():
         creator = state.read().get("creator_pid")
-        if creator and _alive(creator):
+        if creator and psutil.pid_exists(creator):
             raise ResumeError(f"cluster {name!r} of this run is still in use by dfslab process {creator}; "
                               f"stop that run first")
         progress("removing", f"cluster {name} left by the interrupted attempt")
@@ -308,16 +309,6 @@ def _resumed(path: Path, exp: Experiment, name: str, progress: Progress) -> tupl
     intervals = list(earlier)  # kept as they were (failed steps too, which run again): the resumed ones follow
     progress("resuming", f"{path.name}: {len(done)} step(s) done, attempt {attempt}")
     return run_dir, done, intervals, attempt
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _clock_text(seconds: float) -> str:

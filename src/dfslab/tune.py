@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from . import report
 from .backends import Progress
-from .analysis import ratio_ci95
+from .analysis import excludes_one, ratio_ci95
 from .compare import compare_runs
 from .experiment import Experiment, Step, cluster_axes, set_at, parse_experiment
 from .results import RunDir
@@ -270,9 +270,9 @@ def tune(path: Path, objective: Objective, budget: float, progress: Progress, re
             raise TuneError("no setting was measured to the end: " + "; ".join(failures or ["the budget ran out"]))
         best = (max if objective.maximize else min)(complete, key=lambda t: t.mean or 0.0)
         default_shown, default_data = default_settings(search.data, search.axes, search.source)
+        best_data = search.cluster_with(best.settings)
         measured = {}
-        for role, cluster_data, shown in (("default", default_data, default_shown),
-                                          ("best", search.cluster_with(best.settings), best.settings)):
+        for role, cluster_data, shown in (("default", default_data, default_shown), ("best", best_data, best.settings)):
             progress("confirming", f"the {role} configuration afresh, {reps} repetitions: {_shown(shown)}")
             values, outcome, _, _ = search.measure(switcher, progress, cluster_data, role, shown)
             measured[role] = (values, outcome.path)
@@ -281,14 +281,14 @@ def tune(path: Path, objective: Objective, budget: float, progress: Progress, re
     confirmation = {"metric": objective.metric, "default": measured["default"][0], "best": measured["best"][0],
                     "best_over_default": ratio, "low": interval[0] if interval else None,
                     "high": interval[1] if interval else None,
-                    "significant": bool(interval and (interval[0] > 1 or interval[1] < 1))}
+                    "significant": excludes_one(interval)}
     target = RunDir(measured["best"][1])
     target.write_json("comparison.json", {
         "what": "settings", "baseline_runtime": f"default ({_shown(default_shown)})",
         "baseline_runs": [measured["default"][1].name], "runtime": f"best ({_shown(best.settings)})",
         "runs": [target.path.name], "rows": compare_runs(measured["default"][1], target.path)})
-    target.write_spec(parse_spec(search.cluster_with(best.settings), search.source).model_dump(mode="json"), "best-spec.yaml")
-    target.write_spec({**search.exp.raw, "cluster": search.cluster_with(best.settings)}, "best-experiment.yaml")
+    target.write_spec(parse_spec(best_data, search.source).model_dump(mode="json"), "best-spec.yaml")
+    target.write_spec({**search.exp.raw, "cluster": best_data}, "best-experiment.yaml")
     target.write_json("tune.json", {
         "objective": {"text": objective.text, "metric": objective.metric, "maximize": objective.maximize,
                       "step": search.step.label},

@@ -75,6 +75,12 @@ def tbf_args(rate_bps: int) -> list[str]:
     return ["tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "latency", "50ms"]
 
 
+def _tbf_rate(qdiscs: list[dict]) -> int | None:
+    """The tbf rate among a link end's qdiscs (`tc -j qdisc show`) in bit/s; None: uncapped."""
+    rates = [q["options"]["rate"] * 8 for q in qdiscs if q.get("kind") == "tbf"]
+    return rates[0] if rates else None
+
+
 def hub_ports(spec: ClusterSpec) -> dict[str, str]:
     """{node or client: its veth on the hub's bridge}."""
     return {node: f"v{i}" for i, node in enumerate([*spec.node_names(), *spec.client_names()])}
@@ -143,12 +149,14 @@ class LocalNetnsRuntime(Runtime):
         changed = []
         for node, shape in self._shapes(spec).items():
             for ns, dev in self.link_ends(node):
-                if self._root_rate(ns, dev) == shape.bandwidth and shape.latency is None:
-                    continue
+                qdiscs = self._qdiscs(ns, dev)
+                netem = any(q.get("kind") == "netem" for q in qdiscs)
+                if shape.latency is None and not netem and _tbf_rate(qdiscs) == shape.bandwidth:
+                    continue  # already so
                 # no root qdisc yet is fine: deleting it is how tc replaces a netem/tbf pair
                 subprocess.run(["tc", "-n", ns, "qdisc", "del", "dev", dev, "root"], capture_output=True)
                 self._shape(ns, dev, shape)
-                got = self._rate(ns, dev)
+                got = _tbf_rate(self._qdiscs(ns, dev))
                 if (got is None) != (shape.bandwidth is None) or got and abs(got - shape.bandwidth) > shape.bandwidth / 100:
                     raise RuntimeError_(f"{node}: {ns}/{dev} reads back rate {got} bit/s after setting {shape.bandwidth}")
                 changed.append(f"{ns}/{dev}")
@@ -161,18 +169,6 @@ class LocalNetnsRuntime(Runtime):
         if res.returncode != 0:
             raise RuntimeError_(f"`tc -n {ns} qdisc show dev {dev}` failed: {res.stderr.strip()}")
         return json.loads(res.stdout or "[]")
-
-    def _rate(self, ns: str, dev: str) -> int | None:
-        """The tbf rate on a link end in bit/s (None: uncapped)."""
-        rates = [q["options"]["rate"] * 8 for q in self._qdiscs(ns, dev) if q.get("kind") == "tbf"]
-        return rates[0] if rates else None
-
-    def _root_rate(self, ns: str, dev: str) -> int | None | bool:
-        """The tbf rate when tbf alone is the root qdisc; False when netem or nothing of ours is there."""
-        roots = [q for q in self._qdiscs(ns, dev) if q.get("root")]
-        if roots and roots[0].get("kind") == "tbf":
-            return roots[0]["options"]["rate"] * 8
-        return None if roots and roots[0].get("kind") in ("noqueue", "pfifo_fast", "fq_codel") else False
 
     def _add_ns(self, name: str) -> None:
         self.state.add_resource("netns", name)

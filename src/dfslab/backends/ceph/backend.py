@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import subprocess
 import shutil
 import uuid
 from pathlib import Path
@@ -16,7 +15,7 @@ from ...procs import tool_version
 from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, table
-from . import client, health, live, mds, mgr, mon, osd, pools, tools
+from . import client, health, live, mds, mgr, mon, options, osd, pools, tools
 from .conf import CephLayout, render_conf
 from .context import CephContext
 
@@ -149,10 +148,9 @@ class CephBackend(Backend):
 
     def _check_client_option(self, option: str, value: Any) -> None:
         """What a client starting now reads from ceph.conf (ceph-conf parses it as librados does)."""
-        res = subprocess.run(["ceph-conf", "-c", str(self.layout.conf), "-n", "client.admin", "--lookup", option],
-                             capture_output=True, text=True)
+        res = options.read_option(str(self.layout.conf), "client.admin", option)
         got = res.stdout.strip()
-        if res.returncode != 0 or got.lower() != live.as_text(value).lower():
+        if res.returncode != 0 or not options.same_value(options.as_text(value), got):
             raise BackendError(f"ceph.conf [client] {option} reads back {got!r} after setting it to {value!r}")
 
     def bench_pool(self, requested: str | None) -> str:

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from .. import BackendError
+from .options import as_text, same_value
 
 LIVE_SECTIONS = ("osd", "mon", "mds", "mgr")
 CLIENT_SECTION = "client"  # read by every client when it starts: a new ceph.conf is enough
@@ -30,10 +31,6 @@ def conf_changes(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]])
     return changes
 
 
-def as_text(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def apply(ctx: Any, run_ceph: Any, changes: list[tuple[str, str, Any]], daemons: dict[str, list[str]]) -> list[str] | None:
     """Set each change in every daemon of its kind and read it back; None if an option cannot
     change at run time. `run_ceph(args)` runs the ceph CLI on the client node and returns stdout."""
@@ -53,14 +50,8 @@ def apply(ctx: Any, run_ceph: Any, changes: list[tuple[str, str, Any]], daemons:
             run_ceph(["tell", f"{section}.*", "config", "set", option, as_text(value)])
         for daemon in targets:
             got = json.loads(run_ceph(["tell", daemon, "config", "get", option, "--format", "json"]) or "{}").get(option)
-            if got is None or got.lower() != as_text(value).lower() and _as_number(got) != _as_number(value):
+            if got is None or not same_value(as_text(value), got):
                 raise BackendError(f"{daemon}: {option} reads back {got!r} after setting it to {value!r}")
         done.append(f"{section} {option}={value} (read back from {len(targets)} daemon(s))")
     return done
 
-
-def _as_number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None

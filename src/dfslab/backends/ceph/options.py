@@ -22,12 +22,22 @@ def _entity(section: str) -> str:
     return section if "." in section else f"{section}.0"
 
 
+def as_text(value: object) -> str:
+    """A spec value as ceph.conf and the ceph CLI write it (booleans lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def read_option(conf: str, entity: str, option: str) -> subprocess.CompletedProcess:
+    """What `entity` (e.g. client.admin, osd.0) reads `option` as from the conf file at `conf`."""
+    return subprocess.run(["ceph-conf", "-c", conf, "-n", entity, "--show-config-value", option],
+                          capture_output=True, text=True, timeout=30)
+
+
 def _lookup(conf_text: str, entity: str, option: str) -> subprocess.CompletedProcess:
     with tempfile.NamedTemporaryFile("w", suffix=".conf", prefix="dfslab-check-") as conf:
         conf.write(conf_text)
         conf.flush()
-        return subprocess.run(["ceph-conf", "-c", conf.name, "-n", entity, "--show-config-value", option],
-                              capture_output=True, text=True, timeout=30)
+        return read_option(conf.name, entity, option)
 
 
 def _number(text: str) -> float | None:
@@ -36,6 +46,7 @@ def _number(text: str) -> float | None:
 
 
 def same_value(given: str, read: str) -> bool:
+    """Whether Ceph reading `read` means the value `given` (64M is 67108864, on is true)."""
     g, r = given.strip().lower(), read.strip().lower()
     if g == r or (g in TRUE and r in TRUE) or (g in FALSE and r in FALSE):
         return True

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from ...fields import Bytes, Strict
-from .options import option_problem
+from .options import as_text, option_problem
 
 if TYPE_CHECKING:
     from ...spec import ClusterSpec
@@ -68,8 +68,7 @@ class CephSpec(Strict):
         ValueError starts with the field it is about."""
         for section, options in self.conf.items():
             for key, value in options.items():
-                text = str(value).lower() if isinstance(value, bool) else str(value)
-                problem = option_problem(section, key, text)
+                problem = option_problem(section, key, as_text(value))
                 if problem:
                     raise ValueError(f"ceph.conf.{section}.{key}: {problem}")
         if self.mons > len(cluster.nodes):
