@@ -9,9 +9,12 @@ DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse gluste
       g++ make fio iperf3 iproute2 iputils-ping util-linux procps fuse3 python3-venv python3-pip
       mariadb-server mariadb-client
       docker.io debootstrap prometheus-node-exporter prometheus
+      etcd-server containernetworking-plugins golang-go
       chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload; g++: cls_dfslab
                  # docker.io + debootstrap: runtime docker (dfslab starts its own dockerd, builds its image)
                  # prometheus-node-exporter: the scraping test of filesystem: external; prometheus: the live-metrics test
+                 # etcd-server, containernetworking-plugins (+ containerd, runc from docker.io): runtime kubernetes's
+                 # local cluster; golang-go: only to fetch a recent Go toolchain (scripts/build-kubernetes.sh)
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (dfslab creates network namespaces and runs Ceph daemons)" >&2
@@ -51,4 +54,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e '.[test]'
   touch "$stamp"
 fi
+# Kubernetes and Rook binaries (runtime kubernetes): built once from the Go module proxy, cached.
+bash scripts/build-kubernetes.sh
 .venv/bin/python -c "import rados, dfslab" && echo "install-deps: ok ($(ceph --version | cut -d' ' -f1-3))"

@@ -215,7 +215,7 @@ class Attached:
 
     def runner(self, raw_dir: Path) -> Runner:
         scratch = self.state.sub("scratch")
-        return Runner(self.runtime.command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
+        return Runner(self.runtime.job_command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
                       clients=self.spec.client_names(),
                       storage=self.backend)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
-from .backends.registry import FILESYSTEMS, default_runtime, section_class
+from .backends.registry import FILESYSTEMS, default_runtime, engines_of, section_class
 from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 
@@ -67,14 +67,35 @@ class Node(LinkShape):
         return value
 
 
+class LocalKubernetes(Strict):
+    """A Kubernetes dfslab starts on this machine: the spec's nodes and clients are its nodes."""
+
+
+class KubernetesSection(Strict):
+    """Where runtime kubernetes runs: `local: {}` (the default) starts one here."""
+
+    local: LocalKubernetes | None = Field(None, description="start a real Kubernetes here (etcd, API server, "
+                                                           "a containerd + kubelet per node namespace)")
+    namespace: str = Field("rook-ceph", description="the Kubernetes namespace dfslab creates its objects in")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", value):
+            raise ValueError(f"{value!r} is not a Kubernetes namespace name (lowercase letters, digits, '-')")
+        return value
+
+
 class ClusterBase(Strict):
     """What every cluster has; `ClusterSpec` adds one section per filesystem (below)."""
 
     name: str = Field(description="cluster name; namespaces and the state directory are named after it")
     filesystem: str = "ceph"
-    runtime: Literal["local", "docker", "host"] = Field(
+    runtime: Literal["local", "docker", "kubernetes", "host"] = Field(
         "local", description="local: nodes are network namespaces (the default); docker: every daemon in its own "
-                             "container; host: nothing is started (filesystem: external, the default there)")
+                             "container; kubernetes: Rook deploys Ceph on a Kubernetes (kubernetes.local: one "
+                             "dfslab starts here); host: nothing is started (filesystem: external, the default there)")
+    kubernetes: KubernetesSection = Field(default_factory=lambda: KubernetesSection(local=LocalKubernetes()))
     network: Network = Field(default_factory=Network)
     nodes: list[Node] = Field(default_factory=list, max_length=16,
                               description="the servers dfslab starts (none for a cluster you already run)")
@@ -117,6 +138,9 @@ class ClusterBase(Strict):
                              f"external); use runtime local or docker for {self.filesystem}")
         if not deploys and self.nodes:
             raise ValueError("nodes: runtime host starts no nodes (the cluster is one you already run); remove nodes:")
+        if self.runtime == "kubernetes" and "kubernetes" not in engines_of(self.filesystem):
+            raise ValueError(f"runtime: on kubernetes an operator deploys the filesystem (Rook for ceph); "
+                             f"{self.filesystem} has none in dfslab yet: use runtime local or docker")
         names = [n.name for n in self.nodes]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

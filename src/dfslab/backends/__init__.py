@@ -204,7 +204,7 @@ class Backend(ABC):
 
 
 def backend_class(spec: ClusterSpec) -> type[Backend]:
-    return backend_class_of(spec.filesystem)
+    return backend_class_of(spec.filesystem, spec.runtime)
 
 
 def backend_for(spec: ClusterSpec, runtime: Runtime) -> Backend:

@@ -24,7 +24,18 @@ def section_class(filesystem: str) -> Any:
     return import_module(f"{FILESYSTEMS[filesystem]}.section").SECTION
 
 
-def backend_class_of(filesystem: str) -> Any:
+def engines_of(filesystem: str) -> dict[str, str]:
+    """{runtime: "module:Class"} of the runtimes on which an engine of their own deploys `filesystem`."""
+    return dict(getattr(import_module(FILESYSTEMS[filesystem]), "ENGINES", {}))
+
+
+def backend_class_of(filesystem: str, runtime: str | None = None) -> Any:
+    """The filesystem's Backend; on a runtime with an engine of its own (kubernetes: Rook) the
+    class its package names in `ENGINES` instead."""
+    engine = engines_of(filesystem).get(runtime or "")
+    if engine:
+        module, _, cls = engine.partition(":")
+        return getattr(import_module(module), cls)
     return import_module(f"{FILESYSTEMS[filesystem]}.backend").BACKEND
 
 

@@ -55,6 +55,11 @@ class Runtime(ABC):
     def command(self, node: str, argv: list[str]) -> list[str]:
         """`argv` wrapped so that it runs on `node`."""
 
+    def job_command(self, node: str, argv: list[str]) -> list[str]:
+        """`argv` wrapped so that a workload's tool runs on `node` the way this runtime runs work
+        (runtime kubernetes: as a Job); control commands use `command`."""
+        return self.command(node, argv)
+
     def run(self, node: str, argv: list[str], timeout: float = 120, check: bool = True, **kw) -> subprocess.CompletedProcess:
         return subprocess.run(self.command(node, argv), capture_output=True, text=True, timeout=timeout, check=check, **kw)
 
@@ -112,6 +117,7 @@ RUNTIMES = {
     "local": "dfslab.runtime.local:LocalNetnsRuntime",
     "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
     "docker": "dfslab.runtime.docker:DockerRuntime",
+    "kubernetes": "dfslab.runtime.kubernetes:KubernetesRuntime",
     "host": "dfslab.runtime.host:HostRuntime",
 }
 

@@ -6,6 +6,8 @@ Rook keeps them apart; `backend.py` only orders them and answers for the cluster
 
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version).
 IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common"]
+# On runtime kubernetes Rook deploys Ceph; dfslab renders its objects and measures what it built.
+ENGINES = {"kubernetes": "dfslab.backends.ceph.rook:RookCephBackend"}
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"out": "dfslab.backends.ceph.faults:MarkOut", "fill": "dfslab.backends.ceph.faults:FillOsd"}
 

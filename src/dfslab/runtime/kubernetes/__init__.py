@@ -1,0 +1,187 @@
+"""Runtime kubernetes, local: a real single-machine Kubernetes that dfslab starts and removes.
+
+    dfs-<cluster>-client   etcd (loopback only), kube-apiserver :6443, controller manager,
+                           scheduler, and the client node's containerd + kubelet
+    dfs-<cluster>-<node>   that node's containerd + kubelet (node.py: its own mount namespace)
+
+The nodes are the local runtime's network namespaces, links shaped the same way; each gets a
+default route on its link (the API server and kubelets pick their address from it) and one
+DNAT rule standing in for kube-proxy: the `kubernetes` Service's ClusterIP:443 -> the API
+server, so pods' in-cluster config (Rook's operator) reaches it. dfslab's pods use the host
+network; nothing else needs Services. Binaries come from scripts/build-kubernetes.sh, the
+image from images.py. Everything is recorded and removed by `down` like the local runtime's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ...procs import proc_start_time, terminate
+from ...spec import ClusterSpec
+from .. import CLIENT, RuntimeError_
+from ..local import LocalNetnsRuntime, NETNS_DIR, node_addresses
+from . import node as knode
+from . import pki as kpki
+
+API_PORT = 6443
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
+ROOK_HOST_PATH = "/var/lib/dfslab-rook"  # dataDirHostPath: each node's namespace binds its own dir here
+
+
+def k8s_cache() -> Path:
+    return Path(os.environ.get("DFSLAB_K8S_CACHE", Path.home() / ".cache/dfslab/kubernetes"))
+
+
+def binary(name: str) -> str:
+    path = k8s_cache() / "bin" / name
+    if not path.exists():
+        raise RuntimeError_(f"runtime kubernetes: {path} is missing; build the Kubernetes and Rook binaries once "
+                            "with `bash scripts/build-kubernetes.sh` (make install-deps runs it; ~10 min cold)")
+    return str(path)
+
+
+class KubernetesRuntime(LocalNetnsRuntime):
+    kind = "kubernetes"
+
+    @property
+    def home(self) -> Path:
+        return self.state.dir / "kubernetes"
+
+    @property
+    def pki(self) -> kpki.Pki:
+        return kpki.Pki(self.home / "pki")
+
+    def node_paths(self, node: str) -> knode.NodePaths:
+        return knode.NodePaths(self.home / "nodes" / node)
+
+    def kube_nodes(self, spec: ClusterSpec) -> list[str]:
+        return [*spec.node_names(), *spec.client_names()]
+
+    @property
+    def api_address(self) -> str:
+        return self.address(CLIENT)
+
+    # -- lifecycle --------------------------------------------------------------
+    def preflight(self, spec: ClusterSpec) -> None:
+        for name in (*COMPONENTS, "rook"):
+            binary(name)
+        for tool in ("etcd", "containerd", "runc", "ctr", "iptables", "losetup", "unshare"):
+            if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode != 0:
+                raise RuntimeError_(f"runtime kubernetes: `{tool}` is missing; `make install-deps` installs it")
+        if not Path(knode.CNI_BIN, "bridge").exists():
+            raise RuntimeError_("runtime kubernetes: CNI plugins are missing; install Debian's containernetworking-plugins")
+        super().preflight(spec)
+
+    def prepare(self, spec: ClusterSpec, progress) -> None:
+        from . import images
+        self.state.update(k8s_images=images.ensure(progress))
+
+    def create(self, spec: ClusterSpec) -> dict[str, str]:
+        addrs = super().create(spec)
+        self.state.update(addresses=addrs)
+        for node in self.kube_nodes(spec):
+            ns = self.ns(node)
+            subprocess.run(["ip", "-n", ns, "route", "add", "default", "dev", "eth0"], check=True, capture_output=True)
+            self._iptables(ns, ["-t", "nat", "-A", "OUTPUT", "-d", kpki.SERVICE_IP, "-p", "tcp", "--dport", "443",
+                                "-j", "DNAT", "--to-destination", f"{addrs[CLIENT]}:{API_PORT}"])
+        return addrs
+
+    def start_kubernetes(self, spec: ClusterSpec, progress) -> None:
+        """Control plane, then every node; returns when every node is Ready."""
+        from . import control
+        nodes = self.kube_nodes(spec)
+        users = {"admin": "system:masters", "system:kube-controller-manager": "", "system:kube-scheduler": "",
+                 **{f"system:node:{n}": "system:nodes" for n in nodes}}
+        kpki.create(self.pki.dir, self.api_address, users)
+        progress("starting Kubernetes control plane", f"etcd, kube-apiserver on {self.api_address}:{API_PORT}")
+        control.start(self, progress)
+        images = self.state.read()["k8s_images"]
+        for i, node in enumerate(nodes):
+            progress("starting Kubernetes nodes", f"{node}: containerd, image import, kubelet ({i + 1}/{len(nodes)})")
+            self.start_node(node, i, images, [] if node in spec.client_names() else self.loops_of(node))
+        control.wait_nodes_ready(self, nodes, progress)
+
+    def job_command(self, node: str, argv: list[str]) -> list[str]:
+        return [sys.executable, "-m", "dfslab.runtime.kubernetes.job", self.state.name, node, "--", *argv]
+
+    # -- nodes ------------------------------------------------------------------
+    def loops_of(self, node: str) -> list[str]:
+        return [loop["device"] for loop in self.state.resources("loop") if loop["node"] == node]
+
+    def add_loop(self, node: str, backing: Path, size: int) -> str:
+        """A loop device over a sparse file: one disk of `node` (seen only in its /dev)."""
+        backing.parent.mkdir(parents=True, exist_ok=True)
+        with open(backing, "wb") as fh:
+            fh.truncate(size)
+        res = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(backing)], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError_(f"losetup of {backing} failed: {res.stderr.strip()}")
+        device = res.stdout.strip()
+        self.state.add_resource("loop", {"node": node, "device": device, "file": str(backing)})
+        return device
+
+    def start_node(self, node: str, index: int, images: dict[str, str], loops: list[str]) -> None:
+        paths = self.node_paths(node)
+        knode.prepare_dirs(paths)
+        Path(ROOK_HOST_PATH).mkdir(exist_ok=True)
+        holder = self.spawn(f"node-{node}", node, ["unshare", "--mount", "--propagation", "slave", "--",
+                                                   "sh", "-c", knode.mount_namespace_script(paths, ROOK_HOST_PATH, loops)])
+        knode.wait_file(paths.ready, f"node {node}'s mount namespace", holder.alive)
+        (paths.root / "containerd.toml").write_text(knode.containerd_config(paths, images["sandbox"]))
+        (paths.cni_conf / "10-dfslab.conflist").write_text(knode.cni_config(f"10.244.{index}.0/24"))
+        in_node = lambda argv: knode.nsenter_mount(holder.pid, argv)  # noqa: E731
+        containerd = self.spawn(f"containerd-{node}", node, in_node(["containerd", "--config", str(paths.root / "containerd.toml")]))
+        knode.wait_file(paths.socket, f"containerd of {node}", containerd.alive)
+        res = subprocess.run(self.command(node, in_node(["ctr", "--address", str(paths.socket), "-n", "k8s.io",
+                                                         "images", "import", "--no-unpack", images["archive"]])),
+                             capture_output=True, text=True, timeout=600)
+        if res.returncode != 0:
+            raise RuntimeError_(f"importing {images['archive']} into {node}'s containerd failed: {res.stderr.strip()[-400:]}")
+        kubeconfig = paths.root / "kubelet.kubeconfig"
+        kubeconfig.write_text(kpki.kubeconfig(self.pki, f"https://{self.api_address}:{API_PORT}", f"system:node:{node}"))
+        kubeconfig.chmod(0o600)
+        (paths.root / "kubelet.yaml").write_text(knode.kubelet_config(paths))
+        role = "client" if node.startswith(CLIENT) else "server"
+        self.spawn(f"kubelet-{node}", node, in_node([
+            binary("kubelet"), "--config", str(paths.root / "kubelet.yaml"), "--kubeconfig", str(kubeconfig),
+            "--root-dir", str(paths.kubelet_root), "--hostname-override", node, "--node-ip", self.address(node),
+            "--node-labels", f"dfslab.io/role={role}", "--v", "1"]))
+
+    @staticmethod
+    def _iptables(ns: str, rule: list[str]) -> None:
+        res = subprocess.run(["nsenter", f"--net={NETNS_DIR / ns}", "--", "iptables", *rule], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError_(f"iptables in {ns} failed: {res.stderr.strip()}")
+
+    # -- teardown ---------------------------------------------------------------
+    def destroy(self) -> list[str]:
+        # Kubelets first (they would restart what goes next), then everything in the namespaces.
+        for proc in self.procs.all():
+            if proc.name.startswith("kubelet-") and proc.alive():
+                terminate([proc.pid], {proc.pid: proc.start_time}, timeout=0)
+        removed = super().destroy()
+        for loop in self.state.resources("loop"):
+            self._detach(loop)
+            self.state.remove_resource("loop", loop)
+        return removed
+
+    @staticmethod
+    def _detach(loop: dict) -> None:
+        """Detach a loop device only while it is still backed by dfslab's own file."""
+        sys_file = Path("/sys/block") / Path(loop["device"]).name / "loop" / "backing_file"
+        try:
+            backing = sys_file.read_text().strip()
+        except OSError:
+            return
+        if backing == loop["file"]:
+            subprocess.run(["losetup", "-d", loop["device"]], capture_output=True)
+
+    def leftovers(self) -> list[str]:
+        found = super().leftovers()
+        for loop in self.state.resources("loop"):
+            found.append(f"loop device {loop['device']} ({loop['file']})")
+        return found

@@ -1,0 +1,105 @@
+"""The local Kubernetes's control plane (in the client namespace) and the API client dfslab uses.
+
+etcd listens on the namespace's loopback only; kube-apiserver authenticates with the static
+token file (pki.py) and authorizes with Node + RBAC, as kubeadm sets it up; the controller
+manager publishes the CA to every namespace (pods' kube-root-ca.crt) and the scheduler places
+pods. dfslab's own calls go through the official `kubernetes` client, to the API server via a
+relay into the namespace (netns_socket.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+from .. import CLIENT, RuntimeError_
+from . import pki as kpki
+from .netns_socket import NamespaceRelay
+
+_RELAYS: dict[str, NamespaceRelay] = {}
+
+
+def start(rt, progress) -> None:
+    home, pki = rt.home, rt.pki
+    etcd_dir = home / "etcd"
+    etcd_dir.mkdir(parents=True, exist_ok=True)
+    etcd_dir.chmod(0o700)
+    rt.spawn("etcd", CLIENT, ["etcd", "--name", "dfslab", "--data-dir", str(etcd_dir),
+                              "--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
+                              "--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
+                              "--initial-cluster", "dfslab=http://127.0.0.1:2380", "--log-level", "warn"],
+             env={"ETCD_UNSUPPORTED_ARCH": ""})
+    from . import binary, API_PORT
+    rt.spawn("kube-apiserver", CLIENT, [
+        binary("kube-apiserver"), "--etcd-servers", "http://127.0.0.1:2379",
+        "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT), "--advertise-address", rt.api_address,
+        "--tls-cert-file", str(pki.server_cert), "--tls-private-key-file", str(pki.server_key),
+        "--token-auth-file", str(pki.tokens), "--authorization-mode", "Node,RBAC",
+        "--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", str(pki.sa_pub),
+        "--service-account-signing-key-file", str(pki.sa_key), "--service-cluster-ip-range", kpki.SERVICE_RANGE,
+        "--kubelet-preferred-address-types", "InternalIP", "--enable-admission-plugins", "NodeRestriction",
+        "--allow-privileged", "true", "--profiling", "false", "--v", "1"])
+    wait_api(rt, progress)
+    for component, user in (("kube-controller-manager", "system:kube-controller-manager"),
+                            ("kube-scheduler", "system:kube-scheduler")):
+        conf = home / f"{component}.kubeconfig"
+        conf.write_text(kpki.kubeconfig(pki, f"https://{rt.api_address}:{API_PORT}", user))
+        conf.chmod(0o600)
+        extra = (["--root-ca-file", str(pki.ca), "--service-account-private-key-file", str(pki.sa_key),
+                  "--controllers", "*,-bootstrapsigner,-tokencleaner", "--use-service-account-credentials", "false"]
+                 if component == "kube-controller-manager" else [])
+        rt.spawn(component, CLIENT, [binary(component), "--kubeconfig", str(conf), "--authentication-kubeconfig", str(conf),
+                                     "--authorization-kubeconfig", str(conf), "--leader-elect", "false",
+                                     "--bind-address", "127.0.0.1", *extra, "--v", "1"])
+
+
+def api_client(rt):
+    """A `kubernetes.client.ApiClient` as cluster-admin of the local Kubernetes."""
+    from kubernetes import client
+    from . import API_PORT
+    key = str(rt.state.dir)
+    if key not in _RELAYS:
+        _RELAYS[key] = NamespaceRelay(f"/run/netns/{rt.ns(CLIENT)}", rt.api_address, API_PORT)
+    conf = client.Configuration()
+    conf.host = f"https://127.0.0.1:{_RELAYS[key].port}"
+    conf.ssl_ca_cert = str(rt.pki.ca)
+    conf.api_key = {"authorization": "Bearer " + rt.pki.token("admin")}
+    return client.ApiClient(conf)
+
+
+def wait_api(rt, progress, timeout: float = 90) -> None:
+    from kubernetes import client
+    api = api_client(rt)
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        proc = rt.procs.get("kube-apiserver")
+        if proc is not None and not proc.alive():
+            raise RuntimeError_(f"kube-apiserver exited; see {proc.log}")
+        try:
+            body = api.call_api("/readyz", "GET", auth_settings=["BearerToken"], response_type="str",
+                                _return_http_data_only=True, _preload_content=False)
+            if body.status == 200:
+                return
+        except Exception as exc:  # connection refused while it starts
+            last = str(exc)[:200]
+        time.sleep(0.5)
+    raise RuntimeError_(f"kube-apiserver not ready within {timeout:.0f} s ({last}); see {rt.state.logs_dir / 'kube-apiserver.out'}")
+
+
+def wait_nodes_ready(rt, nodes: list[str], progress, timeout: float = 120) -> None:
+    from kubernetes import client
+    core = client.CoreV1Api(api_client(rt))
+    deadline = time.monotonic() + timeout
+    ready: set[str] = set()
+    while time.monotonic() < deadline:
+        for proc in rt.procs.all():
+            if proc.name.startswith(("kubelet-", "containerd-", "kube-")) and not proc.alive():
+                raise RuntimeError_(f"{proc.name} exited; see {proc.log}")
+        ready = {n.metadata.name for n in core.list_node().items
+                 if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])}
+        progress("waiting for Kubernetes nodes", f"{len(ready)}/{len(nodes)} Ready")
+        if ready >= set(nodes):
+            return
+        time.sleep(1)
+    raise RuntimeError_(f"Kubernetes nodes not Ready within {timeout:.0f} s: {sorted(set(nodes) - ready)}; "
+                        f"see {rt.state.logs_dir}/kubelet-*.out")
