@@ -9,13 +9,16 @@
 # is used; otherwise (Debian 12 has Go 1.19) the toolchain is fetched the way Go's own
 # GOTOOLCHAIN switch does it: as the module golang.org/toolchain from the module proxy.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 K8S_VERSION=v1.34.4
 ROOK_VERSION=v1.12.11
 GO_TOOLCHAIN=go1.24.4
 CACHE=${DFSLAB_K8S_CACHE:-$HOME/.cache/dfslab/kubernetes}
 BIN=$CACHE/bin
-STAMP=$CACHE/built-$K8S_VERSION-rook-$ROOK_VERSION
+# The stamp names the patches too: a changed patch rebuilds Rook.
+PATCHES=$(cat "$(dirname "$0")"/../native/rook/*.patch | sha256sum | cut -c1-8)
+STAMP=$CACHE/built-$K8S_VERSION-rook-$ROOK_VERSION-$PATCHES
 export GOPATH=$CACHE/gopath GOMODCACHE=$CACHE/gopath/pkg/mod GOCACHE=$CACHE/gocache
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 
@@ -98,29 +101,28 @@ EOF
 }
 
 build_rook() {
-  local mod=$CACHE/rook-module
-  rm -rf "$mod"; mkdir -p "$mod"; cd "$mod"
-  local info dir
-  info=$("$GO" mod download -json "github.com/rook/rook@$ROOK_VERSION")
-  dir=$(echo "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  # Rook's own go.mod (its exclude and replace blocks matter), renamed, plus Rook itself.
-  sed -e 's|^module github.com/rook/rook$|module dfslab.local/rook-build|' \
-      -e 's|=> \./pkg/apis|=> '"$dir"'/pkg/apis|' "$dir/go.mod" > go.mod
-  cp "$dir/go.sum" go.sum; chmod u+w go.mod go.sum
-  echo "require github.com/rook/rook $ROOK_VERSION" >> go.mod
-  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/rook/rook/cmd/rook"\n' > tools.go
+  local src=$CACHE/rook-src dir
+  dir=$("$GO" mod download -json "github.com/rook/rook@$ROOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  # Rook's own module tree (its go.mod with its exclude and replace blocks, its go.sum), plus
+  # dfslab's patches (native/rook/*.patch, each saying why): this kernel has no device-mapper.
+  rm -rf "$src"; cp -r "$dir" "$src"; chmod -R u+w "$src"
+  for p in "$HERE"/../native/rook/*.patch; do
+    echo "build-kubernetes: applying $(basename "$p") to Rook"
+    patch -s -d "$src" -p1 < "$p"
+  done
+  cd "$src"
   # github.com/csi-addons is missing from the checksum database.
-  GONOSUMDB=github.com/csi-addons "$GO" mod tidy
   echo "build-kubernetes: go build rook $ROOK_VERSION"
   GONOSUMDB=github.com/csi-addons "$GO" build -trimpath \
     -ldflags "-s -w -X github.com/rook/rook/pkg/version.Version=$ROOK_VERSION" \
-    -o "$BIN/rook" github.com/rook/rook/cmd/rook
+    -o "$BIN/rook.partial" ./cmd/rook
+  mv "$BIN/rook.partial" "$BIN/rook"
   # Rook's manifests: the CRDs (their schemas validate what dfslab renders), RBAC, operator.
   cp "$dir"/deploy/examples/{crds.yaml,common.yaml,operator.yaml} "$CACHE/rook/"
   chmod u+w "$CACHE"/rook/*.yaml
 }
 
 [ -x "$BIN/kubelet" ] || build_kubernetes
-[ -x "$BIN/rook" ] || build_rook
+[ -f "$STAMP" ] || build_rook
 touch "$STAMP"
 echo "build-kubernetes: ok ($BIN)"

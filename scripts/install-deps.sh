@@ -9,7 +9,7 @@ DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse gluste
       g++ make fio iperf3 iproute2 iputils-ping util-linux procps fuse3 python3-venv python3-pip
       mariadb-server mariadb-client
       docker.io debootstrap prometheus-node-exporter prometheus
-      etcd-server containernetworking-plugins golang-go
+      etcd-server containernetworking-plugins golang-go patch
       chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload; g++: cls_dfslab
                  # docker.io + debootstrap: runtime docker (dfslab starts its own dockerd, builds its image)
                  # prometheus-node-exporter: the scraping test of filesystem: external; prometheus: the live-metrics test

@@ -25,7 +25,7 @@ from ...runtime import RuntimeError_
 from .. import BackendError, Progress
 from . import health, pools
 from .backend import CephBackend
-from .conf import render_conf
+from ...runtime.kubernetes.control import raw_call
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
@@ -59,9 +59,9 @@ def operator_objects(namespace: str, image: str) -> list[dict]:
     objs = load_manifests("operator.yaml", namespace)
     for obj in objs:
         if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "rook-ceph-operator-config":
-            obj["data"].update({"ROOK_CSI_DISABLE_DRIVER": "true", "ROOK_CEPH_ALLOW_LOOP_DEVICES": "true",
-                                "ROOK_ENABLE_DISCOVERY_DAEMON": "false", "ROOK_LOG_LEVEL": "INFO",
-                                "CSI_ENABLE_CEPHFS": "false", "CSI_ENABLE_RBD": "false"})
+            obj["data"].update({"ROOK_CSI_ENABLE_CEPHFS": "false", "ROOK_CSI_ENABLE_RBD": "false",
+                                "ROOK_CSI_ENABLE_NFS": "false", "ROOK_CEPH_ALLOW_LOOP_DEVICES": "true",
+                                "ROOK_ENABLE_DISCOVERY_DAEMON": "false", "ROOK_LOG_LEVEL": "INFO"})
         if obj["kind"] == "Deployment" and obj["metadata"]["name"] == "rook-ceph-operator":
             pod = obj["spec"]["template"]["spec"]
             pod.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
@@ -103,8 +103,8 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, loops: dic
     for pool in pools.POOLS:
         objs.append({"apiVersion": f"{GROUP}/{VERSION}", "kind": "CephBlockPool",
                      "metadata": {"name": pool, "namespace": namespace},
-                     "spec": {"name": pool, "failureDomain": failure_domain, "replicated": replicated,
-                              "application": pools.POOLS[pool]}})
+                     # Rook enables application rbd on every CephBlockPool (rados bench does not mind)
+                     "spec": {"failureDomain": failure_domain, "replicated": replicated}})
     if c.cephfs:
         objs.append({"apiVersion": f"{GROUP}/{VERSION}", "kind": "CephFilesystem",
                      "metadata": {"name": FS_NAME, "namespace": namespace},
@@ -245,9 +245,8 @@ def _server_side_apply(api, obj: dict, dry_run: bool = False) -> None:
     path = f"{prefix}/namespaces/{namespace}/{plural}/{obj['metadata']['name']}" if namespace else \
         f"{prefix}/{plural}/{obj['metadata']['name']}"
     query = [("fieldManager", "dfslab"), ("force", "true")] + ([("dryRun", "All")] if dry_run else [])
-    api.call_api(path, "PATCH", query_params=query, header_params={"Content-Type": "application/apply-patch+yaml",
-                                                                   "Accept": "application/json"},
-                 body=json.dumps(obj), auth_settings=["BearerToken"], _preload_content=False)
+    raw_call(api, "PATCH", path, query, {"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
+             json.dumps(obj))
 
 
 _PLURALS: dict[tuple[str, str], str] = {}
@@ -261,13 +260,13 @@ def _plural(api, group_version: str, kind: str) -> str:
     deadline = time.monotonic() + 30  # a CRD applied a moment ago is served once it is Established
     while key not in _PLURALS and time.monotonic() < deadline:
         try:
-            resp = api.call_api(prefix, "GET", auth_settings=["BearerToken"], _preload_content=False)
+            _, data = raw_call(api, "GET", prefix)
         except ApiException as exc:
             if exc.status != 404:
                 raise
             time.sleep(0.5)
             continue
-        for res in json.loads(resp[0].data if isinstance(resp, tuple) else resp.data)["resources"]:
+        for res in json.loads(data)["resources"]:
             if "/" not in res["name"]:
                 _PLURALS[(group_version, res["kind"])] = res["name"]
         if key not in _PLURALS:

@@ -44,6 +44,11 @@ def binary(name: str) -> str:
     return str(path)
 
 
+def pod_subnet(index: int) -> str:
+    """The bridge-network pods' addresses on the index-th node."""
+    return f"10.244.{index}.0/24"
+
+
 class KubernetesRuntime(LocalNetnsRuntime):
     kind = "kubernetes"
 
@@ -77,17 +82,26 @@ class KubernetesRuntime(LocalNetnsRuntime):
         super().preflight(spec)
 
     def prepare(self, spec: ClusterSpec, progress) -> None:
+        from .. import engine
         from . import images
         self.state.update(k8s_images=images.ensure(progress))
+        engine.stop_if_unused()  # the images are built and saved; the nodes' containerds run them
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
         addrs = super().create(spec)
         self.state.update(addresses=addrs)
-        for node in self.kube_nodes(spec):
+        to_api = ["-d", kpki.SERVICE_IP, "-p", "tcp", "--dport", "443", "-j", "DNAT",
+                  "--to-destination", f"{addrs[CLIENT]}:{API_PORT}"]
+        for index, node in enumerate(self.kube_nodes(spec)):
             ns = self.ns(node)
             subprocess.run(["ip", "-n", ns, "route", "add", "default", "dev", "eth0"], check=True, capture_output=True)
-            self._iptables(ns, ["-t", "nat", "-A", "OUTPUT", "-d", kpki.SERVICE_IP, "-p", "tcp", "--dport", "443",
-                                "-j", "DNAT", "--to-destination", f"{addrs[CLIENT]}:{API_PORT}"])
+            # Host-network pods (OUTPUT) and bridge pods (PREROUTING) reach the API server at the
+            # ClusterIP; bridge pods leave the node with its address (no route to pod subnets).
+            self._iptables(ns, ["-t", "nat", "-A", "OUTPUT", *to_api])
+            self._iptables(ns, ["-t", "nat", "-A", "PREROUTING", *to_api])
+            self._iptables(ns, ["-t", "nat", "-A", "POSTROUTING", "-s", pod_subnet(index), "!", "-d", pod_subnet(index),
+                                "-j", "MASQUERADE"])
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"], check=True, capture_output=True)
         return addrs
 
     def start_kubernetes(self, spec: ClusterSpec, progress) -> None:
@@ -132,7 +146,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
                                                    "sh", "-c", knode.mount_namespace_script(paths, ROOK_HOST_PATH, loops)])
         knode.wait_file(paths.ready, f"node {node}'s mount namespace", holder.alive)
         (paths.root / "containerd.toml").write_text(knode.containerd_config(paths, images["sandbox"]))
-        (paths.cni_conf / "10-dfslab.conflist").write_text(knode.cni_config(f"10.244.{index}.0/24"))
+        (paths.cni_conf / "10-dfslab.conflist").write_text(knode.cni_config(pod_subnet(index)))
         in_node = lambda argv: knode.nsenter_mount(holder.pid, argv)  # noqa: E731
         containerd = self.spawn(f"containerd-{node}", node, in_node(["containerd", "--config", str(paths.root / "containerd.toml")]))
         knode.wait_file(paths.socket, f"containerd of {node}", containerd.alive)

@@ -37,7 +37,7 @@ def start(rt, progress) -> None:
         "--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", str(pki.sa_pub),
         "--service-account-signing-key-file", str(pki.sa_key), "--service-cluster-ip-range", kpki.SERVICE_RANGE,
         "--kubelet-preferred-address-types", "InternalIP", "--enable-admission-plugins", "NodeRestriction",
-        "--allow-privileged", "true", "--profiling", "false", "--v", "1"])
+        "--allow-privileged=true", "--profiling=false", "--v", "1"])
     wait_api(rt, progress)
     for component, user in (("kube-controller-manager", "system:kube-controller-manager"),
                             ("kube-scheduler", "system:kube-scheduler")):
@@ -45,10 +45,10 @@ def start(rt, progress) -> None:
         conf.write_text(kpki.kubeconfig(pki, f"https://{rt.api_address}:{API_PORT}", user))
         conf.chmod(0o600)
         extra = (["--root-ca-file", str(pki.ca), "--service-account-private-key-file", str(pki.sa_key),
-                  "--controllers", "*,-bootstrapsigner,-tokencleaner", "--use-service-account-credentials", "false"]
+                  "--controllers", "*,-bootstrapsigner,-tokencleaner", "--use-service-account-credentials=true"]
                  if component == "kube-controller-manager" else [])
         rt.spawn(component, CLIENT, [binary(component), "--kubeconfig", str(conf), "--authentication-kubeconfig", str(conf),
-                                     "--authorization-kubeconfig", str(conf), "--leader-elect", "false",
+                                     "--authorization-kubeconfig", str(conf), "--leader-elect=false",
                                      "--bind-address", "127.0.0.1", *extra, "--v", "1"])
 
 
@@ -66,8 +66,21 @@ def api_client(rt):
     return client.ApiClient(conf)
 
 
+def raw_call(api, method: str, path: str, query: list | None = None, headers: dict | None = None,
+             body: str | None = None) -> tuple[int, bytes]:
+    """An API request the typed client has no method for (readyz, server-side apply of any
+    kind); (status, body). Raises kubernetes' ApiException on an error status."""
+    from kubernetes.client.rest import ApiException
+    method_, url, hdrs, data, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers or {},
+                                                      body=body, auth_settings=["BearerToken"])
+    resp = api.call_api(method_, url, header_params=hdrs, body=data)
+    resp.read()
+    if not 200 <= resp.status < 300:
+        raise ApiException(http_resp=resp)
+    return resp.status, resp.data
+
+
 def wait_api(rt, progress, timeout: float = 90) -> None:
-    from kubernetes import client
     api = api_client(rt)
     deadline = time.monotonic() + timeout
     last = ""
@@ -76,9 +89,7 @@ def wait_api(rt, progress, timeout: float = 90) -> None:
         if proc is not None and not proc.alive():
             raise RuntimeError_(f"kube-apiserver exited; see {proc.log}")
         try:
-            body = api.call_api("/readyz", "GET", auth_settings=["BearerToken"], response_type="str",
-                                _return_http_data_only=True, _preload_content=False)
-            if body.status == 200:
+            if raw_call(api, "GET", "/readyz")[0] == 200:
                 return
         except Exception as exc:  # connection refused while it starts
             last = str(exc)[:200]

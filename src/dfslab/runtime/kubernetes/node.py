@@ -80,6 +80,8 @@ state = "{paths.containerd_state}"
   # root here lacks CAP_SYS_RESOURCE: containers may not lower their OOM score
   restrict_oom_score_adj = true
   disable_apparmor = true
+  # bridge pods' network namespaces under the node's directory, not the host's /run/netns
+  netns_mounts_under = "{paths.root / 'netns'}"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
     runtime_type = "io.containerd.runc.v2"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
