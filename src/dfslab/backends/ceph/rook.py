@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from ...runtime import RuntimeError_
-from .. import BackendError, Progress
+from .. import BackendError, PreflightError, Progress
 from . import health, pools
 from .backend import CephBackend
 from ...runtime.kubernetes.control import raw_call
@@ -133,6 +133,10 @@ class RookCephBackend(CephBackend):
 
     @classmethod
     def preflight(cls, spec) -> None:
+        # ceph-volume (which Rook runs) skips a device under 5 GiB: "Insufficient space (<5GB)".
+        if spec.ceph.osd_size < 5 * 2**30:
+            raise PreflightError(f"ceph.osd_size: Rook's ceph-volume takes no device under 5 GiB; "
+                                 f"{spec.ceph.osd_size / 2**30:.1f} GiB was asked: use 6GiB (the file is sparse)")
         CephBackend.preflight(spec)
 
     @property
@@ -140,7 +144,7 @@ class RookCephBackend(CephBackend):
         return self.spec.kubernetes.namespace
 
     def deploy(self, progress: Progress, timeout: float) -> None:
-        from ...runtime.kubernetes import ROOK_HOST_PATH
+        from ...runtime.kubernetes import rook_host_path
         rt = self.runtime
         c = self.spec.ceph
         progress("creating disks", f"{c.osds_per_node} loop device(s) of {c.osd_size / 2**30:.1f} GiB (sparse) per node")
@@ -155,7 +159,8 @@ class RookCephBackend(CephBackend):
         apply_all(api, operator_objects(self.namespace, images["rook"]))
         progress("creating Ceph through Rook", f"CephCluster {CLUSTER_NAME}: {c.mons} MON(s), "
                                                f"{sum(map(len, loops.values()))} OSD(s) on loop devices")
-        objs = cluster_objects(self.spec, self.namespace, images["rook"], ROOK_HOST_PATH, loops)
+        objs = cluster_objects(self.spec, self.namespace, images["rook"], str(rook_host_path()), loops)
+        validate_all(api, objs)  # all judged before any is made: no half-made cluster for Rook to chase
         apply_all(api, objs)
         deadline = time.monotonic() + timeout
         self.wait_cluster_ready(api, progress, deadline)
@@ -222,17 +227,22 @@ class RookCephBackend(CephBackend):
         self.state.update(k8s_client_files=files)
 
 
-def apply_all(api, objs: list[dict]) -> None:
+def apply_all(api, objs: list[dict], dry_run: bool = False) -> None:
     """Create each object (server-side apply: what dfslab renders is what the API server holds),
     refused objects reported with the API server's own message."""
-    from kubernetes import client
     from kubernetes.client.rest import ApiException
     for obj in objs:
         try:
-            _server_side_apply(api, obj)
+            _server_side_apply(api, obj, dry_run)
         except ApiException as exc:
             kind, name = obj.get("kind"), obj.get("metadata", {}).get("name")
             raise BackendError(f"the API server refused {kind} {name}: {_api_message(exc)}") from None
+
+
+def validate_all(api, objs: list[dict]) -> None:
+    """Every object judged by the API server (Rook's CRD schemas, admission) without making any:
+    a refusal names the field, and nothing of the set exists yet."""
+    apply_all(api, objs, dry_run=True)
 
 
 def _server_side_apply(api, obj: dict, dry_run: bool = False) -> None:

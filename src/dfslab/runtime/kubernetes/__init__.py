@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ...procs import proc_start_time, terminate
 from ...spec import ClusterSpec
+from ...state import dfslab_home
 from .. import CLIENT, RuntimeError_
 from ..local import LocalNetnsRuntime, NETNS_DIR, node_addresses
 from . import node as knode
@@ -29,7 +30,12 @@ from . import pki as kpki
 
 API_PORT = 6443
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
-ROOK_HOST_PATH = "/var/lib/dfslab-rook"  # dataDirHostPath: each node's namespace binds its own dir here
+
+
+def rook_host_path() -> Path:
+    """Rook's dataDirHostPath: one path for every node (Rook wants one), under which each node's
+    mount namespace binds that node's own directory. The directory itself stays empty."""
+    return dfslab_home() / "rook-data"
 
 
 def k8s_cache() -> Path:
@@ -141,9 +147,9 @@ class KubernetesRuntime(LocalNetnsRuntime):
     def start_node(self, node: str, index: int, images: dict[str, str], loops: list[str]) -> None:
         paths = self.node_paths(node)
         knode.prepare_dirs(paths)
-        Path(ROOK_HOST_PATH).mkdir(exist_ok=True)
+        rook_host_path().mkdir(parents=True, exist_ok=True)
         holder = self.spawn(f"node-{node}", node, ["unshare", "--mount", "--propagation", "slave", "--",
-                                                   "sh", "-c", knode.mount_namespace_script(paths, ROOK_HOST_PATH, loops)])
+                                                   "sh", "-c", knode.mount_namespace_script(paths, str(rook_host_path()), loops)])
         knode.wait_file(paths.ready, f"node {node}'s mount namespace", holder.alive)
         (paths.root / "containerd.toml").write_text(knode.containerd_config(paths, images["sandbox"]))
         (paths.cni_conf / "10-dfslab.conflist").write_text(knode.cni_config(pod_subnet(index)))

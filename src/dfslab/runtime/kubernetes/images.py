@@ -41,6 +41,9 @@ def ensure(progress) -> dict[str, str]:
         partial = archive.with_suffix(".partial")
         engine.docker("save", "-o", str(partial), names["rook"], names["sandbox"], timeout=900)
         partial.rename(archive)
+        for old in engine.engine_home().glob("k8s-images-*.tar"):  # archives of earlier builds (dfslab's own)
+            if old != archive:
+                old.unlink()
     return {**names, "archive": str(archive)}
 
 

@@ -1,0 +1,132 @@
+"""Runtime kubernetes on a real local Kubernetes (etcd, kube-apiserver, controller manager,
+scheduler, a containerd + kubelet per node) with Ceph deployed by Rook: up to HEALTH_OK, each
+node sees only its own disk, what dfslab renders is judged by the API server against Rook's
+CRD schemas before anything is made, rados bench and fio run as Jobs, down leaves nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import dfslab
+from dfslab.procs import marked_pids
+from dfslab.state import ClusterState
+
+pytestmark = pytest.mark.cluster
+NAME = "t-k8s"
+
+SPEC = {
+    "name": NAME, "runtime": "kubernetes", "kubernetes": {"local": {}}, "nodes": 3,
+    "network": {"subnet": "10.79.0.0/24"},
+    "ceph": {"mons": 1, "osds_per_node": 1, "osd_size": "6GiB", "replica_size": 2, "cephfs": True},
+}
+EXPERIMENT = {
+    "name": "t-k8s-exp", "cluster": SPEC, "repetitions": 1,
+    "workloads": [
+        {"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 8},
+        {"type": "fio", "target": ["rbd", "fs"], "rw": ["write"], "bs": "1MiB", "size": "32MiB", "seconds": 2},
+    ],
+}
+
+
+def _runtime_and_api():
+    from dfslab.runtime import attach_runtime
+    from dfslab.runtime.kubernetes.control import api_client
+    rt = attach_runtime(ClusterState(NAME))
+    return rt, api_client(rt)
+
+
+@pytest.fixture(scope="module")
+def k8s(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("k8s")
+    spec = tmp / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    dfslab("up", str(spec), "--timeout", "900", timeout=1500)
+    state = ClusterState(NAME)
+    loops = [loop["device"] for loop in state.resources("loop")]
+    files = [loop["file"] for loop in state.resources("loop")]
+    try:
+        yield tmp
+    finally:
+        dfslab("down", NAME, timeout=600)
+        # down leaves no process, namespace, loop device, mount or state
+        assert not marked_pids(NAME)
+        assert not [ns for ns in os.listdir("/run/netns") if ns.startswith(f"dfs-{NAME}-")]
+        attached = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+        assert not [f for f in files if f in attached], attached
+        assert loops  # the fixture did see the cluster's disks
+        assert str(state.dir) not in Path("/proc/mounts").read_text()
+        assert not state.dir.exists()
+
+
+def test_rook_brings_ceph_to_health_ok_with_every_osd_on_its_own_node(k8s):
+    from kubernetes import client
+    rt, api = _runtime_and_api()
+    custom = client.CustomObjectsApi(api)
+    cluster = custom.get_namespaced_custom_object("ceph.rook.io", "v1", "rook-ceph", "cephclusters", "dfslab")
+    assert cluster["status"]["phase"] == "Ready"
+    assert cluster["status"]["ceph"]["health"] in ("HEALTH_OK", "HEALTH_WARN")
+    status = json.loads(dfslab("status", NAME, "--json").stdout)
+    assert status["backend"]["health"] == "HEALTH_OK", status
+    assert status["backend"]["osds"] == {"total": 3, "up": 3, "in": 3}
+    # Each node's OSD is on that node's loop device: the per-node /dev kept Rook from claiming
+    # another node's disk.
+    env = {**os.environ, "CEPH_CONF": str(rt.state.dir / "ceph/conf/ceph.conf")}
+    meta = json.loads(subprocess.run(rt.command("client", ["ceph", "osd", "metadata", "-f", "json"]), env=env,
+                                     capture_output=True, text=True, check=True).stdout)
+    loops = {loop["node"]: Path(loop["device"]).name for loop in rt.state.resources("loop")}
+    assert sorted(m["hostname"] for m in meta) == ["node1", "node2", "node3"]
+    for m in meta:
+        assert m["devices"] == loops[m["hostname"]], (m["hostname"], m["devices"], loops)
+    pods = client.CoreV1Api(api).list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-osd").items
+    assert sorted(p.spec.node_name for p in pods) == ["node1", "node2", "node3"]
+
+
+def test_the_api_server_judges_rendered_objects_before_anything_is_made(k8s):
+    from dfslab.backends import BackendError
+    from dfslab.backends.ceph import rook
+    from dfslab.spec import parse_spec
+    rt, api = _runtime_and_api()
+    spec = parse_spec({**SPEC, "name": "t-k8s-other"})
+    objs = rook.cluster_objects(spec, "rook-ceph", "img:1", "/x", {"node1": ["/dev/loop9"]})
+    objs = [{**o, "metadata": {**o["metadata"], "name": f"dry-{o['metadata']['name']}"}} for o in objs]
+    rook.validate_all(api, objs)  # accepted by Rook's CRD schemas (server-side dry run)
+    bad = json.loads(json.dumps(objs))
+    bad[0]["spec"]["mon"]["count"] = "three"  # passes no check of dfslab's: the schema says integer
+    with pytest.raises(BackendError) as err:
+        rook.validate_all(api, bad)
+    assert "spec.mon.count" in str(err.value)
+    from kubernetes import client
+    names = [o["metadata"]["name"] for o in client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "ceph.rook.io", "v1", "rook-ceph", "cephclusters")["items"]]
+    assert names == ["dfslab"]  # the dry runs made nothing
+
+
+def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
+    exp = k8s / "exp.yaml"
+    exp.write_text(yaml.safe_dump(EXPERIMENT))
+    runs = Path(os.environ["DFSLAB_RUNS"])
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    out = dfslab("run", str(exp), "--cluster", NAME, timeout=900).stdout
+    run = next(p for p in set(runs.iterdir()) - before if p.is_dir())
+    with open(run / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    metrics = {(r["workload"], r["metric"], json.loads(r["params"]).get("target", json.loads(r["params"]).get("mode")))
+               for r in rows}
+    assert ("radosbench", "bandwidth", "write") in metrics and ("radosbench", "bandwidth", "seq") in metrics, out
+    assert ("fio", "bandwidth", "rbd") in metrics and ("fio", "bandwidth", "fs") in metrics, sorted(metrics)
+    assert all(float(r["value"]) > 0 for r in rows if r["metric"] == "bandwidth")
+    # The tools ran in pods on the client node: their containers' logs are the client kubelet's.
+    logs = ClusterState(NAME).dir / "kubernetes/nodes/client/pod-logs"
+    pods = {p.name.split("_")[1] for p in logs.iterdir()}
+    assert any(p.startswith("dfslab-rados-") for p in pods), pods
+    assert any(p.startswith("dfslab-fio-") for p in pods), pods
+    from kubernetes import client
+    _, api = _runtime_and_api()
+    assert not client.BatchV1Api(api).list_namespaced_job("rook-ceph", label_selector="app.kubernetes.io/managed-by=dfslab").items
