@@ -28,8 +28,8 @@ def test_every_switch_value_is_covered_somewhere():
                 if model.model_fields[field].annotation is bool
                 or str(model.model_fields[field].annotation).startswith("typing.Literal")}
     # Where each value is brought up (or refused), so a new switch cannot go untested unnoticed.
-    # external and host: tests/test_external.py.
-    covered = {("", "filesystem"): {"ceph", "gluster", "external"}, ("", "runtime"): {"local", "docker", "host"},
+    # external and host: tests/test_external.py; kubernetes: tests/test_kubernetes.py.
+    covered = {("", "filesystem"): {"ceph", "gluster", "external"}, ("", "runtime"): {"local", "docker", "host", "kubernetes"},
                ("ceph", "mons"): {1, 3}, ("ceph", "mgr"): {True, False}, ("ceph", "failure_domain"): {"host", "osd"},
                ("ceph", "cephfs"): {True, False}, ("gluster", "volume"): {"distribute", "replicate", "disperse"},
                ("gluster", "replica"): {2, 3}, ("gluster", "arbiter"): {True, False}}

@@ -65,8 +65,48 @@ def mon_addrvec(ip: str) -> str:
     return f"[v2:{ip}:3300,v1:{ip}:6789]"
 
 
-def _fmt(value) -> str:
+def format_value(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def box_tuning() -> dict[str, dict[str, object]]:
+    """Options that fit Ceph to a 2-core / 24 GiB test box, whoever deploys it (dfslab or Rook)."""
+    return {
+        "global": {
+            "mon allow pool delete": True,
+            "mon allow pool size one": True,
+            "mon warn on pool no redundancy": False,
+            "mon max pg per osd": 1000,
+            # A test box's disk is shared with everything else: 30 % free is not "low" here.
+            "mon data avail warn": 5,
+            "mon data avail crit": 2,
+            # The MGR's PG stats otherwise lag by seconds and HEALTH_OK shows before PGs are clean.
+            "mgr stats period": 1,
+            # A MON marks an OSD down after this long without a beacon; beacons must come well
+            # within it (the default 300 s interval let a quiet spell after an election mark every
+            # OSD down while all were running).
+            "mon osd report timeout": 30,
+            "osd beacon report interval": 5,
+        },
+        # Each pool create or OSD boot waits for a Paxos commit; 1 s batching is for big clusters.
+        "mon": {"paxos propose interval": 0.2},
+        "osd": {
+            # Debian's build has no tcmalloc, so osd_memory_target cannot shrink the heap;
+            # small caches and write buffers are what keep an OSD in a few hundred MiB.
+            "bluestore cache autotune": False,
+            "bluestore cache size": "128M",
+            "bluestore rocksdb options": "compression=kNoCompression,max_write_buffer_number=2,"
+            "min_write_buffer_number_to_merge=1,recycle_log_file_num=2,write_buffer_size=33554432,"
+            "writable_file_max_buffer_size=0,compaction_readahead_size=2097152,max_background_compactions=1",
+            # File-backed OSDs are taken for rotational disks: no recovery sleep here.
+            "osd recovery sleep hdd": 0,
+            "osd recovery sleep": 0,
+            "osd max backfills": 4,
+            "osd op num shards": 2,
+            "osd op num threads per shard": 2,
+        },
+        "mds": {"mds cache memory limit": "256M"},
+    }
 
 
 def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dict[str, str], public_network: str | None) -> str:
@@ -101,53 +141,24 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
         "osd pool default pgp num": ceph.pg_num,
         "osd pool default pg autoscale mode": "off",
         "osd crush chooseleaf type": 1 if ceph.failure_domain == "host" else 0,
-        "mon allow pool delete": True,
-        "mon allow pool size one": True,
-        "mon warn on pool no redundancy": False,
-        "mon max pg per osd": 1000,
-        "mon data avail warn": 5,
-        "mon data avail crit": 2,
-        # The MGR's PG stats otherwise lag by seconds and HEALTH_OK shows before PGs are clean.
-        "mgr stats period": 1,
-        # A MON marks an OSD down after this long without a beacon; beacons must come well
-        # within it (the default 300 s interval let a quiet spell after an election mark every
-        # OSD down while all were running).
-        "mon osd report timeout": 30,
-        "osd beacon report interval": 5,
     }
     if public_network:
         g["public network"] = public_network
-    sections: dict[str, dict[str, object]] = {
-        "global": g,
-        # Each pool create or OSD boot waits for a Paxos commit; 1 s batching is for big clusters.
-        "mon": {"mon cluster log file": f"{root}/logs/$cluster.log", "paxos propose interval": 0.2},
-        "mgr": {"mgr initial modules": "iostat"},
-        "osd": {
-            "osd objectstore": "bluestore",
-            "bluestore block create": True,
-            "bluestore block size": osd_bytes,
-            "bluestore fsck on mkfs": False,
-            # Debian's build has no tcmalloc, so osd_memory_target cannot shrink the heap;
-            # small caches and write buffers are what keep an OSD in a few hundred MiB.
-            "bluestore cache autotune": False,
-            "bluestore cache size": "128M",
-            "bluestore rocksdb options": "compression=kNoCompression,max_write_buffer_number=2,"
-            "min_write_buffer_number_to_merge=1,recycle_log_file_num=2,write_buffer_size=33554432,"
-            "writable_file_max_buffer_size=0,compaction_readahead_size=2097152,max_background_compactions=1",
-            # File-backed OSDs are taken for rotational disks: no recovery sleep here.
-            "osd recovery sleep hdd": 0,
-            "osd recovery sleep": 0,
-            "osd max backfills": 4,
-            "osd op num shards": 2,
-            "osd op num threads per shard": 2,
-            "osd crush update on start": True,
-            # Debian's classes and dfslab's cls_dfslab (pushdown), linked into one directory.
-            "osd class dir": f"{root}/classes",
-            "osd class load list": "*",
-            "osd class default list": "*",
-        },
-        "mds": {"mds cache memory limit": "256M"},
-    }
+    sections = box_tuning()
+    sections["global"] = {**g, **sections["global"]}
+    sections["mon"]["mon cluster log file"] = f"{root}/logs/$cluster.log"
+    sections["mgr"] = {"mgr initial modules": "iostat"}
+    sections["osd"].update({
+        "osd objectstore": "bluestore",
+        "bluestore block create": True,
+        "bluestore block size": osd_bytes,
+        "bluestore fsck on mkfs": False,
+        "osd crush update on start": True,
+        # Debian's classes and dfslab's cls_dfslab (pushdown), linked into one directory.
+        "osd class dir": f"{root}/classes",
+        "osd class load list": "*",
+        "osd class default list": "*",
+    })
     for osd_id, node in osd_placement(spec).items():
         sections[f"osd.{osd_id}"] = {"crush location": f"root=default host={node}"}
     for section, options in ceph.conf.items():
@@ -155,7 +166,7 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
     out = []
     for section, options in sections.items():
         out.append(f"[{section}]")
-        out += [f"\t{key} = {_fmt(value)}" for key, value in options.items()]
+        out += [f"\t{key} = {format_value(value)}" for key, value in options.items()]
         out.append("")
     return "\n".join(out)
 

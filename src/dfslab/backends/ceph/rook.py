@@ -24,6 +24,7 @@ import yaml
 from ...runtime import RuntimeError_
 from .. import BackendError, PreflightError, Progress
 from . import health, pools
+from .conf import box_tuning, format_value
 from .backend import CephBackend
 from ...runtime.kubernetes.control import raw_call
 
@@ -116,11 +117,15 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, loops: dic
 
 
 def config_override(spec, namespace: str) -> dict:
-    """The spec's ceph.conf options as Rook's rook-config-override ConfigMap (its tuning hook)."""
-    lines = []
+    """dfslab's box tuning plus the spec's ceph.conf options as Rook's rook-config-override
+    ConfigMap (Rook's tuning hook)."""
+    sections = box_tuning()
     for section, opts in (spec.ceph.conf or {}).items():
+        sections.setdefault(section, {}).update(opts)
+    lines = []
+    for section, opts in sections.items():
         lines.append(f"[{section}]")
-        lines += [f"{key} = {value}" for key, value in opts.items()]
+        lines += [f"{key} = {format_value(value)}" for key, value in opts.items()]
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "rook-config-override", "namespace": namespace},
             "data": {"config": "\n".join(lines) + "\n"}}

@@ -15,7 +15,7 @@ from ...runtime import CLIENT
 from ...safety import remove_owned_tree
 from .. import Backend, BackendError, Chart, PreflightError, Progress, table
 from ..ceph import existing_cluster
-from ..fuse import fuse_mount, is_mounted
+from ..fuse import fuse_mount, fuse_unmount, is_mounted
 from .mounts import mount_of
 from .probe import http_answers, split_endpoint, tcp_answers
 
@@ -140,6 +140,11 @@ class ExternalBackend(Backend):
                 self.state.remove_resource("external_dirs", d)
             except Exception as exc:  # reported by `down`; the state keeps it for another try
                 refused.append(f"{d}: {exc}")
+        # A clean unmount closes ceph-fuse's MDS session: only then does the MDS purge the files
+        # removed above. A killed client holds their caps until the session times out (300 s).
+        mnt = self.state.sub("cephfs")
+        if self.ceph and is_mounted(mnt):
+            fuse_unmount(self.runtime, "ceph-fuse.client", mnt)
         for pool in self.state.resources("external_pools"):
             why = self.ceph.remove_pool(pool) if self.ceph else None
             if why:
