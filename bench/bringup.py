@@ -4,7 +4,13 @@
 same run, alternating so both see the same machine. Prints seconds and the ratio
 dfslab / by-hand (target: <= 1.0, and <= 15 s for 1 MON / 3 OSD).
 
-    sudo .venv/bin/python bench/bringup.py [--reps 2]
+With --kubernetes, one more row: the same cluster (1 MON / 3 OSD, replica 2, CephFS) deployed
+by Rook on dfslab's local Kubernetes (runtime kubernetes: control plane, a containerd + kubelet
+per node, Rook's operator) against dfslab's local runtime, alternating; the ratio is
+Rook / local. The OSDs are 6 GiB there (ceph-volume's floor) and the image must be built
+already (the first `up` builds it).
+
+    sudo .venv/bin/python bench/bringup.py [--reps 2] [--kubernetes]
 """
 
 from __future__ import annotations
@@ -23,14 +29,15 @@ from scratch_home import scratch_home
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SPEC = """name: bench-up
+runtime: {runtime}
 nodes: 3
-ceph: {{mons: {mons}, osds_per_node: 1, osd_size: 4GiB, replica_size: 2, cephfs: true}}
+ceph: {{mons: {mons}, osds_per_node: 1, osd_size: {osd_size}, replica_size: 2, cephfs: true}}
 """
 
 
-def time_dfslab(mons: int, workdir: Path) -> float:
-    spec = workdir / f"bench-{mons}.yaml"
-    spec.write_text(SPEC.format(mons=mons))
+def time_dfslab(mons: int, workdir: Path, runtime: str = "local", osd_size: str = "4GiB") -> float:
+    spec = workdir / f"bench-{mons}-{runtime}.yaml"
+    spec.write_text(SPEC.format(mons=mons, runtime=runtime, osd_size=osd_size))
     dfslab = [sys.executable, "-m", "dfslab.cli"]
     start = time.monotonic()
     res = subprocess.run([*dfslab, "up", str(spec)], capture_output=True, text=True, cwd=REPO)
@@ -51,6 +58,7 @@ def time_by_hand(mons: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--kubernetes", action="store_true", help="add the Rook on local Kubernetes row")
     args = parser.parse_args()
     with scratch_home(), tempfile.TemporaryDirectory() as tmp:
         print(f"{'config':<16}{'dfslab s':>10}{'by hand s':>11}{'ratio':>8}   runs")
@@ -62,6 +70,15 @@ def main() -> None:
             a, b = statistics.median(ours), statistics.median(hand)
             runs = " ".join(f"{x:.1f}/{y:.1f}" for x, y in zip(ours, hand))
             print(f"{mons} MON / 3 OSD  {a:>10.1f}{b:>11.1f}{a / b:>8.2f}   {runs}")
+        if args.kubernetes:
+            print(f"\n{'config':<16}{'Rook s':>10}{'local s':>11}{'ratio':>8}   runs (Rook/local)")
+            rook, local = [], []
+            for _ in range(args.reps):
+                rook.append(time_dfslab(1, Path(tmp), "kubernetes", "6GiB"))
+                local.append(time_dfslab(1, Path(tmp), "local", "6GiB"))
+            a, b = statistics.median(rook), statistics.median(local)
+            runs = " ".join(f"{x:.1f}/{y:.1f}" for x, y in zip(rook, local))
+            print(f"1 MON / 3 OSD  {a:>10.1f}{b:>11.1f}{a / b:>8.2f}   {runs}")
 
 
 if __name__ == "__main__":

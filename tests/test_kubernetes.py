@@ -54,7 +54,9 @@ def k8s(tmp_path_factory):
     try:
         yield tmp
     finally:
+        containers = _runtime_and_api()[0].container_ids()
         dfslab("down", NAME, timeout=600)
+        assert containers and not [c for c in containers if list(Path("/sys/fs/cgroup").glob(f"*/k8s.io/{c}"))]
         # down leaves no process, namespace, loop device, mount or state
         assert not marked_pids(NAME)
         assert not [ns for ns in os.listdir("/run/netns") if ns.startswith(f"dfs-{NAME}-")]
@@ -73,8 +75,8 @@ def test_rook_brings_ceph_to_health_ok_with_every_osd_on_its_own_node(k8s):
     assert cluster["status"]["phase"] == "Ready"
     assert cluster["status"]["ceph"]["health"] in ("HEALTH_OK", "HEALTH_WARN")
     status = json.loads(dfslab("status", NAME, "--json").stdout)
-    assert status["backend"]["health"] == "HEALTH_OK", status
-    assert status["backend"]["osds"] == {"total": 3, "up": 3, "in": 3}
+    assert status["health"] == "HEALTH_OK", status
+    assert status["osds"] == {"total": 3, "up": 3, "in": 3}
     # Each node's OSD is on that node's loop device: the per-node /dev kept Rook from claiming
     # another node's disk.
     env = {**os.environ, "CEPH_CONF": str(rt.state.dir / "ceph/conf/ceph.conf")}
@@ -86,6 +88,19 @@ def test_rook_brings_ceph_to_health_ok_with_every_osd_on_its_own_node(k8s):
         assert m["devices"] == loops[m["hostname"]], (m["hostname"], m["devices"], loops)
     pods = client.CoreV1Api(api).list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-osd").items
     assert sorted(p.spec.node_name for p in pods) == ["node1", "node2", "node3"]
+    # status shows the Rook objects' phases and each daemon pod with its node and memory
+    tables = {t["title"]: t for t in status["tables"]}
+    assert ["CephCluster", "dfslab", "Ready", "HEALTH_OK"] in tables["Rook objects"]["rows"]
+    osd_rows = [r for r in tables["pods"]["rows"] if r[0].startswith("rook-ceph-osd-") and "prepare" not in r[0]]
+    assert sorted(r[1] for r in osd_rows) == ["node1", "node2", "node3"]
+    assert all(r[2] == "running" and r[4].endswith("MiB") and float(r[4].split()[0]) > 10 for r in osd_rows), osd_rows
+
+
+def test_exec_runs_in_a_pod_on_the_named_node(k8s):
+    out = dfslab("exec", NAME, "--node", "node2", "--", "sh", "-c", "hostname -I; ceph health").stdout.split()
+    assert out[-1] == "HEALTH_OK"
+    # the pod is on node2's host network: node2's namespace and address
+    assert ClusterState(NAME).read()["addresses"]["node2"] in out[:-1], out
 
 
 def test_the_api_server_judges_rendered_objects_before_anything_is_made(k8s):
@@ -122,6 +137,10 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     assert ("radosbench", "bandwidth", "write") in metrics and ("radosbench", "bandwidth", "seq") in metrics, out
     assert ("fio", "bandwidth", "rbd") in metrics and ("fio", "bandwidth", "fs") in metrics, sorted(metrics)
     assert all(float(r["value"]) > 0 for r in rows if r["metric"] == "bandwidth")
+    # The sampler watched the daemons Rook runs in pods, by their Ceph names
+    with open(run / "timeseries.csv") as fh:
+        series = {r["series"] for r in csv.DictReader(fh)}
+    assert {"cpu.osd.0", "rss.osd.0", "cpu.mon.a", "rss.mgr.a"} <= series, sorted(series)
     # The tools ran in pods on the client node: their containers' logs are the client kubelet's.
     logs = ClusterState(NAME).dir / "kubernetes/nodes/client/pod-logs"
     pods = {p.name.split("_")[1] for p in logs.iterdir()}

@@ -29,7 +29,7 @@ def procs():
 
 
 def test_sampler_measures_cpu_and_rss_of_tracked_processes(procs, tmp_path):
-    sampler = ResourceSampler(procs, lambda: {"ceph.health": (0, "0=OK")}, interval=0.3).start()
+    sampler = ResourceSampler(procs.all, lambda: {"ceph.health": (0, "0=OK")}, interval=0.3).start()
     time.sleep(1.5)
     sampler.stop()
     names = {series for _, series, _, _ in sampler.rows}
@@ -43,7 +43,7 @@ def test_sampler_measures_cpu_and_rss_of_tracked_processes(procs, tmp_path):
 
 
 def test_prometheus_endpoint_serves_latest_sample(procs):
-    sampler = ResourceSampler(procs, lambda: {"ceph.health": (1, "0=OK,1=WARN,2=ERR"), "ceph.pgs.active+clean": (32, "PGs"),
+    sampler = ResourceSampler(procs.all, lambda: {"ceph.health": (1, "0=OK,1=WARN,2=ERR"), "ceph.pgs.active+clean": (32, "PGs"),
                                               "ceph.client_write": (100.0, "MB/s")}, interval=0.2).start()
     endpoint = PrometheusEndpoint(sampler, "t-mon", 0).start()
     try:
@@ -73,7 +73,7 @@ def test_a_real_prometheus_scrapes_the_endpoint_and_answers_queries(procs, tmp_p
     the series back with their labels."""
     if shutil.which("prometheus") is None:
         pytest.skip("prometheus is not installed (scripts/install-deps.sh)")
-    sampler = ResourceSampler(procs, None, interval=0.2).start()
+    sampler = ResourceSampler(procs.all, None, interval=0.2).start()
     endpoint = PrometheusEndpoint(sampler, "t-mon", 0).start()
     port = _free_port()
     (tmp_path / "prometheus.yml").write_text(

@@ -265,7 +265,8 @@ def exec(
     name: str = NameArg(),
     node: str = typer.Option("client", help="node to run on (default: the client node)"),
 ) -> None:
-    """Run a command on a cluster's node with the cluster's client config, e.g.
+    """Run a command on a cluster's node with the cluster's client config (runtime kubernetes:
+    in a pod of dfslab's Ceph image on that node, Rook's toolbox), e.g.
 
     dfslab exec small -- ceph -s;   dfslab exec small -- rados -p dfslab bench 10 write
     """

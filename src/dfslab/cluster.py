@@ -14,7 +14,7 @@ from .backends import Backend, BackendError, PreflightError, Progress, backend_c
 from .backends.fuse import unmount
 from .procs import ENV_MARK, marked_pids
 from .safety import UnsafeRemoval, inside, mounts_under
-from .runtime import Runtime, RuntimeError_, attach_runtime, select_runtime
+from .runtime import RUN_DIR_ENV, Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
 from .state import ClusterState, dfslab_home, list_clusters
 from .workloads import Runner
@@ -215,7 +215,8 @@ class Attached:
 
     def runner(self, raw_dir: Path) -> Runner:
         scratch = self.state.sub("scratch")
-        return Runner(self.runtime.job_command, self.env, raw_dir, mount=self.backend.mount, scratch=scratch,
+        env = {**self.env, RUN_DIR_ENV: str(raw_dir.parent.resolve())}
+        return Runner(self.runtime.job_command, env, raw_dir, mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
                       clients=self.spec.client_names(),
                       storage=self.backend)
@@ -265,11 +266,12 @@ def apply_live(name: str, new: ClusterSpec) -> list[str] | None:
 
 
 def client_command(name: str, argv: list[str], node: str = "client") -> tuple[list[str], dict[str, str]]:
-    """argv wrapped to run on a node of the cluster, with the backend's client environment."""
+    """argv wrapped to run on a node of the cluster the way its workloads run (runtime
+    kubernetes: in a toolbox pod on that node), with the backend's client environment."""
     state, spec = load(name)
     runtime = attach_runtime(state)
     backend = backend_for(spec, runtime)
-    return runtime.command(node, backend.on_node(node, argv)), {**os.environ, **backend.client_env()}
+    return runtime.job_command(node, backend.on_node(node, argv)), {**os.environ, **backend.client_env()}
 
 
 def on_each_cluster(fn: Callable[[str], Any]) -> list[Any]:

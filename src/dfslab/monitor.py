@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import psutil
 
-from .procs import ProcessTable
+from .procs import TrackedProcess
 
 Sample = dict[str, tuple[float, str]]  # series -> (value, unit)
 
@@ -43,9 +43,11 @@ def _proc_io(pid: int) -> tuple[int, int] | None:
 
 
 class ResourceSampler:
-    def __init__(self, procs: ProcessTable, backend_sample: Callable[[], Sample] | None, interval: float = 1.0,
-                 extra_pids: Callable[[], dict[str, int]] | None = None):
-        self.procs = procs
+    def __init__(self, processes: Callable[[], list[TrackedProcess]], backend_sample: Callable[[], Sample] | None,
+                 interval: float = 1.0, extra_pids: Callable[[], dict[str, int]] | None = None):
+        """processes: what to sample each time (a runtime's `sampled_processes`: dfslab's own,
+        and on kubernetes the daemons in pods)."""
+        self.processes = processes
         self.backend_sample = backend_sample
         self.interval = interval
         self.extra_pids = extra_pids or (lambda: {})
@@ -90,7 +92,7 @@ class ResourceSampler:
                     out[f"disk.{op}"] = (rate / 1e6, "MB/s")
         node_pid: dict[str, int] = {}
         node_io: dict[str, list[float]] = {}
-        for proc in self.procs.all():
+        for proc in self.processes():
             if not proc.alive():
                 continue
             node_pid.setdefault(proc.node, proc.pid)

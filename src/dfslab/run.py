@@ -175,7 +175,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         except Exception as exc:  # metrics are a convenience, not the experiment
             run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
         sampler_backend = backend_for(attached.spec, attached.runtime)  # its own connection: a thread of its own
-        sampler = ResourceSampler(attached.runtime.procs, _with_scrapes(sampler_backend), exp.file.sampler.interval,
+        sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(sampler_backend), exp.file.sampler.interval,
                                   extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v})
         sampler.start()
         if exp.file.sampler.prometheus_port:

@@ -19,6 +19,9 @@ from ..spec import ClusterSpec
 from ..state import ClusterState
 
 CLIENT = "client"
+# Set for a workload's tools: the run directory they write their output into. A runtime whose
+# tools run elsewhere (kubernetes: in a pod) makes it visible there at the same path.
+RUN_DIR_ENV = "DFSLAB_RUN_DIR"
 
 
 class RuntimeError_(RuntimeError):
@@ -32,6 +35,10 @@ class Runtime(ABC):
     def __init__(self, state: ClusterState):
         self.state = state
         self.procs = ProcessTable(state)
+
+    def sampled_processes(self) -> list[TrackedProcess]:
+        """What the resource sampler watches: the processes dfslab started."""
+        return self.procs.all()
 
     # -- lifecycle --------------------------------------------------------------
     @abstractmethod

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from ...runtime import RuntimeError_
-from .. import BackendError, PreflightError, Progress
+from .. import BackendError, PreflightError, Progress, table
 from . import health, pools
 from .conf import box_tuning, format_value
 from .backend import CephBackend
@@ -85,7 +85,7 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, loops: dic
             "cephVersion": {"image": image, "allowUnsupported": True, "imagePullPolicy": "Never"},
             "dataDirHostPath": host_path,
             "skipUpgradeChecks": True,
-            "mon": {"count": c.mons, "allowMultiplePerNode": c.mons > len(spec.nodes)},
+            "mon": {"count": c.mons, "allowMultiplePerNode": False},  # the spec has a node per MON
             "mgr": {"count": 1, "allowMultiplePerNode": True},
             "dashboard": {"enabled": False},
             "crashCollector": {"disable": True},
@@ -112,7 +112,7 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, loops: dic
                      "spec": {"metadataPool": {"failureDomain": failure_domain, "replicated": replicated},
                               "dataPools": [{"name": "data0", "failureDomain": failure_domain, "replicated": replicated}],
                               "preserveFilesystemOnDelete": False,
-                              "metadataServer": {"activeCount": 1, "activeStandby": False, "placement": {"all": server}}}})
+                              "metadataServer": {"activeCount": 1, "activeStandby": False, "placement": server}}})
     return objs
 
 
@@ -175,6 +175,14 @@ class RookCephBackend(CephBackend):
         health.wait_healthy(self.ctx.admin, self.runtime.procs, n_osds, c.cephfs, progress,
                             max(60, deadline - time.monotonic()))
 
+    def status(self) -> dict[str, Any]:
+        """Ceph's own status, plus the Rook objects' phases and each pod (node, restarts, RSS)."""
+        out = super().status()
+        api = self.api()
+        out["tables"] = out.get("tables", []) + [rook_objects_table(api, self.namespace),
+                                            pods_table(api, self.namespace, self.runtime.container_rss)]
+        return out
+
     def api(self):
         from ...runtime.kubernetes.control import api_client
         return api_client(self.runtime)
@@ -230,6 +238,35 @@ class RookCephBackend(CephBackend):
         apply_all(api, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dfslab-ceph-client", "namespace": self.namespace},
                          "stringData": {"conf": self.layout.conf.read_text(), "keyring": self.layout.admin_keyring.read_text()}}])
         self.state.update(k8s_client_files=files)
+
+
+ROOK_KINDS = ("cephclusters", "cephblockpools", "cephfilesystems")
+
+
+def rook_objects_table(api, namespace: str) -> dict:
+    from kubernetes import client
+    custom = client.CustomObjectsApi(api)
+    rows = []
+    for plural in ROOK_KINDS:
+        for obj in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]:
+            st = obj.get("status") or {}
+            rows.append([obj["kind"], obj["metadata"]["name"], st.get("phase", "Pending"),
+                         (st.get("ceph") or {}).get("health") or st.get("message", "")])
+    return table("Rook objects", ["kind", "name", "phase", "health / message"], rows)
+
+
+def pods_table(api, namespace: str, container_rss) -> dict:
+    """Each pod: node, phase, restarts and RSS (the sum of its containers', `container_rss(id)`)."""
+    from kubernetes import client
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
+    rows = []
+    for p in sorted(pods, key=lambda p: p.metadata.name):
+        containers = p.status.container_statuses or []
+        rss = [container_rss(c.container_id.split("://")[-1]) for c in containers if c.container_id]
+        known = [r for r in rss if r is not None]
+        rows.append([p.metadata.name, p.spec.node_name, "running" if p.status.phase == "Running" else p.status.phase,
+                     sum(c.restart_count for c in containers), f"{sum(known) / 2**20:.1f} MiB" if known else None])
+    return table("pods", ["pod", "node", "phase", "restarts", "RSS"], rows)
 
 
 def apply_all(api, objs: list[dict], dry_run: bool = False) -> None:

@@ -15,12 +15,16 @@ image from images.py. Everything is recorded and removed by `down` like the loca
 from __future__ import annotations
 
 import os
+import re
+import warnings
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from ...procs import proc_start_time, terminate
+import psutil
+
+from ...procs import TrackedProcess, proc_start_time, terminate
 from ...spec import ClusterSpec
 from ...state import dfslab_home
 from .. import CLIENT, RuntimeError_
@@ -28,7 +32,13 @@ from ..local import LocalNetnsRuntime, NETNS_DIR, node_addresses
 from . import node as knode
 from . import pki as kpki
 
+# Debian's requests warns about the venv's newer urllib3 on import (the kubernetes client's):
+# harmless, and it would be printed before every status and exec.
+warnings.filterwarnings("ignore", message=r"urllib3 .* doesn't match a supported version")
+
 API_PORT = 6443
+# Where runc (cgroupfs driver, no per-QoS tree) puts each container of the k8s.io namespace.
+CGROUP_MEMORY = Path("/sys/fs/cgroup/memory/k8s.io")
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
 
 
@@ -48,6 +58,18 @@ def binary(name: str) -> str:
         raise RuntimeError_(f"runtime kubernetes: {path} is missing; build the Kubernetes and Rook binaries once "
                             "with `bash scripts/build-kubernetes.sh` (make install-deps runs it; ~10 min cold)")
     return str(path)
+
+
+def ceph_daemon_name(pid: int) -> str | None:
+    """'osd.0' for `ceph-osd ... --id 0 ...` (how Rook starts every daemon), else None."""
+    try:
+        argv = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return None
+    kind = Path(argv[0]).name.removeprefix("ceph-") if argv and Path(argv[0]).name.startswith("ceph-") else ""
+    if kind not in ("mon", "mgr", "osd", "mds") or "--id" not in argv[:-1]:
+        return None
+    return f"{kind}.{argv[argv.index('--id') + 1]}"
 
 
 def pod_subnet(index: int) -> str:
@@ -128,6 +150,24 @@ class KubernetesRuntime(LocalNetnsRuntime):
     def job_command(self, node: str, argv: list[str]) -> list[str]:
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.job", self.state.name, node, "--", *argv]
 
+    @staticmethod
+    def container_rss(container_id: str) -> int | None:
+        """Resident memory of a container the local nodes' containerd runs: its processes' RSS
+        (as `status` shows for the local runtime's daemons), found from its cgroup (v1)."""
+        if not re.fullmatch(r"[0-9a-f]{64}", container_id):
+            return None
+        try:
+            pids = [int(p) for p in (CGROUP_MEMORY / container_id / "cgroup.procs").read_text().split()]
+        except OSError:
+            return None
+        total = 0
+        for pid in pids:
+            try:
+                total += psutil.Process(pid).memory_info().rss
+            except psutil.Error:
+                continue
+        return total
+
     # -- nodes ------------------------------------------------------------------
     def loops_of(self, node: str) -> list[str]:
         return [loop["device"] for loop in self.state.resources("loop") if loop["node"] == node]
@@ -183,11 +223,54 @@ class KubernetesRuntime(LocalNetnsRuntime):
         for proc in self.procs.all():
             if proc.name.startswith("kubelet-") and proc.alive():
                 terminate([proc.pid], {proc.pid: proc.start_time}, timeout=0)
+        containers = self.container_ids()
         removed = super().destroy()
+        self._remove_cgroups(containers)
         for loop in self.state.resources("loop"):
             self._detach(loop)
             self.state.remove_resource("loop", loop)
         return removed
+
+    def sampled_processes(self) -> list[TrackedProcess]:
+        """dfslab's own processes, and the daemons Rook runs in pods (named as on the local
+        runtime: osd.0, mon.a, ...), so the sampler sees their CPU, memory and I/O."""
+        found = list(self.procs.all())
+        for node, cid in self.containers_by_node():
+            try:
+                pids = [int(p) for p in (CGROUP_MEMORY / cid / "cgroup.procs").read_text().split()]
+            except OSError:
+                continue
+            for pid in pids:
+                name = ceph_daemon_name(pid)
+                start = proc_start_time(pid)
+                if name and start:
+                    found.append(TrackedProcess(name=name, node=node, pid=pid, start_time=start, argv=[], log=""))
+        return found
+
+    def containers_by_node(self) -> list[tuple[str, str]]:
+        """(node, container id) of every container (and pod sandbox) the nodes' containerd made."""
+        out = []
+        nodes = self.home / "nodes"
+        for node in sorted(d.name for d in nodes.iterdir()) if nodes.is_dir() else []:
+            tasks = self.node_paths(node).containerd_state / "io.containerd.runtime.v2.task" / "k8s.io"
+            out += [(node, d.name) for d in tasks.iterdir() if re.fullmatch(r"[0-9a-f]{64}", d.name)] if tasks.is_dir() else []
+        return out
+
+    def container_ids(self) -> list[str]:
+        return [cid for _, cid in self.containers_by_node()]
+
+    @staticmethod
+    def _cgroups(container_id: str) -> list[Path]:
+        return [c / "k8s.io" / container_id for c in Path("/sys/fs/cgroup").iterdir() if (c / "k8s.io" / container_id).is_dir()]
+
+    def _remove_cgroups(self, containers: list[str]) -> None:
+        """runc leaves a killed container's cgroups behind (empty): remove dfslab's own."""
+        for cid in containers:
+            for cg in self._cgroups(cid):
+                try:
+                    cg.rmdir()
+                except OSError:  # still has a process: leftovers() reports it
+                    pass
 
     @staticmethod
     def _detach(loop: dict) -> None:
@@ -204,4 +287,5 @@ class KubernetesRuntime(LocalNetnsRuntime):
         found = super().leftovers()
         for loop in self.state.resources("loop"):
             found.append(f"loop device {loop['device']} ({loop['file']})")
+        found += [f"cgroup {cg}" for cid in self.container_ids() for cg in self._cgroups(cid)]
         return found

@@ -12,12 +12,14 @@ code is the tool's, and an interrupt deletes the Job.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shlex
 import signal
 import sys
 import time
+from pathlib import Path
 
 MARK = "--dfslab-job-stderr-8f3a--"
 RC_MARK = "--dfslab-job-rc-8f3a--"
@@ -29,7 +31,7 @@ def pod_script(mounts: list[str], conf: str, keyring: str) -> str:
     for mnt in mounts:
         lines += [f"mkdir -p {shlex.quote(mnt)}",
                   f"ceph-fuse -c {shlex.quote(conf)} -n client.admin -k {shlex.quote(keyring)} {shlex.quote(mnt)} "
-                  ">/tmp/fuse.log 2>&1 || {{ cat /tmp/fuse.log >&2; exit 97; }}"]
+                  ">/tmp/fuse.log 2>&1 || { cat /tmp/fuse.log >&2; exit 97; }"]
     lines.append('"$@" >/tmp/out 2>/tmp/err; rc=$?')
     lines += [f"umount {shlex.quote(m)} 2>/dev/null" for m in mounts]
     lines.append(f"cat /tmp/out; printf '\\n%s\\n' '{MARK}'; cat /tmp/err; printf '\\n%s %d\\n' '{RC_MARK}' \"$rc\"")
@@ -47,9 +49,32 @@ def split_output(log: str) -> tuple[str, str, int | None]:
     return out, err, int(tail.split()[0])
 
 
+def host_dirs(argv: list[str], cwd: Path, roots: list[Path], fuse_mounts: list[str]) -> list[str]:
+    """The host directories a tool's path arguments point into (output files, bandwidth logs,
+    a scratch directory), so the pod sees them at the same paths: for each argument (or
+    `--opt=value`) with a '/', its nearest existing directory, if inside one of dfslab's own
+    `roots`; FUSE mounts are mounted in the pod instead. Nested ones are mounted once."""
+    found: set[Path] = set()
+    for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if "/" not in value or any(value.startswith(m) for m in fuse_mounts):
+            continue
+        path = (cwd / value).resolve()
+        while not path.is_dir() and path != path.parent:
+            path = path.parent
+        if any(path.is_relative_to(root) for root in roots):
+            found.add(path)
+    return sorted(str(d) for d in found if not any(d != o and d.is_relative_to(o) for o in found))
+
+
 def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[str], mounts: list[str],
-                 files: dict[str, str]) -> dict:
+                 files: dict[str, str], dirs: list[str] = (), cwd: str = "/") -> dict:
     conf, keyring = files["conf"], files["keyring"]
+    volumes = [{"name": "client", "secret": {"secretName": CLIENT_SECRET}}]
+    volume_mounts = [{"name": "client", "mountPath": path, "subPath": key, "readOnly": True} for key, path in files.items()]
+    for i, d in enumerate(dirs):
+        volumes.append({"name": f"host-{i}", "hostPath": {"path": d, "type": "Directory"}})
+        volume_mounts.append({"name": f"host-{i}", "mountPath": d})
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "dfslab"}},
@@ -62,13 +87,33 @@ def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[st
                     "name": "tool", "image": image, "imagePullPolicy": "Never",
                     "command": ["sh", "-c", pod_script(mounts, conf, keyring), "sh", *argv],
                     "env": [{"name": "CEPH_CONF", "value": conf}],
+                    "workingDir": cwd,  # relative paths of the tool's arguments mean what they mean here
                     "securityContext": {"privileged": bool(mounts)},  # FUSE needs /dev/fuse and mount
-                    "volumeMounts": [{"name": "client", "mountPath": path, "subPath": key, "readOnly": True}
-                                     for key, path in files.items()],
+                    "volumeMounts": volume_mounts,
                 }],
-                "volumes": [{"name": "client", "secret": {"secretName": CLIENT_SECRET}}],
+                "volumes": volumes,
             }}},
     }
+
+
+# Waiting reasons a container does not recover from by itself (the image is never pulled here).
+STUCK = {"ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError",
+         "ImagePullBackOff", "ErrImagePull"}
+SCHEDULE_TIMEOUT = 120
+
+
+def cannot_start(pod, waited: float) -> str | None:
+    """Why the Job's pod will never run its tool, or None while it still may."""
+    if pod is None:
+        return f"no pod was made in {waited:.0f} s" if waited > SCHEDULE_TIMEOUT else None
+    for c in pod.status.container_statuses or []:
+        waiting = c.state.waiting if c.state else None
+        if waiting is not None and waiting.reason in STUCK:
+            return f"container cannot start: {waiting.reason}: {waiting.message or ''}".strip()
+    if pod.status.phase == "Pending" and not pod.spec.node_name and waited > SCHEDULE_TIMEOUT:
+        cond = next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
+        return f"not scheduled in {waited:.0f} s: {cond.message if cond else 'no scheduler decision'}"
+    return None
 
 
 def job_name(argv: list[str]) -> str:
@@ -80,7 +125,7 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     from kubernetes import client
 
     from ...state import ClusterState
-    from .. import attach_runtime
+    from .. import RUN_DIR_ENV, attach_runtime
     from .control import api_client
     rt = attach_runtime(ClusterState(cluster))
     info = rt.state.read()
@@ -88,10 +133,14 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     files = info["k8s_client_files"]
     mounts = sorted({p.meta["mount"] for p in rt.procs.all() if p.meta.get("kind") == "client" and p.meta.get("mount")
                      and any(p.meta["mount"] in arg for arg in argv)})
+    cwd = Path.cwd()
+    roots = [rt.state.dir] + ([Path(os.environ[RUN_DIR_ENV])] if os.environ.get(RUN_DIR_ENV) else [])
+    dirs = host_dirs(argv, cwd, roots, mounts)
     api = api_client(rt)
     batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
     name = job_name(argv)
-    batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, info["k8s_images"]["rook"], argv, mounts, files))
+    batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, info["k8s_images"]["rook"], argv, mounts,
+                                                        files, dirs, str(cwd)))
 
     def delete(*_):
         batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground")
@@ -100,11 +149,17 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, delete)
     pod = None
+    started = time.monotonic()
     while True:
         pods = core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items
         pod = pods[0] if pods else None
         if pod is not None and pod.status.phase in ("Succeeded", "Failed"):
             break
+        why = cannot_start(pod, time.monotonic() - started)
+        if why:
+            batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+            sys.stderr.write(f"job {name} on {node}: {why}\n")
+            return 1
         time.sleep(0.5)
     log = core.read_namespaced_pod_log(pod.metadata.name, namespace)
     batch.delete_namespaced_job(name, namespace, propagation_policy="Background")

@@ -1,0 +1,81 @@
+"""Runtime kubernetes without a cluster: what dfslab renders for Rook from a spec, what it
+refuses before anything starts, and how a Job's pod log and state are read."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+
+from dfslab.backends import PreflightError
+from dfslab.backends.ceph import rook
+from dfslab.runtime.kubernetes import job
+from dfslab.spec import SpecError, parse_spec
+
+SPEC = {"name": "k", "runtime": "kubernetes", "nodes": 3,
+        "ceph": {"mons": 1, "osd_size": "6GiB", "replica_size": 2, "conf": {"osd": {"osd max backfills": 1}}}}
+LOOPS = {"node1": ["/dev/loop0"], "node2": ["/dev/loop1"], "node3": ["/dev/loop2"]}
+
+
+def test_the_spec_becomes_a_ceph_cluster_pools_and_a_filesystem():
+    objs = rook.cluster_objects(parse_spec(SPEC), "rook-ceph", "dfslab/rook:1", "/var/lib/x", LOOPS)
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in objs]
+    assert kinds == [("CephCluster", "dfslab"), ("CephBlockPool", "dfslab"), ("CephBlockPool", "rbd"),
+                     ("CephFilesystem", "cephfs")]
+    cluster = objs[0]["spec"]
+    assert cluster["mon"] == {"count": 1, "allowMultiplePerNode": False}
+    assert cluster["network"] == {"provider": "host"}
+    assert cluster["storage"]["nodes"] == [{"name": n, "devices": [{"name": d[0]}]} for n, d in LOOPS.items()]
+    assert all(o["spec"]["replicated"]["size"] == 2 for o in objs if o["kind"] == "CephBlockPool")
+    no_fs = rook.cluster_objects(parse_spec({**SPEC, "ceph": {**SPEC["ceph"], "cephfs": False}}), "ns", "i", "/x", LOOPS)
+    assert "CephFilesystem" not in [o["kind"] for o in no_fs]
+    three = rook.cluster_objects(parse_spec({**SPEC, "ceph": {**SPEC["ceph"], "mons": 3}}), "ns", "i", "/x", LOOPS)
+    assert three[0]["spec"]["mon"] == {"count": 3, "allowMultiplePerNode": False}
+
+
+def test_the_tuning_override_holds_the_box_tuning_and_the_spec_wins():
+    text = rook.config_override(parse_spec(SPEC), "rook-ceph")["data"]["config"]
+    osd = text.split("[osd]\n", 1)[1].split("\n[", 1)[0].splitlines()
+    assert "osd max backfills = 1" in osd and "osd max backfills = 4" not in osd
+    assert "mon data avail warn = 5" in text  # a shared test box's disk is not "low" at 30 % free
+
+
+def test_preflight_refuses_an_osd_ceph_volume_would_skip():
+    spec = parse_spec({**SPEC, "ceph": {**SPEC["ceph"], "osd_size": "2GiB"}})
+    with pytest.raises(PreflightError, match="ceph.osd_size.*5 GiB"):
+        rook.RookCephBackend.preflight(spec)
+
+
+def test_filesystems_without_an_operator_are_refused_on_kubernetes():
+    with pytest.raises(SpecError, match="runtime: on kubernetes"):
+        parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes", "nodes": 3})
+    with pytest.raises(SpecError, match="namespace"):
+        parse_spec({**SPEC, "kubernetes": {"local": {}, "namespace": "Bad_NS"}})
+
+
+def test_a_pod_log_splits_into_stdout_stderr_and_exit_code():
+    log = f"out line\n\n{job.MARK}\nerr line\n\n{job.RC_MARK} 3\n"
+    assert job.split_output(log) == ("out line\n", "err line\n", 3)
+    assert job.split_output("killed before the end") == ("", "killed before the end", None)
+
+
+def _pod(phase="Pending", node=None, waiting=None, scheduled_msg=None):
+    statuses = [NS(state=NS(waiting=NS(reason=waiting, message="no image")))] if waiting else None
+    conds = [NS(type="PodScheduled", message=scheduled_msg)] if scheduled_msg else None
+    return NS(status=NS(phase=phase, container_statuses=statuses, conditions=conds), spec=NS(node_name=node))
+
+
+def test_a_job_whose_pod_cannot_run_fails_fast_with_the_reason():
+    assert job.cannot_start(_pod(node="client", waiting="ContainerCreating"), 5) is None
+    assert "ErrImageNeverPull" in job.cannot_start(_pod(node="client", waiting="ErrImageNeverPull"), 5)
+    assert job.cannot_start(_pod(scheduled_msg="0/4 nodes are available"), 10) is None
+    assert "0/4 nodes" in job.cannot_start(_pod(scheduled_msg="0/4 nodes are available"), job.SCHEDULE_TIMEOUT + 1)
+    assert job.cannot_start(None, 1) is None and "no pod" in job.cannot_start(None, job.SCHEDULE_TIMEOUT + 1)
+
+
+def test_a_ceph_daemon_in_a_pod_is_named_as_on_the_local_runtime(monkeypatch):
+    from dfslab.runtime import kubernetes as k8s
+    argvs = {1: ["ceph-osd", "--foreground", "--id", "0", "--fsid", "x"], 2: ["/usr/bin/ceph-mon", "--id", "a"],
+             3: ["rook", "ceph", "operator"], 4: ["ceph-osd", "--id"]}
+    monkeypatch.setattr(k8s.psutil, "Process", lambda pid: NS(cmdline=lambda: argvs[pid]))
+    assert [k8s.ceph_daemon_name(pid) for pid in argvs] == ["osd.0", "mon.a", None, None]
