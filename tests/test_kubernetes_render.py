@@ -75,7 +75,7 @@ def test_a_job_whose_pod_cannot_run_fails_fast_with_the_reason():
 
 def test_a_ceph_daemon_in_a_pod_is_named_as_on_the_local_runtime(monkeypatch):
     from dfslab.runtime import kubernetes as k8s
-    argvs = {1: ["ceph-osd", "--foreground", "--id", "0", "--fsid", "x"], 2: ["/usr/bin/ceph-mon", "--id", "a"],
+    argvs = {1: ["ceph-osd", "--foreground", "--id", "0", "--fsid", "x"], 2: ["/usr/bin/ceph-mon", "--fsid=f", "--id=a", "--foreground"],
              3: ["rook", "ceph", "operator"], 4: ["ceph-osd", "--id"]}
     monkeypatch.setattr(k8s.psutil, "Process", lambda pid: NS(cmdline=lambda: argvs[pid]))
     assert [k8s.ceph_daemon_name(pid) for pid in argvs] == ["osd.0", "mon.a", None, None]

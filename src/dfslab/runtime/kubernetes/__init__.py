@@ -61,15 +61,20 @@ def binary(name: str) -> str:
 
 
 def ceph_daemon_name(pid: int) -> str | None:
-    """'osd.0' for `ceph-osd ... --id 0 ...` (how Rook starts every daemon), else None."""
+    """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, else None."""
     try:
         argv = psutil.Process(pid).cmdline()
     except psutil.Error:
         return None
     kind = Path(argv[0]).name.removeprefix("ceph-") if argv and Path(argv[0]).name.startswith("ceph-") else ""
-    if kind not in ("mon", "mgr", "osd", "mds") or "--id" not in argv[:-1]:
+    if kind not in ("mon", "mgr", "osd", "mds"):
         return None
-    return f"{kind}.{argv[argv.index('--id') + 1]}"
+    for i, arg in enumerate(argv):
+        if arg.startswith("--id="):  # Rook's MON, MGR and MDS pods
+            return f"{kind}.{arg.split('=', 1)[1]}"
+        if arg == "--id" and i + 1 < len(argv):  # its OSD start script
+            return f"{kind}.{argv[i + 1]}"
+    return None
 
 
 def pod_subnet(index: int) -> str:
