@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import psutil
 
 from ...procs import TrackedProcess, proc_start_time, terminate
+from ...safety import remove_owned_tree
 from ...spec import ClusterSpec
 from ...state import dfslab_home
 from .. import CLIENT, RuntimeError_
@@ -191,6 +192,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
 
     def start_node(self, node: str, index: int, images: dict[str, str], loops: list[str]) -> None:
         paths = self.node_paths(node)
+        self.state.add_resource("containerd_state", str(paths.containerd_state))  # recorded before it exists
         knode.prepare_dirs(paths)
         rook_host_path().mkdir(parents=True, exist_ok=True)
         holder = self.spawn(f"node-{node}", node, ["unshare", "--mount", "--propagation", "slave", "--",
@@ -231,6 +233,9 @@ class KubernetesRuntime(LocalNetnsRuntime):
         containers = self.container_ids()
         removed = super().destroy()
         self._remove_cgroups(containers)
+        for d in self.state.resources("containerd_state"):
+            remove_owned_tree(Path(d), [knode.SOCKET_ROOT], f"the containerd state dfslab made for cluster {self.state.name}")
+            self.state.remove_resource("containerd_state", d)
         for loop in self.state.resources("loop"):
             self._detach(loop)
             self.state.remove_resource("loop", loop)
@@ -293,4 +298,5 @@ class KubernetesRuntime(LocalNetnsRuntime):
         for loop in self.state.resources("loop"):
             found.append(f"loop device {loop['device']} ({loop['file']})")
         found += [f"cgroup {cg}" for cid in self.container_ids() for cg in self._cgroups(cid)]
+        found += [f"containerd state {d}" for d in self.state.resources("containerd_state") if Path(d).exists()]
         return found

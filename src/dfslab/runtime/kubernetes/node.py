@@ -14,6 +14,7 @@ processes, so nothing of it is ever seen in the host's mount table.
 from __future__ import annotations
 
 import json
+import hashlib
 import os
 import shlex
 import time
@@ -28,6 +29,8 @@ CNI_BIN = "/usr/lib/cni"
 # Character devices every node's /dev has (what a minimal host offers its containers).
 BASIC_DEVICES = ("null", "zero", "full", "random", "urandom", "tty", "kmsg", "fuse")
 READY_TIMEOUT = 60
+# dfslab's own root for the nodes' containerd state (sockets, task bundles), one dir per node.
+SOCKET_ROOT = Path("/run/dfslab-k8s")
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,9 @@ class NodePaths:
 
     @property
     def containerd_state(self) -> Path:
-        return self.root / "containerd-state"
+        """Short, whatever the state directory's length: containerd refuses a socket path over
+        104 characters (its .ttrpc socket lives here too)."""
+        return SOCKET_ROOT / hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
 
     @property
     def socket(self) -> Path:
