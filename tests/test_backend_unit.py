@@ -139,3 +139,12 @@ def test_report_renders_what_the_backend_declared(tmp_path):
     assert "<h3>pools</h3>" in html and "<td class=\"l\">dfslab</td>" in html
     assert ceph.charts[0].title in html  # the backend's own series got their figure
     assert "client throughput as Ceph saw it" not in html  # faults_only: no faults in this run
+
+
+def test_fio_rados_target_takes_writes_only():
+    from pydantic import ValidationError
+
+    from dfslab.workloads.fio import FioParams
+    assert FioParams(target="rados", rw="randwrite").target == "rados"
+    with pytest.raises(ValidationError, match="radosbench"):
+        FioParams(target="rados", rw="read")

@@ -31,6 +31,7 @@ EXPERIMENT = {
         {"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 16},
         {"type": "fio", "target": ["cephfs", "rbd", "local"], "rw": ["randread", "write"], "bs": "64KiB",
          "size": "32MiB", "seconds": 2},
+        {"type": "fio", "target": "rados", "rw": "write", "bs": "64KiB", "size": "32MiB", "seconds": 2},
         {"type": "filegrid", "file_size": ["8MiB", "16MiB"], "threads": [1, 2]},
         {"type": "metadata", "procs": 2, "files_per_proc": 100},
         {"type": "sql", "target": ["cephfs", "local"], "concurrency": [2, 4], "iterations": 1, "queries": 128},
@@ -91,7 +92,7 @@ def test_every_workload_measured_with_units(run_dir):
         assert all(r["unit"] == unit and r["value"] > 0 for r in by[key]), key
     assert {r["repetition"] for r in by[("radosbench", "bandwidth")]} == {"0", "1"}
     targets = {(r["params"]["target"], r["params"]["op"]) for r in by[("fio", "bandwidth")]}
-    assert targets == {(t, op) for t in ("cephfs", "rbd", "local") for op in ("read", "write")}
+    assert targets == {(t, op) for t in ("cephfs", "rbd", "local") for op in ("read", "write")} | {("rados", "write")}
     cells = {(r["params"]["file_size"], r["params"]["threads"], r["params"]["op"]) for r in by[("filegrid", "bandwidth")]}
     assert len(cells) == 8
     assert {r["params"]["phase"] for r in by[("metadata", "ops")]} == {"create", "stat", "read", "unlink"}

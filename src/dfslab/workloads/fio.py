@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
@@ -17,8 +17,9 @@ PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
 
 
 class FioParams(WorkloadParams):
-    target: Literal["fs", "cephfs", "rbd", "gfapi", "local"] = Field(
-        "fs", description="fs: the cluster's POSIX mount; rbd: a Ceph RBD image; gfapi: the GlusterFS volume through libgfapi; local")
+    target: Literal["fs", "cephfs", "rbd", "rados", "gfapi", "local"] = Field(
+        "fs", description="fs: the cluster's POSIX mount; rbd: a Ceph RBD image; rados: objects in dfslab's pool "
+                          "(fio's rados engine; writes only); gfapi: the GlusterFS volume through libgfapi; local")
     rw: Literal["read", "write", "randread", "randwrite", "readwrite", "randrw"] = "randread"
     bs: Bytes = "4KiB"
     iodepth: int = Field(16, ge=1, le=1024)
@@ -26,6 +27,14 @@ class FioParams(WorkloadParams):
     size: Bytes = Field("256MiB", description="file (or RBD range) per job")
     seconds: int = Field(10, ge=1, le=3600, description="time-based runtime")
     direct: bool = Field(False, description="O_DIRECT (local disk; FUSE may refuse it)")
+
+    @model_validator(mode="after")
+    def _rados_writes_only(self) -> "FioParams":
+        # fio's rados engine creates its objects empty ("touch"): a read would measure nothing.
+        if self.target == "rados" and self.rw not in ("write", "randwrite"):
+            raise ValueError(f"target rados measures writes (write, randwrite), not {self.rw}: fio's rados engine "
+                             f"reads objects it created empty; for reads use the radosbench workload (seq, rand)")
+        return self
 
 
 def parse_json(text: str, workload: str, labels: dict[str, Any], repetition: int) -> list[Measurement]:

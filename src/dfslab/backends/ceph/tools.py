@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from .. import BackendError, Confinement
+from .pools import BENCH_POOL
 
 RBD_IMAGE = "dfslab-fio"
 
@@ -30,6 +31,8 @@ def ensure_rbd_image(runner: Any, size_bytes: int) -> None:
 
 
 def fio_target(runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
+    if target == "rados":  # fio's rados engine: one object per job in dfslab's bench pool, removed by fio
+        return {"ioengine": "rados", "clientname": "admin", "pool": BENCH_POOL}
     if target != "rbd":
         raise BackendError(f"ceph offers no fio target {target!r}")
     ensure_rbd_image(runner, size_bytes)
