@@ -79,3 +79,17 @@ def test_a_ceph_daemon_in_a_pod_is_named_as_on_the_local_runtime(monkeypatch):
              3: ["rook", "ceph", "operator"], 4: ["ceph-osd", "--id"]}
     monkeypatch.setattr(k8s.psutil, "Process", lambda pid: NS(cmdline=lambda: argvs[pid]))
     assert [k8s.ceph_daemon_name(pid) for pid in argvs] == ["osd.0", "mon.a", None, None]
+
+
+def test_progress_names_the_newest_event():
+    from datetime import datetime, timezone
+
+    def event(minute, kind, name, msg):
+        t = datetime(2026, 1, 1, 0, minute, tzinfo=timezone.utc)
+        return NS(last_timestamp=t, event_time=None, metadata=NS(creation_timestamp=t), message=msg, reason="R",
+                  involved_object=NS(kind=kind, name=name))
+    core = NS(list_namespaced_event=lambda ns: NS(items=[event(1, "Pod", "mon-a", "Started"),
+                                                         event(3, "Job", "osd-prepare-node1", "Completed"),
+                                                         event(2, "Pod", "osd-0", "Pulled")]))
+    assert rook.newest_event(core, "rook-ceph") == " · last event: Job osd-prepare-node1: Completed"
+    assert rook.newest_event(NS(list_namespaced_event=lambda ns: NS(items=[])), "x") == ""

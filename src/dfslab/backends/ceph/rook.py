@@ -200,7 +200,8 @@ class RookCephBackend(CephBackend):
             phase, message = status.get("phase", "Pending"), status.get("message", "")
             pods = core.list_namespaced_pod(self.namespace).items
             running = sorted(p.metadata.labels.get("app", p.metadata.name) for p in pods if p.status.phase == "Running")
-            progress("Rook deploying Ceph", f"{phase}: {message[:80]} · running: {', '.join(running)[:120]}")
+            progress("Rook deploying Ceph", f"{phase}: {message[:80]} · running: {', '.join(running)[:120]}"
+                                            f"{newest_event(core, self.namespace)}")
             if phase == "Ready" and self._osds_up(core):
                 return
             if phase == "Failure":
@@ -238,6 +239,16 @@ class RookCephBackend(CephBackend):
         apply_all(api, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dfslab-ceph-client", "namespace": self.namespace},
                          "stringData": {"conf": self.layout.conf.read_text(), "keyring": self.layout.admin_keyring.read_text()}}])
         self.state.update(k8s_client_files=files)
+
+
+def newest_event(core, namespace: str) -> str:
+    """' · last event: <object>: <message>' for the namespace's newest event, or ''."""
+    events = core.list_namespaced_event(namespace).items
+    stamped = [e for e in events if (e.last_timestamp or e.event_time or e.metadata.creation_timestamp)]
+    if not stamped:
+        return ""
+    e = max(stamped, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+    return f" · last event: {e.involved_object.kind} {e.involved_object.name}: {(e.message or e.reason or '')[:100]}"
 
 
 ROOK_KINDS = ("cephclusters", "cephblockpools", "cephfilesystems")
