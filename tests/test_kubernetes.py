@@ -149,3 +149,30 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     from kubernetes import client
     _, api = _runtime_and_api()
     assert not client.BatchV1Api(api).list_namespaced_job("rook-ceph", label_selector="app.kubernetes.io/managed-by=dfslab").items
+
+
+def test_a_deleted_osd_pod_comes_back_and_no_acknowledged_write_is_lost(k8s):
+    """fault pod during rados bench write: Rook's Deployment makes a new pod, the cluster
+    returns to HEALTH_OK, and every checksummed object the writer got acknowledged reads back."""
+    exp = k8s / "fault.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "t-k8s-fault", "cluster": SPEC, "baselines": {"network": False, "disk": False},
+        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
+        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+        "faults": [{"kind": "pod", "target": "osd.1", "during": 0, "at": "4s", "duration": "5s"}]}))
+    runs = Path(os.environ["DFSLAB_RUNS"])
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    out = dfslab("run", str(exp), "--cluster", NAME, timeout=900).stdout
+    run = next(p for p in set(runs.iterdir()) - before if p.is_dir())
+    events = json.loads((run / "faults.json").read_text())
+    assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "osd.1", None)], events
+    assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 10, integrity
+    # a new pod runs osd.1 (Rook's Deployment made it), and the cluster is whole again
+    from kubernetes import client
+    _, api = _runtime_and_api()
+    pods = client.CoreV1Api(api).list_namespaced_pod("rook-ceph", label_selector="ceph_daemon_type=osd,ceph_daemon_id=1").items
+    assert [p.status.phase for p in pods] == ["Running"]
+    status = json.loads(dfslab("status", NAME, "--json").stdout)
+    assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}

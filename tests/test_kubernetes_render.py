@@ -93,3 +93,17 @@ def test_progress_names_the_newest_event():
                                                          event(2, "Pod", "osd-0", "Pulled")]))
     assert rook.newest_event(core, "rook-ceph") == " · last event: Job osd-prepare-node1: Completed"
     assert rook.newest_event(NS(list_namespaced_event=lambda ns: NS(items=[])), "x") == ""
+
+
+def test_daemon_faults_on_kubernetes_are_pod_deletions():
+    from dfslab import chaos
+    from dfslab.chaos.pod import selector
+    assert selector("osd.0") == "ceph_daemon_type=osd,ceph_daemon_id=0"
+    assert selector("mds.cephfs-a") == "ceph_daemon_type=mds,ceph_daemon_id=cephfs-a"
+    with pytest.raises(chaos.FaultInputError, match="Ceph daemon"):
+        selector("node1")
+    spec = parse_spec(SPEC)
+    with pytest.raises(chaos.FaultInputError, match="fault pod"):
+        chaos.check_applies("kill", spec)  # Kubernetes restarts Rook's daemons, not dfslab
+    chaos.check_applies("pod", spec)
+    chaos.check_applies("partition", spec)  # the node's link is the local runtime's

@@ -82,6 +82,7 @@ GENERIC_FAULTS = {
     "node": "dfslab.chaos.daemon:LoseNode",
     "partition": "dfslab.chaos.link:CutLink",
     "degrade": "dfslab.chaos.link:DegradeLink",
+    "pod": "dfslab.chaos.pod:DeletePod",
 }
 
 
@@ -93,7 +94,7 @@ def check_applies(kind: str, spec: Any) -> None:
     """Refused before anything runs: a kind the cluster's backend refuses (e.g. any fault not
     allowed on a cluster dfslab did not make), and a filesystem's own kind on another's cluster
     unless that backend borrows it (it works through the same client tools)."""
-    backend = backend_class_of(spec.filesystem)
+    backend = backend_class_of(spec.filesystem, spec.runtime)
     refusal = backend.refuses_faults(spec, kind)
     if refusal:
         raise FaultInputError(refusal)

@@ -159,6 +159,8 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
         "osd class load list": "*",
         "osd class default list": "*",
     })
+    # Clients that read only the conf (fio's rados engine) find the admin key by it.
+    sections["client.admin"] = {"keyring": str(layout.admin_keyring)}
     for osd_id, node in osd_placement(spec).items():
         sections[f"osd.{osd_id}"] = {"crush location": f"root=default host={node}"}
     for section, options in ceph.conf.items():

@@ -144,6 +144,14 @@ class RookCephBackend(CephBackend):
                                  f"{spec.ceph.osd_size / 2**30:.1f} GiB was asked: use 6GiB (the file is sparse)")
         CephBackend.preflight(spec)
 
+    @classmethod
+    def refuses_faults(cls, spec, kind: str) -> str | None:
+        # Rook's daemons are pods: Kubernetes, not dfslab, starts them again.
+        if kind in ("kill", "stop", "node"):
+            return (f"fault {kind}: on runtime kubernetes Rook runs the daemons as pods; use fault pod "
+                    f"(delete the daemon's pod, e.g. dfslab fault {spec.name} pod osd.0)")
+        return None
+
     @property
     def namespace(self) -> str:
         return self.spec.kubernetes.namespace

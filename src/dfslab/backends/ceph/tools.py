@@ -31,8 +31,8 @@ def ensure_rbd_image(runner: Any, size_bytes: int) -> None:
 
 
 def fio_target(runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
-    if target == "rados":  # fio's rados engine: one object per job in dfslab's bench pool, removed by fio
-        return {"ioengine": "rados", "clientname": "admin", "pool": BENCH_POOL}
+    if target == "rados":  # fio's rados engine: an object per job in dfslab's bench pool; it reads only the conf
+        return {"ioengine": "rados", "clientname": "admin", "pool": BENCH_POOL, "conf": runner.env["CEPH_CONF"]}
     if target != "rbd":
         raise BackendError(f"ceph offers no fio target {target!r}")
     ensure_rbd_image(runner, size_bytes)

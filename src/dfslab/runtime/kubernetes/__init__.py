@@ -154,6 +154,10 @@ class KubernetesRuntime(LocalNetnsRuntime):
         control.wait_nodes_ready(self, nodes, progress)
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
+        # dfslab's own Python tools (the integrity seeder, writer and verifier) exist only on this
+        # machine: they run here in the node's namespace; the field's tools run as Jobs.
+        if argv and argv[0] == sys.executable:
+            return self.command(node, argv)
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.job", self.state.name, node, "--", *argv]
 
     @staticmethod
