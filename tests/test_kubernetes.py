@@ -141,11 +141,10 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     with open(run / "timeseries.csv") as fh:
         series = {r["series"] for r in csv.DictReader(fh)}
     assert {"cpu.osd.0", "rss.osd.0", "cpu.mon.a", "rss.mgr.a"} <= series, sorted(series)
-    # The tools ran in pods on the client node: their containers' logs are the client kubelet's.
-    logs = ClusterState(NAME).dir / "kubernetes/nodes/client/pod-logs"
-    pods = {p.name.split("_")[1] for p in logs.iterdir()}
-    assert any(p.startswith("dfslab-rados-") for p in pods), pods
-    assert any(p.startswith("dfslab-fio-") for p in pods), pods
+    # The tools ran as Jobs, in pods on the client node, and ended there
+    jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
+    ran = {(j["tool"], j["node"], j["phase"], j["rc"]) for j in jobs}
+    assert ("rados", "client", "Succeeded", 0) in ran and ("fio", "client", "Succeeded", 0) in ran, ran
     from kubernetes import client
     _, api = _runtime_and_api()
     assert not client.BatchV1Api(api).list_namespaced_job("rook-ceph", label_selector="app.kubernetes.io/managed-by=dfslab").items

@@ -116,6 +116,16 @@ def cannot_start(pod, waited: float) -> str | None:
     return None
 
 
+JOBS_LOG = "jobs.jsonl"
+
+
+def record_job(path: Path, entry: dict) -> None:
+    """One line per Job run (the pods and their logs go with the Job): where each tool ran."""
+    import json
+    with open(path, "a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+
 def job_name(argv: list[str]) -> str:
     tool = re.sub(r"[^a-z0-9-]", "-", argv[0].rsplit("/", 1)[-1].lower())[:20].strip("-") or "tool"
     return f"dfslab-{tool}-{secrets.token_hex(3)}"
@@ -164,6 +174,8 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     log = core.read_namespaced_pod_log(pod.metadata.name, namespace)
     batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
     out, err, rc = split_output(log)
+    record_job(rt.home / JOBS_LOG, {"job": name, "pod": pod.metadata.name, "node": pod.spec.node_name,
+                                    "tool": argv[0], "phase": pod.status.phase, "rc": rc})
     sys.stdout.write(out)
     sys.stderr.write(err)
     if rc is None:
