@@ -35,7 +35,7 @@ def test_the_spec_becomes_a_ceph_cluster_pools_and_a_filesystem():
 
 def test_the_tuning_override_holds_the_box_tuning_and_the_spec_wins():
     text = rook.config_override(parse_spec(SPEC), "rook-ceph")["data"]["config"]
-    osd = text.split("[osd]\n", 1)[1].split("\n[", 1)[0].splitlines()
+    osd = [line.strip() for line in text.split("[osd]\n", 1)[1].split("\n[", 1)[0].splitlines()]
     assert "osd max backfills = 1" in osd and "osd max backfills = 4" not in osd
     assert "mon data avail warn = 5" in text  # a shared test box's disk is not "low" at 30 % free
 

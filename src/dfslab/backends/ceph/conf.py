@@ -165,6 +165,11 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
         sections[f"osd.{osd_id}"] = {"crush location": f"root=default host={node}"}
     for section, options in ceph.conf.items():
         sections.setdefault(section, {}).update(options)
+    return conf_text(sections)
+
+
+def conf_text(sections: dict[str, dict[str, object]]) -> str:
+    """ceph.conf text of {section: {option: value}}."""
     out = []
     for section, options in sections.items():
         out.append(f"[{section}]")

@@ -15,6 +15,7 @@ the local backend writes, so status, health, sampling and pools work as on every
 from __future__ import annotations
 
 import base64
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ import yaml
 from ...runtime import RuntimeError_
 from .. import BackendError, PreflightError, Progress, table
 from . import health, pools
-from .conf import box_tuning, format_value
+from .conf import box_tuning, conf_text
 from .backend import CephBackend
 from ...runtime.kubernetes.control import raw_call
 
@@ -122,13 +123,9 @@ def config_override(spec, namespace: str) -> dict:
     sections = box_tuning()
     for section, opts in (spec.ceph.conf or {}).items():
         sections.setdefault(section, {}).update(opts)
-    lines = []
-    for section, opts in sections.items():
-        lines.append(f"[{section}]")
-        lines += [f"{key} = {format_value(value)}" for key, value in opts.items()]
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "rook-config-override", "namespace": namespace},
-            "data": {"config": "\n".join(lines) + "\n"}}
+            "data": {"config": conf_text(sections)}}
 
 
 class RookCephBackend(CephBackend):
@@ -307,12 +304,11 @@ def validate_all(api, objs: list[dict]) -> None:
 
 
 def _server_side_apply(api, obj: dict, dry_run: bool = False) -> None:
-    import json
     group_version = obj["apiVersion"]
     kind = obj["kind"]
     plural = _plural(api, group_version, kind)
     namespace = obj["metadata"].get("namespace")
-    prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+    prefix = _api_prefix(group_version)
     path = f"{prefix}/namespaces/{namespace}/{plural}/{obj['metadata']['name']}" if namespace else \
         f"{prefix}/{plural}/{obj['metadata']['name']}"
     query = [("fieldManager", "dfslab"), ("force", "true")] + ([("dryRun", "All")] if dry_run else [])
@@ -323,11 +319,15 @@ def _server_side_apply(api, obj: dict, dry_run: bool = False) -> None:
 _PLURALS: dict[tuple[str, str], str] = {}
 
 
+def _api_prefix(group_version: str) -> str:
+    """The API server's path of a group/version: the core group is /api/v1, the rest /apis/G/V."""
+    return "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+
+
 def _plural(api, group_version: str, kind: str) -> str:
-    import json
     key = (group_version, kind)
     from kubernetes.client.rest import ApiException
-    prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+    prefix = _api_prefix(group_version)
     deadline = time.monotonic() + 30  # a CRD applied a moment ago is served once it is Established
     while key not in _PLURALS and time.monotonic() < deadline:
         try:
@@ -348,7 +348,6 @@ def _plural(api, group_version: str, kind: str) -> str:
 
 
 def _api_message(exc) -> str:
-    import json
     try:
         return json.loads(exc.body).get("message", exc.reason)
     except (ValueError, TypeError, AttributeError):

@@ -61,6 +61,17 @@ def binary(name: str) -> str:
     return str(path)
 
 
+def container_pids(container_id: str) -> list[int] | None:
+    """The processes of a container the local nodes' containerd runs (its memory cgroup, v1);
+    None when there is no such container."""
+    if not re.fullmatch(r"[0-9a-f]{64}", container_id):
+        return None
+    try:
+        return [int(p) for p in (CGROUP_MEMORY / container_id / "cgroup.procs").read_text().split()]
+    except OSError:
+        return None
+
+
 def ceph_daemon_name(pid: int) -> str | None:
     """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, else None."""
     try:
@@ -164,11 +175,8 @@ class KubernetesRuntime(LocalNetnsRuntime):
     def container_rss(container_id: str) -> int | None:
         """Resident memory of a container the local nodes' containerd runs: its processes' RSS
         (as `status` shows for the local runtime's daemons), found from its cgroup (v1)."""
-        if not re.fullmatch(r"[0-9a-f]{64}", container_id):
-            return None
-        try:
-            pids = [int(p) for p in (CGROUP_MEMORY / container_id / "cgroup.procs").read_text().split()]
-        except OSError:
+        pids = container_pids(container_id)
+        if pids is None:
             return None
         total = 0
         for pid in pids:
@@ -250,11 +258,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
         runtime: osd.0, mon.a, ...), so the sampler sees their CPU, memory and I/O."""
         found = list(self.procs.all())
         for node, cid in self.containers_by_node():
-            try:
-                pids = [int(p) for p in (CGROUP_MEMORY / cid / "cgroup.procs").read_text().split()]
-            except OSError:
-                continue
-            for pid in pids:
+            for pid in container_pids(cid) or []:
                 name = ceph_daemon_name(pid)
                 start = proc_start_time(pid)
                 if name and start:
