@@ -104,8 +104,8 @@ def test_exec_runs_in_a_pod_on_the_named_node(k8s):
 
 
 def test_the_api_server_judges_rendered_objects_before_anything_is_made(k8s):
-    from dfslab.backends import BackendError
     from dfslab.backends.ceph import rook
+    from dfslab.runtime.kubernetes.objects import ObjectRefused
     from dfslab.spec import parse_spec
     rt, api = _runtime_and_api()
     spec = parse_spec({**SPEC, "name": "t-k8s-other"})
@@ -114,7 +114,7 @@ def test_the_api_server_judges_rendered_objects_before_anything_is_made(k8s):
     rook.validate_all(api, objs)  # accepted by Rook's CRD schemas (server-side dry run)
     bad = json.loads(json.dumps(objs))
     bad[0]["spec"]["mon"]["count"] = "three"  # passes no check of dfslab's: the schema says integer
-    with pytest.raises(BackendError) as err:
+    with pytest.raises(ObjectRefused) as err:
         rook.validate_all(api, bad)
     assert "spec.mon.count" in str(err.value)
     from kubernetes import client

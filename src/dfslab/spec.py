@@ -70,20 +70,104 @@ class Node(LinkShape):
 class LocalKubernetes(Strict):
     """A Kubernetes dfslab starts on this machine: the spec's nodes and clients are its nodes."""
 
+    rook: bool = Field(True, description="false: start only the Kubernetes (its nodes, their loop disks) and write "
+                                         "an admin kubeconfig, for a `kubernetes.kubeconfig` spec or your own tools")
+
+
+DEVICE = re.compile(r"/dev/[A-Za-z0-9._/-]+")
+K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
 
 class KubernetesSection(Strict):
-    """Where runtime kubernetes runs: `local: {}` (the default) starts one here."""
+    """Where runtime kubernetes runs: `local: {}` (the default) starts one here; `kubeconfig:`
+    is a Kubernetes you run, where dfslab creates only inside `namespace`."""
 
     local: LocalKubernetes | None = Field(None, description="start a real Kubernetes here (etcd, API server, "
                                                            "a containerd + kubelet per node namespace)")
+    kubeconfig: str | None = Field(None, description="a cluster you run: its kubeconfig file (e.g. ~/.kube/config)")
+    context: str | None = Field(None, description="the kubeconfig context (default: its current-context)")
     namespace: str = Field("rook-ceph", description="the Kubernetes namespace dfslab creates its objects in")
+    image: str | None = Field(None, description="kubeconfig: dfslab's Ceph+Rook image as your nodes pull it "
+                                                "(already pushed); or give image_registry")
+    image_registry: str | None = Field(None, description="kubeconfig: a registry dfslab pushes its image to "
+                                                         "(e.g. registry.example.org:5000/storage)")
+    data_dir_host_path: str = Field("/var/lib/rook", description="kubeconfig: Rook's dataDirHostPath on your nodes")
+    devices: dict[str, list[str]] = Field(default_factory=dict, description="kubeconfig: the OSD devices of each "
+                                          "node in `nodes`, e.g. {node1: [/dev/sdb]}; Rook wipes them on down")
+    clients: list[str] = Field(default_factory=list, description="kubeconfig: the Kubernetes nodes the client Jobs "
+                                                                 "run on (client, client2, ...)")
 
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", value):
+        if not K8S_NAME.fullmatch(value):
             raise ValueError(f"{value!r} is not a Kubernetes namespace name (lowercase letters, digits, '-')")
         return value
+
+    @field_validator("kubeconfig")
+    @classmethod
+    def _kubeconfig(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ValueError(f"no kubeconfig file {str(path)!r}; give the path of your cluster's kubeconfig")
+        return str(path.resolve())
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for node, devs in value.items():
+            bad = [d for d in devs if not DEVICE.fullmatch(d) or ".." in d]
+            if bad:
+                raise ValueError(f"{node}: {bad} are not device paths like /dev/sdb")
+        return value
+
+    @model_validator(mode="after")
+    def _one_cluster(self) -> "KubernetesSection":
+        if self.kubeconfig and self.local is not None:
+            raise ValueError("kubernetes.local: give either local (a Kubernetes dfslab starts here) or kubeconfig "
+                             "(one you run), not both")
+        if not self.kubeconfig:
+            if self.local is None:
+                self.local = LocalKubernetes()
+            for name in ("image", "image_registry", "context"):
+                if getattr(self, name):
+                    raise ValueError(f"kubernetes.{name}: only for a cluster you run (kubernetes.kubeconfig); "
+                                     "the local Kubernetes imports dfslab's image itself")
+            if self.devices or self.clients:
+                raise ValueError("kubernetes.devices: the local Kubernetes makes its own loop disks; devices and "
+                                 "clients are for kubernetes.kubeconfig")
+        elif not (self.image or self.image_registry):
+            raise ValueError("kubernetes.image: your nodes must pull dfslab's image: set image_registry (dfslab "
+                             "pushes it there) or image (already pushed)")
+        elif self.image and self.image_registry:
+            raise ValueError("kubernetes.image: give image or image_registry, not both")
+        return self
+
+    @property
+    def user_cluster(self) -> bool:
+        return bool(self.kubeconfig)
+
+    def check_nodes(self, cluster: "ClusterBase", osds_per_node: int | None) -> None:
+        """A cluster you run: every server node names its OSD devices, every client a Kubernetes node."""
+        names = cluster.node_names()
+        unknown = sorted(set(self.devices) - set(names))
+        if unknown:
+            raise ValueError(f"kubernetes.devices: {unknown} are not in nodes ({names}); list the devices of "
+                             "the spec's nodes")
+        for node in names:
+            if not K8S_NAME.fullmatch(node):
+                raise ValueError(f"nodes: {node!r} must be the Kubernetes node's name (lowercase letters, digits, '-')")
+            if osds_per_node is not None and len(self.devices.get(node, [])) != osds_per_node:
+                raise ValueError(f"kubernetes.devices: node {node} needs {osds_per_node} device(s) "
+                                 f"(ceph.osds_per_node); it has {len(self.devices.get(node, []))}")
+        if len(self.clients) < cluster.clients:
+            raise ValueError(f"kubernetes.clients: name {cluster.clients} Kubernetes node(s) for the client Jobs "
+                             f"(clients: {cluster.clients}); {len(self.clients)} given")
+        bad = [c for c in self.clients if not K8S_NAME.fullmatch(c)]
+        if bad:
+            raise ValueError(f"kubernetes.clients: {bad} are not Kubernetes node names")
 
 
 class ClusterBase(Strict):
@@ -141,6 +225,9 @@ class ClusterBase(Strict):
         if self.runtime == "kubernetes" and "kubernetes" not in engines_of(self.filesystem):
             raise ValueError(f"runtime: on kubernetes an operator deploys the filesystem (Rook for ceph); "
                              f"{self.filesystem} has none in dfslab yet: use runtime local or docker")
+        if self.runtime == "kubernetes" and self.kubernetes.user_cluster:
+            section = getattr(self, self.filesystem)
+            self.kubernetes.check_nodes(self, getattr(section, "osds_per_node", None))
         names = [n.name for n in self.nodes]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

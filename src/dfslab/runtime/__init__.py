@@ -125,6 +125,7 @@ RUNTIMES = {
     "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
     "docker": "dfslab.runtime.docker:DockerRuntime",
     "kubernetes": "dfslab.runtime.kubernetes:KubernetesRuntime",
+    "kubernetes-existing": "dfslab.runtime.kubernetes.existing:ExistingKubernetesRuntime",
     "host": "dfslab.runtime.host:HostRuntime",
 }
 
@@ -143,6 +144,8 @@ def select_runtime(spec: ClusterSpec, state: ClusterState) -> Runtime:
             return LocalNetnsRuntime(state)
         from .loopback import LoopbackRuntime
         return LoopbackRuntime(state, fallback=True)
+    if spec.runtime == "kubernetes" and spec.kubernetes.user_cluster:
+        return runtime_class("kubernetes-existing")(state)
     return runtime_class(spec.runtime)(state)
 
 

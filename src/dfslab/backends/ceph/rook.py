@@ -27,7 +27,7 @@ from .. import BackendError, PreflightError, Progress, table
 from . import health, pools
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
-from ...runtime.kubernetes.control import raw_call
+from ...runtime.kubernetes.objects import apply_all, delete_object, exists, patch_merge, validate_all
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
@@ -54,10 +54,11 @@ def _renamespace(obj: Any, namespace: str) -> Any:
     return obj
 
 
-def operator_objects(namespace: str, image: str) -> list[dict]:
-    """Rook's operator.yaml, set for this machine: loop devices allowed (raw-mode OSDs, no LVM),
-    no CSI (its images come from registries), the operator on the host network of a client node
-    (there is no kube-proxy but for the API server's ClusterIP), our image, never pulled."""
+def operator_objects(namespace: str, image: str, local: bool = True) -> list[dict]:
+    """Rook's operator.yaml with dfslab's image: loop devices allowed (raw-mode OSDs, no LVM), no
+    CSI (dfslab's clients are Jobs, and CSI's images come from registries). On the local
+    Kubernetes: the operator on the host network of a client node (there is no kube-proxy but
+    for the API server's ClusterIP), the image never pulled; on yours, pulled if not present."""
     objs = load_manifests("operator.yaml", namespace)
     for obj in objs:
         if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "rook-ceph-operator-config":
@@ -66,24 +67,33 @@ def operator_objects(namespace: str, image: str) -> list[dict]:
                                 "ROOK_ENABLE_DISCOVERY_DAEMON": "false", "ROOK_LOG_LEVEL": "INFO"})
         if obj["kind"] == "Deployment" and obj["metadata"]["name"] == "rook-ceph-operator":
             pod = obj["spec"]["template"]["spec"]
-            pod.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
-                        "nodeSelector": {"dfslab.io/role": "client"}})
+            if local:
+                pod.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
+                            "nodeSelector": {"dfslab.io/role": "client"}})
             for container in pod["containers"]:
-                container.update({"image": image, "imagePullPolicy": "Never"})
+                container.update({"image": image, "imagePullPolicy": "Never" if local else "IfNotPresent"})
     return objs
 
 
-def cluster_objects(spec, namespace: str, image: str, host_path: str, loops: dict[str, list[str]]) -> list[dict]:
-    """CephCluster, CephBlockPools and CephFilesystem for `spec`."""
+def server_placement(spec) -> dict:
+    """Ceph's daemons on the spec's nodes: by name on your Kubernetes, by role on the local one."""
+    expr = ({"key": "kubernetes.io/hostname", "operator": "In", "values": spec.node_names()}
+            if spec.kubernetes.user_cluster else {"key": "dfslab.io/role", "operator": "In", "values": ["server"]})
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [expr]}]}}}
+
+
+def cluster_objects(spec, namespace: str, image: str, host_path: str, devices: dict[str, list[str]],
+                    pull: str = "Never") -> list[dict]:
+    """CephCluster, CephBlockPools and CephFilesystem for `spec`; OSDs on `devices` of each node."""
     c = spec.ceph
-    server = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "dfslab.io/role", "operator": "In", "values": ["server"]}]}]}}}
+    server = server_placement(spec)
     failure_domain = "host" if len(spec.nodes) >= c.replica_size else "osd"
     cluster = {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": "CephCluster",
         "metadata": {"name": CLUSTER_NAME, "namespace": namespace},
         "spec": {
-            "cephVersion": {"image": image, "allowUnsupported": True, "imagePullPolicy": "Never"},
+            "cephVersion": {"image": image, "allowUnsupported": True, "imagePullPolicy": pull},
             "dataDirHostPath": host_path,
             "skipUpgradeChecks": True,
             "mon": {"count": c.mons, "allowMultiplePerNode": False},  # the spec has a node per MON
@@ -96,8 +106,8 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, loops: dic
             "disruptionManagement": {"managePodBudgets": False},
             "healthCheck": {"daemonHealth": {"mon": {"interval": "10s"}, "osd": {"interval": "10s"}}},
             "storage": {"useAllNodes": False, "useAllDevices": False,
-                        "nodes": [{"name": node, "devices": [{"name": dev} for dev in devices]}
-                                  for node, devices in loops.items()]},
+                        "nodes": [{"name": node, "devices": [{"name": dev} for dev in devs]}
+                                  for node, devs in devices.items()]},
         },
     }
     replicated = {"size": c.replica_size, "requireSafeReplicaSize": c.replica_size > 1}
@@ -135,6 +145,8 @@ class RookCephBackend(CephBackend):
 
     @classmethod
     def preflight(cls, spec) -> None:
+        if spec.kubernetes.user_cluster:
+            return  # nothing of Ceph runs on this machine; the devices are your nodes'
         # ceph-volume (which Rook runs) skips a device under 5 GiB: "Insufficient space (<5GB)".
         if spec.ceph.osd_size < 5 * 2**30:
             raise PreflightError(f"ceph.osd_size: Rook's ceph-volume takes no device under 5 GiB; "
@@ -142,7 +154,16 @@ class RookCephBackend(CephBackend):
         CephBackend.preflight(spec)
 
     @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        targets = super().targets_for(spec)
+        # CephFS is mounted on this machine for fio's directory set-up: not where your nodes are.
+        return targets - {"fs"} if spec.kubernetes.user_cluster else targets
+
+    @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:
+        if spec.kubernetes.user_cluster:
+            return (f"fault {kind}: on a Kubernetes you run dfslab has no node of its own to check integrity from; "
+                    "faults run on runtime local, docker or kubernetes.local")
         # Rook's daemons are pods: Kubernetes, not dfslab, starts them again.
         if kind in ("kill", "stop", "node"):
             return (f"fault {kind}: on runtime kubernetes Rook runs the daemons as pods; use fault pod "
@@ -153,44 +174,133 @@ class RookCephBackend(CephBackend):
     def namespace(self) -> str:
         return self.spec.kubernetes.namespace
 
+    @property
+    def existing(self) -> bool:
+        """A Kubernetes you run (kubeconfig), not the local one dfslab starts."""
+        return self.spec.kubernetes.user_cluster
+
     def deploy(self, progress: Progress, timeout: float) -> None:
+        if self.existing:
+            devices, host_path, pull = self.spec.kubernetes.devices, self.spec.kubernetes.data_dir_host_path, "IfNotPresent"
+        else:
+            devices, host_path, pull = self._start_local(progress), str(self._rook_host_path()), "Never"
+            if not self.spec.kubernetes.local.rook:
+                self._hand_over(progress)
+                return
+        c = self.spec.ceph
+        image = self.state.read()["k8s_images"]["rook"]
+        api = self.api()
+        self._install_rook(api, image, progress)
+        progress("creating Ceph through Rook", f"CephCluster {CLUSTER_NAME}: {c.mons} MON(s), "
+                                               f"{sum(map(len, devices.values()))} OSD(s) on {', '.join(devices)}")
+        objs = cluster_objects(self.spec, self.namespace, image, host_path, devices, pull)
+        validate_all(api, objs)  # all judged before any is made: no half-made cluster for Rook to chase
+        self._apply(api, objs)
+        deadline = time.monotonic() + timeout
+        self.wait_cluster_ready(api, progress, deadline)
+        self.adopt_credentials(api)
+        if self.existing:
+            self._start_toolbox(api, image, progress)
+        self.ctx.admin.start(timeout=60)
+        health.wait_healthy(self.ctx.admin, self.runtime.procs, sum(map(len, devices.values())), c.cephfs, progress,
+                            max(60, deadline - time.monotonic()))
+
+    @staticmethod
+    def _rook_host_path() -> Path:
         from ...runtime.kubernetes import rook_host_path
+        return rook_host_path()
+
+    def _start_local(self, progress: Progress) -> dict[str, list[str]]:
+        """The local Kubernetes and each node's loop disks; {node: [device]}."""
         rt = self.runtime
         c = self.spec.ceph
         progress("creating disks", f"{c.osds_per_node} loop device(s) of {c.osd_size / 2**30:.1f} GiB (sparse) per node")
         loops = {node: [rt.add_loop(node, rt.home / "disks" / f"{node}-{i}.img", c.osd_size) for i in range(c.osds_per_node)]
                  for node in self.spec.node_names()}
         rt.start_kubernetes(self.spec, progress)
-        images = self.state.read()["k8s_images"]
-        api = self.api()
+        return loops
+
+    def _hand_over(self, progress: Progress) -> None:
+        """kubernetes.local.rook: false: the Kubernetes only, with an admin kubeconfig for you."""
+        path = self.runtime.write_admin_kubeconfig()
+        progress("Kubernetes ready", f"no Rook (kubernetes.local.rook: false); admin kubeconfig: {path}")
+
+    def _install_rook(self, api, image: str, progress: Progress) -> None:
+        """Rook's CRDs, RBAC and operator; on your Kubernetes, the Rook already there if it has one."""
+        from kubernetes import client
+        crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": "cephclusters.ceph.rook.io"}
+        if self.existing and exists(api, crd):
+            pods = client.CoreV1Api(api).list_pod_for_all_namespaces(label_selector="app=rook-ceph-operator").items
+            running = [p for p in pods if p.status.phase == "Running"]
+            if not running:
+                raise BackendError("Rook's CRDs are installed but no rook-ceph-operator pod runs: start the operator, "
+                                   "or remove Rook's CRDs so that dfslab installs its own")
+            progress("using Rook", f"the operator in namespace {running[0].metadata.namespace}")
+            self._apply(api, [config_override(self.spec, self.namespace)])
+            return
         progress("installing Rook", "CRDs, RBAC, operator (v1.12.11)")
-        apply_all(api, load_manifests("crds.yaml", self.namespace) + load_manifests("common.yaml", self.namespace))
-        apply_all(api, [config_override(self.spec, self.namespace)])
-        apply_all(api, operator_objects(self.namespace, images["rook"]))
-        progress("creating Ceph through Rook", f"CephCluster {CLUSTER_NAME}: {c.mons} MON(s), "
-                                               f"{sum(map(len, loops.values()))} OSD(s) on loop devices")
-        objs = cluster_objects(self.spec, self.namespace, images["rook"], str(rook_host_path()), loops)
-        validate_all(api, objs)  # all judged before any is made: no half-made cluster for Rook to chase
+        self._apply(api, load_manifests("crds.yaml", self.namespace) + load_manifests("common.yaml", self.namespace))
+        self._apply(api, [config_override(self.spec, self.namespace)])
+        self._apply(api, operator_objects(self.namespace, image, local=not self.existing))
+
+    def _apply(self, api, objs: list[dict]) -> None:
+        """Server-side apply; on your Kubernetes only objects that do not exist yet, each recorded
+        before it is made (down deletes those, and never what was there before)."""
+        if self.existing:
+            objs = [o for o in objs if not exists(api, o)]
+            for obj in objs:
+                self.runtime.record({"apiVersion": obj["apiVersion"], "kind": obj["kind"], **obj["metadata"]})
         apply_all(api, objs)
-        deadline = time.monotonic() + timeout
-        self.wait_cluster_ready(api, progress, deadline)
-        self.adopt_credentials(api)
-        self.ctx.admin.start(timeout=60)
-        n_osds = sum(map(len, loops.values()))
-        health.wait_healthy(self.ctx.admin, self.runtime.procs, n_osds, c.cephfs, progress,
-                            max(60, deadline - time.monotonic()))
+
+    def _start_toolbox(self, api, image: str, progress: Progress) -> None:
+        """A pod on the client node that dfslab's control commands exec into (Rook's toolbox)."""
+        from ...runtime.kubernetes.existing import TOOLBOX
+        from ...runtime.kubernetes.podexec import toolbox_pod
+        from kubernetes import client
+        progress("starting toolbox", f"{TOOLBOX} on {self.spec.kubernetes.clients[0]}")
+        self._apply(api, [toolbox_deployment(self.namespace, image, self.spec.kubernetes.clients[0],
+                                             self.state.read()["k8s_client_files"])])
+        toolbox_pod(client.CoreV1Api(api), self.namespace, timeout=300)
+
+    def release(self) -> list[str]:
+        """On your Kubernetes: Rook removes Ceph, with its cleanup policy (it wipes dataDirHostPath
+        and the OSD devices dfslab was given), before the runtime deletes the rest."""
+        if not self.existing:
+            return []
+        api = self.api()
+        ours = [o for o in self.state.resources("k8s_object") if o["kind"] in ROOK_CR_ORDER]
+        if not ours:
+            return []
+        cluster = next((o for o in ours if o["kind"] == "CephCluster"), None)
+        if cluster and exists(api, cluster):
+            patch_merge(api, cluster, {"spec": {"cleanupPolicy": {"confirmation": "yes-really-destroy-data"}}})
+        problems = []
+        for obj in sorted(ours, key=lambda o: ROOK_CR_ORDER.index(o["kind"])):
+            if not exists(api, obj):
+                continue
+            delete_object(api, obj)
+            if not wait_gone(api, obj, timeout=240):
+                problems.append(f"Rook did not finish deleting {obj['kind']} {obj['name']} in 240 s; "
+                                f"see `kubectl -n {self.namespace} describe {obj['kind'].lower()} {obj['name']}`")
+                break
+        if not problems:
+            problems += wait_cleanup_jobs(api, self.namespace)
+        return problems
 
     def status(self) -> dict[str, Any]:
         """Ceph's own status, plus the Rook objects' phases and each pod (node, restarts, RSS)."""
-        out = super().status()
         api = self.api()
+        if not self.existing and not self.spec.kubernetes.local.rook:
+            return {"health": "no Ceph (kubernetes.local.rook: false)",
+                    "summary": [f"admin kubeconfig: {self.runtime.admin_kubeconfig}"], "tables": [nodes_table(api)]}
+        out = super().status()
+        rss = getattr(self.runtime, "container_rss", lambda _: None)  # only the local nodes' containers are here
         out["tables"] = out.get("tables", []) + [rook_objects_table(api, self.namespace),
-                                            pods_table(api, self.namespace, self.runtime.container_rss)]
+                                            pods_table(api, self.namespace, rss)]
         return out
 
     def api(self):
-        from ...runtime.kubernetes.control import api_client
-        return api_client(self.runtime)
+        return self.runtime.api()
 
     def wait_cluster_ready(self, api, progress: Progress, deadline: float) -> None:
         """Until Rook says the CephCluster is Ready (its MONs, MGR and OSDs made), with its status
@@ -241,7 +351,7 @@ class RookCephBackend(CephBackend):
         self.layout.admin_keyring.chmod(0o600)
         # The same two files for the tools that run as Jobs, mounted at the same paths.
         files = {"conf": str(self.layout.conf), "keyring": str(self.layout.admin_keyring)}
-        apply_all(api, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dfslab-ceph-client", "namespace": self.namespace},
+        self._apply(api, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dfslab-ceph-client", "namespace": self.namespace},
                          "stringData": {"conf": self.layout.conf.read_text(), "keyring": self.layout.admin_keyring.read_text()}}])
         self.state.update(k8s_client_files=files)
 
@@ -257,6 +367,54 @@ def newest_event(core, namespace: str) -> str:
 
 
 ROOK_KINDS = ("cephclusters", "cephblockpools", "cephfilesystems")
+# Dependents before the CephCluster: Rook refuses to delete a cluster that still has them.
+ROOK_CR_ORDER = ("CephFilesystem", "CephBlockPool", "CephCluster")
+
+
+def wait_gone(api, obj: dict, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while exists(api, obj):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(2)
+    return True
+
+
+def wait_cleanup_jobs(api, namespace: str, timeout: float = 300) -> list[str]:
+    """Rook's cleanup Jobs (one per node: wipe dataDirHostPath, sanitize the OSD devices) to
+    finish before their namespace goes; what did not, as problems."""
+    from kubernetes import client
+    batch = client.BatchV1Api(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = batch.list_namespaced_job(namespace, label_selector="app=rook-ceph-cleanup").items
+        running = [j.metadata.name for j in jobs if not (j.status.succeeded or j.status.failed)]
+        failed = [j.metadata.name for j in jobs if j.status.failed]
+        if not running:
+            return [f"Rook's cleanup job {name} failed: its node's dataDirHostPath or devices may hold data" for name in failed]
+        if time.monotonic() > deadline:
+            return [f"Rook's cleanup jobs {running} did not finish in {timeout:.0f} s"]
+        time.sleep(2)
+
+
+def toolbox_deployment(namespace: str, image: str, node: str, files: dict[str, str]) -> dict:
+    """dfslab's image sleeping on `node` (host network, so it reaches the MONs as the daemons do),
+    the cluster's conf and keyring at dfslab's paths."""
+    from ...runtime.kubernetes.existing import TOOLBOX
+    from ...runtime.kubernetes.job import client_files
+    volumes, mounts = client_files(files)
+    labels = {"app": TOOLBOX, "app.kubernetes.io/managed-by": "dfslab"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": TOOLBOX, "namespace": namespace, "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": TOOLBOX}}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
+                         "nodeSelector": {"kubernetes.io/hostname": node},
+                         "containers": [{"name": "toolbox", "image": image, "imagePullPolicy": "IfNotPresent",
+                                         "command": ["sleep", "infinity"],
+                                         "env": [{"name": "CEPH_CONF", "value": files["conf"]},
+                                                 {"name": "CEPH_ARGS", "value": f"--keyring {files['keyring']}"}],
+                                         "volumeMounts": mounts}],
+                         "volumes": volumes}}}}
 
 
 def rook_objects_table(api, namespace: str) -> dict:
@@ -271,6 +429,16 @@ def rook_objects_table(api, namespace: str) -> dict:
     return table("Rook objects", ["kind", "name", "phase", "health / message"], rows)
 
 
+def nodes_table(api) -> dict:
+    from kubernetes import client
+    rows = []
+    for n in client.CoreV1Api(api).list_node().items:
+        ready = next((c.status for c in n.status.conditions or [] if c.type == "Ready"), "?")
+        ip = next((a.address for a in n.status.addresses or [] if a.type == "InternalIP"), "")
+        rows.append([n.metadata.name, ip, "Ready" if ready == "True" else "NotReady", n.status.node_info.kubelet_version])
+    return table("Kubernetes nodes", ["node", "address", "ready", "kubelet"], rows)
+
+
 def pods_table(api, namespace: str, container_rss) -> dict:
     """Each pod: node, phase, restarts and RSS (the sum of its containers', `container_rss(id)`)."""
     from kubernetes import client
@@ -283,72 +451,3 @@ def pods_table(api, namespace: str, container_rss) -> dict:
         rows.append([p.metadata.name, p.spec.node_name, "running" if p.status.phase == "Running" else p.status.phase,
                      sum(c.restart_count for c in containers), f"{sum(known) / 2**20:.1f} MiB" if known else None])
     return table("pods", ["pod", "node", "phase", "restarts", "RSS"], rows)
-
-
-def apply_all(api, objs: list[dict], dry_run: bool = False) -> None:
-    """Create each object (server-side apply: what dfslab renders is what the API server holds),
-    refused objects reported with the API server's own message."""
-    from kubernetes.client.rest import ApiException
-    for obj in objs:
-        try:
-            _server_side_apply(api, obj, dry_run)
-        except ApiException as exc:
-            kind, name = obj.get("kind"), obj.get("metadata", {}).get("name")
-            raise BackendError(f"the API server refused {kind} {name}: {_api_message(exc)}") from None
-
-
-def validate_all(api, objs: list[dict]) -> None:
-    """Every object judged by the API server (Rook's CRD schemas, admission) without making any:
-    a refusal names the field, and nothing of the set exists yet."""
-    apply_all(api, objs, dry_run=True)
-
-
-def _server_side_apply(api, obj: dict, dry_run: bool = False) -> None:
-    group_version = obj["apiVersion"]
-    kind = obj["kind"]
-    plural = _plural(api, group_version, kind)
-    namespace = obj["metadata"].get("namespace")
-    prefix = _api_prefix(group_version)
-    path = f"{prefix}/namespaces/{namespace}/{plural}/{obj['metadata']['name']}" if namespace else \
-        f"{prefix}/{plural}/{obj['metadata']['name']}"
-    query = [("fieldManager", "dfslab"), ("force", "true")] + ([("dryRun", "All")] if dry_run else [])
-    raw_call(api, "PATCH", path, query, {"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
-             json.dumps(obj))
-
-
-_PLURALS: dict[tuple[str, str], str] = {}
-
-
-def _api_prefix(group_version: str) -> str:
-    """The API server's path of a group/version: the core group is /api/v1, the rest /apis/G/V."""
-    return "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-
-
-def _plural(api, group_version: str, kind: str) -> str:
-    key = (group_version, kind)
-    from kubernetes.client.rest import ApiException
-    prefix = _api_prefix(group_version)
-    deadline = time.monotonic() + 30  # a CRD applied a moment ago is served once it is Established
-    while key not in _PLURALS and time.monotonic() < deadline:
-        try:
-            _, data = raw_call(api, "GET", prefix)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            time.sleep(0.5)
-            continue
-        for res in json.loads(data)["resources"]:
-            if "/" not in res["name"]:
-                _PLURALS[(group_version, res["kind"])] = res["name"]
-        if key not in _PLURALS:
-            time.sleep(0.5)
-    if key not in _PLURALS:
-        raise RuntimeError_(f"the API server serves no kind {kind} in {group_version}")
-    return _PLURALS[key]
-
-
-def _api_message(exc) -> str:
-    try:
-        return json.loads(exc.body).get("message", exc.reason)
-    except (ValueError, TypeError, AttributeError):
-        return str(exc.reason)

@@ -115,6 +115,18 @@ class KubernetesRuntime(LocalNetnsRuntime):
     def api_address(self) -> str:
         return self.address(CLIENT)
 
+    def api(self):
+        """A `kubernetes.client.ApiClient` as cluster-admin of this Kubernetes."""
+        from .control import api_client
+        return api_client(self)
+
+    @property
+    def namespace(self) -> str:
+        return self.state.read()["spec"].get("kubernetes", {}).get("namespace", "rook-ceph")
+
+    def kube_node(self, node: str) -> str:
+        return node  # the spec's nodes and clients are the Kubernetes nodes
+
     # -- lifecycle --------------------------------------------------------------
     def preflight(self, spec: ClusterSpec) -> None:
         for name in (*COMPONENTS, "rook"):
@@ -163,6 +175,22 @@ class KubernetesRuntime(LocalNetnsRuntime):
             progress("starting Kubernetes nodes", f"{node}: containerd, image import, kubelet ({i + 1}/{len(nodes)})")
             self.start_node(node, i, images, [] if node in spec.client_names() else self.loops_of(node))
         control.wait_nodes_ready(self, nodes, progress)
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.home / "admin.kubeconfig"
+
+    def write_admin_kubeconfig(self, timeout: float = 10) -> Path:
+        """A kubeconfig (cluster-admin) for tools on this machine: the API server listens only in
+        the client namespace, so a relay dfslab tracks (down stops it) listens on 127.0.0.1."""
+        port_file = self.home / "api-relay.port"
+        relay = self.procs.spawn("api-relay", "host", [sys.executable, "-m", "dfslab.runtime.kubernetes.netns_socket",
+                                                        str(NETNS_DIR / self.ns(CLIENT)), self.api_address, str(API_PORT),
+                                                        str(port_file)])
+        knode.wait_file(port_file, "the API relay", relay.alive, timeout)
+        self.admin_kubeconfig.write_text(kpki.kubeconfig(self.pki, f"https://127.0.0.1:{port_file.read_text()}", "admin"))
+        self.admin_kubeconfig.chmod(0o600)
+        return self.admin_kubeconfig
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
         # dfslab's own Python tools (the integrity seeder, writer and verifier) exist only on this

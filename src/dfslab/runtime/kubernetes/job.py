@@ -8,10 +8,15 @@ and keyring mounted at the paths the local tools use (a Secret dfslab made), and
 mounted by ceph-fuse inside the (privileged) pod where an argument points into the cluster's
 mount. Its stdout and stderr come back apart (the pod prints them around a marker), its exit
 code is the tool's, and an interrupt deletes the Job.
+
+The run directory the tool writes into (bandwidth logs) is the host's own directory on the
+local Kubernetes (hostPath); on a Kubernetes you run it is an empty directory in the pod whose
+files come back in the pod's log as a tar (`carry_back`), unpacked here only inside it.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import secrets
@@ -23,10 +28,11 @@ from pathlib import Path
 
 MARK = "--dfslab-job-stderr-8f3a--"
 RC_MARK = "--dfslab-job-rc-8f3a--"
+FILES_MARK = "--dfslab-job-files-8f3a--"
 CLIENT_SECRET = "dfslab-ceph-client"
 
 
-def pod_script(mounts: list[str], conf: str, keyring: str) -> str:
+def pod_script(mounts: list[str], conf: str, keyring: str, carry_back: list[str] = ()) -> str:
     lines = ["set -u"]
     for mnt in mounts:
         lines += [f"mkdir -p {shlex.quote(mnt)}",
@@ -34,19 +40,51 @@ def pod_script(mounts: list[str], conf: str, keyring: str) -> str:
                   ">/tmp/fuse.log 2>&1 || { cat /tmp/fuse.log >&2; exit 97; }"]
     lines.append('"$@" >/tmp/out 2>/tmp/err; rc=$?')
     lines += [f"umount {shlex.quote(m)} 2>/dev/null" for m in mounts]
-    lines.append(f"cat /tmp/out; printf '\\n%s\\n' '{MARK}'; cat /tmp/err; printf '\\n%s %d\\n' '{RC_MARK}' \"$rc\"")
+    lines.append(f"cat /tmp/out; printf '\\n%s\\n' '{MARK}'; cat /tmp/err")
+    if carry_back:
+        lines.append(f"printf '\\n%s\\n' '{FILES_MARK}'; tar -C / -czf - {' '.join(shlex.quote(d.lstrip('/')) for d in carry_back)}"
+                     " | base64 -w0")
+    lines.append(f"printf '\\n%s %d\\n' '{RC_MARK}' \"$rc\"")
     return "\n".join(lines)
 
 
 def split_output(log: str) -> tuple[str, str, int | None]:
     """(stdout, stderr, exit code) from the pod's log; None when the pod did not finish its script."""
+    out, err, _, rc = split_log(log)
+    return out, err, rc
+
+
+def split_log(log: str) -> tuple[str, str, bytes, int | None]:
+    """(stdout, stderr, the carried-back tar, exit code) from the pod's log."""
     out, sep, rest = log.partition(f"\n{MARK}\n")
     if not sep:
-        return "", log, None
+        return "", log, b"", None
     err, sep, tail = rest.rpartition(f"\n{RC_MARK} ")
     if not sep:
-        return out, rest, None
-    return out, err, int(tail.split()[0])
+        return out, rest, b"", None
+    err, sep, files = err.partition(f"\n{FILES_MARK}\n")
+    return out, err, base64.b64decode(files.strip()) if sep else b"", int(tail.split()[0])
+
+
+def unpack_into(data: bytes, dirs: list[str]) -> list[str]:
+    """Unpack the pod's tar of `dirs` here: regular files and directories only, each inside one
+    of `dirs` (never a link, a device or a path that climbs out). Returns the files written."""
+    import io
+    import tarfile
+    roots = [Path(d).resolve() for d in dirs]
+    written = []
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            dest = (Path("/") / member.name).resolve()
+            if not any(dest == r or dest.is_relative_to(r) for r in roots) or not (member.isfile() or member.isdir()):
+                raise ValueError(f"the pod's files hold {member.name!r}, outside {dirs} or not a plain file")
+            if member.isdir():
+                dest.mkdir(parents=True, exist_ok=True)
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(tar.extractfile(member).read())
+            written.append(str(dest))
+    return written
 
 
 def host_dirs(argv: list[str], cwd: Path, roots: list[Path], fuse_mounts: list[str]) -> list[str]:
@@ -67,13 +105,21 @@ def host_dirs(argv: list[str], cwd: Path, roots: list[Path], fuse_mounts: list[s
     return sorted(str(d) for d in found if not any(d != o and d.is_relative_to(o) for o in found))
 
 
+def client_files(files: dict[str, str]) -> tuple[list[dict], list[dict]]:
+    """(volumes, volume mounts) putting the cluster's conf and keyring (the Secret dfslab made)
+    at the paths dfslab's own tools use ({"conf": path, "keyring": path})."""
+    return ([{"name": "client", "secret": {"secretName": CLIENT_SECRET}}],
+            [{"name": "client", "mountPath": path, "subPath": key, "readOnly": True} for key, path in files.items()])
+
+
 def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[str], mounts: list[str],
-                 files: dict[str, str], dirs: list[str] = (), cwd: str = "/") -> dict:
+                 files: dict[str, str], dirs: list[str] = (), cwd: str = "/", carry_back: bool = False) -> dict:
+    """carry_back: `dirs` are empty directories in the pod whose files come back in its log
+    (a cluster you run); else the host's own directories (hostPath, the local Kubernetes)."""
     conf, keyring = files["conf"], files["keyring"]
-    volumes = [{"name": "client", "secret": {"secretName": CLIENT_SECRET}}]
-    volume_mounts = [{"name": "client", "mountPath": path, "subPath": key, "readOnly": True} for key, path in files.items()]
+    volumes, volume_mounts = client_files(files)
     for i, d in enumerate(dirs):
-        volumes.append({"name": f"host-{i}", "hostPath": {"path": d, "type": "Directory"}})
+        volumes.append({"name": f"host-{i}", **({"emptyDir": {}} if carry_back else {"hostPath": {"path": d, "type": "Directory"}})})
         volume_mounts.append({"name": f"host-{i}", "mountPath": d})
     return {
         "apiVersion": "batch/v1", "kind": "Job",
@@ -84,8 +130,8 @@ def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[st
                 "restartPolicy": "Never", "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
                 "nodeSelector": {"kubernetes.io/hostname": node},
                 "containers": [{
-                    "name": "tool", "image": image, "imagePullPolicy": "Never",
-                    "command": ["sh", "-c", pod_script(mounts, conf, keyring), "sh", *argv],
+                    "name": "tool", "image": image, "imagePullPolicy": "IfNotPresent" if carry_back else "Never",
+                    "command": ["sh", "-c", pod_script(mounts, conf, keyring, list(dirs) if carry_back else []), "sh", *argv],
                     "env": [{"name": "CEPH_CONF", "value": conf}],
                     "workingDir": cwd,  # relative paths of the tool's arguments mean what they mean here
                     "securityContext": {"privileged": bool(mounts)},  # FUSE needs /dev/fuse and mount
@@ -136,21 +182,25 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
 
     from ...state import ClusterState
     from .. import RUN_DIR_ENV, attach_runtime
-    from .control import api_client
     rt = attach_runtime(ClusterState(cluster))
+    carry_back = rt.kind == "kubernetes-existing"  # the nodes are not this machine
     info = rt.state.read()
     namespace = info["spec"].get("kubernetes", {}).get("namespace", "rook-ceph")
     files = info["k8s_client_files"]
     mounts = sorted({p.meta["mount"] for p in rt.procs.all() if p.meta.get("kind") == "client" and p.meta.get("mount")
                      and any(p.meta["mount"] in arg for arg in argv)})
     cwd = Path.cwd()
-    roots = [rt.state.dir] + ([Path(os.environ[RUN_DIR_ENV])] if os.environ.get(RUN_DIR_ENV) else [])
-    dirs = host_dirs(argv, cwd, roots, mounts)
-    api = api_client(rt)
+    run_dir = [Path(os.environ[RUN_DIR_ENV])] if os.environ.get(RUN_DIR_ENV) else []
+    # the cluster's files a tool names (its conf) are in the pod already, from the Secret
+    dirs = host_dirs(argv, cwd, run_dir if carry_back else [rt.state.dir, *run_dir], mounts)
+    if carry_back:
+        cwd = cwd if any(cwd.is_relative_to(d) for d in dirs) else Path("/")
+        node = rt.kube_node(node)
+    api = rt.api()
     batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
     name = job_name(argv)
     batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, info["k8s_images"]["rook"], argv, mounts,
-                                                        files, dirs, str(cwd)))
+                                                        files, dirs, str(cwd), carry_back))
 
     def delete(*_):
         batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground")
@@ -173,7 +223,9 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
         time.sleep(0.5)
     log = core.read_namespaced_pod_log(pod.metadata.name, namespace)
     batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
-    out, err, rc = split_output(log)
+    out, err, carried, rc = split_log(log)
+    if carried:
+        unpack_into(carried, dirs)
     record_job(rt.home / JOBS_LOG, {"job": name, "pod": pod.metadata.name, "node": pod.spec.node_name,
                                     "tool": argv[0], "phase": pod.status.phase, "rc": rc})
     sys.stdout.write(out)

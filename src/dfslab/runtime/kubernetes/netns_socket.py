@@ -93,3 +93,22 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def main() -> None:
+    """A relay that outlives dfslab's command (the local Kubernetes's admin kubeconfig points at
+    it): `python -m dfslab.runtime.kubernetes.netns_socket NETNS HOST PORT PORT_FILE`; the port
+    it listens on (127.0.0.1) goes to PORT_FILE. dfslab tracks it and `down` stops it."""
+    import signal
+    import sys
+    netns, host, port, port_file = sys.argv[1:5]
+    relay = NamespaceRelay(netns, host, int(port))
+    with open(port_file + ".tmp", "w") as fh:
+        fh.write(str(relay.port))
+    os.rename(port_file + ".tmp", port_file)
+    while True:
+        signal.pause()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Runtime kubernetes on a cluster you run (`kubernetes.kubeconfig`): dfslab starts nothing here.
+
+Its nodes are your Kubernetes nodes, named in the spec (`nodes` for Ceph's daemons and their
+`kubernetes.devices`, `kubernetes.clients` for the client Jobs). dfslab creates a namespace of
+its own and records every object it makes (state resource `k8s_object`); `down` deletes those
+and nothing else. Nothing on this machine reaches Ceph directly: control commands (the admin
+helper, `ceph ...`) run in a toolbox pod through the API's exec (podexec.py), the field's tools
+run as Jobs whose output files come back through the pod's log (job.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+from ...spec import ClusterSpec
+from .. import CLIENT, Runtime, RuntimeError_
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "dfslab"}
+TOOLBOX = "dfslab-toolbox"
+# dfslab modules that need nothing of dfslab (the standard library and Ceph's python3-rados,
+# both in dfslab's image): shipped to the toolbox pod as source.
+SHIPPED_MODULES = {"dfslab.backends.ceph.helper"}
+
+
+def api_for(kubeconfig: str, context: str | None):
+    from kubernetes import config
+    return config.new_client_from_config(config_file=kubeconfig, context=context)
+
+
+def image_pushed(registry: str, local_image: str) -> str:
+    """`registry/rook:<tag>` for dfslab's image `dfslab/rook:<tag>`."""
+    return f"{registry.rstrip('/')}/{local_image.split('/', 1)[-1]}"
+
+
+class ExistingKubernetesRuntime(Runtime):
+    kind = "kubernetes-existing"
+    network_per_node = True
+
+    @property
+    def section(self) -> dict:
+        return self.state.read()["spec"]["kubernetes"]
+
+    @property
+    def namespace(self) -> str:
+        return self.section["namespace"]
+
+    @property
+    def home(self) -> Path:
+        path = self.state.dir / "kubernetes"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def api(self):
+        return api_for(self.section["kubeconfig"], self.section.get("context"))
+
+    def kube_node(self, node: str) -> str:
+        """The Kubernetes node a spec node runs on: servers by name, client, client2... in order."""
+        clients = self.section.get("clients") or []
+        if node == CLIENT:
+            return clients[0]
+        if node.startswith(CLIENT) and node[len(CLIENT):].isdigit():
+            return clients[int(node[len(CLIENT):]) - 1]
+        return node
+
+    # -- lifecycle --------------------------------------------------------------
+    def preflight(self, spec: ClusterSpec) -> None:
+        from kubernetes import client
+        k = spec.kubernetes
+        try:
+            api = api_for(k.kubeconfig, k.context)
+            client.VersionApi(api).get_code()
+            nodes = {n.metadata.name: n for n in client.CoreV1Api(api).list_node().items}
+        except Exception as exc:  # a bad file, context, address or credential
+            raise RuntimeError_(f"kubernetes.kubeconfig: cannot reach the API server of {k.kubeconfig}"
+                                f"{f' (context {k.context})' if k.context else ''}: {str(exc).splitlines()[0][:300]}") from None
+        wanted = [*spec.node_names(), *k.clients]
+        missing = [n for n in wanted if n not in nodes]
+        if missing:
+            raise RuntimeError_(f"nodes: {missing} are not nodes of the Kubernetes cluster (its nodes: "
+                                f"{', '.join(sorted(nodes))}); name them in nodes and kubernetes.clients")
+        not_ready = [n for n in wanted if not any(c.type == "Ready" and c.status == "True"
+                                                  for c in nodes[n].status.conditions or [])]
+        if not_ready:
+            raise RuntimeError_(f"nodes: {not_ready} are not Ready; dfslab places Ceph and its Jobs only on Ready nodes")
+        self._check_namespace_free(api, k.namespace)
+
+    @staticmethod
+    def _check_namespace_free(api, namespace: str) -> None:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        try:
+            ns = client.CoreV1Api(api).read_namespace(namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        whose = (ns.metadata.annotations or {}).get("dfslab.io/cluster")
+        raise RuntimeError_(f"kubernetes.namespace: {namespace!r} already exists"
+                            f"{f' (dfslab cluster {whose}: `dfslab down {whose}`)' if whose else ' and is not dfslab’s'}; "
+                            "dfslab creates only in a namespace of its own: name a new one")
+
+    def prepare(self, spec: ClusterSpec, progress) -> None:
+        k = spec.kubernetes
+        if k.image:
+            self.state.update(k8s_images={"rook": k.image})
+            return
+        from .. import engine
+        from . import images
+        local = images.ensure(progress)["rook"]
+        pushed = image_pushed(k.image_registry, local)
+        progress("pushing image", f"{pushed} (kubernetes.image_registry)")
+        engine.docker("tag", local, pushed, timeout=60)
+        engine.docker("push", pushed, timeout=1800)
+        self.state.update(k8s_images={"rook": pushed})
+
+    def create(self, spec: ClusterSpec) -> dict[str, str]:
+        from kubernetes import client
+        api = self.api()
+        self.record({"apiVersion": "v1", "kind": "Namespace", "name": self.namespace})
+        client.CoreV1Api(api).create_namespace({"metadata": {
+            "name": self.namespace, "labels": MANAGED_BY, "annotations": {"dfslab.io/cluster": self.state.name}}})
+        nodes = {n.metadata.name: n for n in client.CoreV1Api(api).list_node().items}
+        addresses = {}
+        for node in [*spec.node_names(), *spec.client_names()]:
+            status = nodes[self.kube_node(node) if node.startswith(CLIENT) else node].status
+            addresses[node] = next((a.address for a in status.addresses or [] if a.type == "InternalIP"), "")
+        return addresses
+
+    def record(self, obj: dict) -> None:
+        """Remember an object before it is made: `down` deletes exactly the recorded ones."""
+        self.state.add_resource("k8s_object", {k: obj[k] for k in ("apiVersion", "kind", "name")}
+                                | ({"namespace": obj["namespace"]} if obj.get("namespace") else {}))
+
+    def destroy(self) -> list[str]:
+        """Delete what dfslab recorded, newest first; the namespace (and everything in it) last."""
+        from kubernetes.client.rest import ApiException
+        from .objects import KindNotServed, delete_object
+        objs = self.state.resources("k8s_object")
+        if not objs:
+            return []
+        api = self.api()
+        removed = []
+        for obj in reversed(objs):
+            try:
+                delete_object(api, obj)
+                removed.append(f"{obj['kind']} {obj['name']}")
+            except KindNotServed:  # its CRD went first
+                continue
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise RuntimeError_(f"deleting {obj['kind']} {obj['name']} failed: {exc.reason}") from None
+        deadline = time.monotonic() + 300
+        while self._existing(api, objs) and time.monotonic() < deadline:
+            time.sleep(2)
+        left = self._existing(api, objs)
+        for obj in objs:
+            if obj not in left:
+                self.state.remove_resource("k8s_object", obj)
+        return removed
+
+    def leftovers(self) -> list[str]:
+        objs = self.state.resources("k8s_object")
+        return [f"{o['kind']} {o['name']}" for o in self._existing(self.api(), objs)] if objs else []
+
+    def _existing(self, api, objs: list[dict]) -> list[dict]:
+        from .objects import exists
+        return [o for o in objs if exists(api, o)]
+
+    # -- running things ---------------------------------------------------------
+    def command(self, node: str, argv: list[str]) -> list[str]:
+        """On the client: in the toolbox pod, through the API's exec (dfslab's self-contained
+        modules go as source). Nothing else of dfslab's runs on your nodes."""
+        if node != CLIENT:
+            raise RuntimeError_(f"on a Kubernetes you run, dfslab runs commands on {node} only as Jobs "
+                                f"(dfslab exec NAME --node {node} -- CMD)")
+        if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
+            if argv[2] not in SHIPPED_MODULES:
+                raise RuntimeError_(f"{argv[2]} needs dfslab, which your nodes do not have; it runs only on "
+                                    "runtimes whose nodes are on this machine")
+            source = Path(importlib.util.find_spec(argv[2]).origin).read_text()
+            argv = ["python3", "-c", source, *argv[3:]]
+        return [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec", self.state.name, "--", *argv]
+
+    def job_command(self, node: str, argv: list[str]) -> list[str]:
+        if argv and argv[0] == sys.executable:
+            raise RuntimeError_(f"{' '.join(argv[:3])} is dfslab's own tool; on a Kubernetes you run it has no "
+                                "node to run on (integrity checks and faults need runtime local, docker or "
+                                "kubernetes.local)")
+        return [sys.executable, "-m", "dfslab.runtime.kubernetes.job", self.state.name, node, "--", *argv]

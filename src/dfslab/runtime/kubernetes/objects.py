@@ -1,0 +1,117 @@
+"""Kubernetes objects through the API server: server-side apply (with a dry-run that judges a
+whole set before any is made), paths, deletion. The API server's own message is what a user
+sees when it refuses an object."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from .. import RuntimeError_
+from .control import raw_call
+
+
+class ObjectRefused(RuntimeError_):
+    """The API server refused an object; the message is its own, naming the field."""
+
+
+class KindNotServed(RuntimeError_):
+    """The API server serves no such kind (a CRD not installed, or already deleted)."""
+
+
+def apply_all(api, objs: list[dict], dry_run: bool = False) -> None:
+    """Create each object (server-side apply: what dfslab renders is what the API server holds),
+    refused objects reported with the API server's own message."""
+    from kubernetes.client.rest import ApiException
+    for obj in objs:
+        try:
+            _server_side_apply(api, obj, dry_run)
+        except ApiException as exc:
+            kind, name = obj.get("kind"), obj.get("metadata", {}).get("name")
+            raise ObjectRefused(f"the API server refused {kind} {name}: {_api_message(exc)}") from None
+
+
+def validate_all(api, objs: list[dict]) -> None:
+    """Every object judged by the API server (Rook's CRD schemas, admission) without making any:
+    a refusal names the field, and nothing of the set exists yet."""
+    apply_all(api, objs, dry_run=True)
+
+
+def _server_side_apply(api, obj: dict, dry_run: bool = False) -> None:
+    path = object_path(api, obj)
+    query = [("fieldManager", "dfslab"), ("force", "true")] + ([("dryRun", "All")] if dry_run else [])
+    raw_call(api, "PATCH", path, query, {"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
+             json.dumps(obj))
+
+
+_PLURALS: dict[tuple[str, str], str] = {}
+
+
+def _api_prefix(group_version: str) -> str:
+    """The API server's path of a group/version: the core group is /api/v1, the rest /apis/G/V."""
+    return "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+
+
+def _plural(api, group_version: str, kind: str, wait: float = 30) -> str:
+    key = (group_version, kind)
+    from kubernetes.client.rest import ApiException
+    prefix = _api_prefix(group_version)
+    deadline = time.monotonic() + wait  # a CRD applied a moment ago is served once it is Established
+    while key not in _PLURALS:
+        try:
+            _, data = raw_call(api, "GET", prefix)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+            continue
+        for res in json.loads(data)["resources"]:
+            if "/" not in res["name"]:
+                _PLURALS[(group_version, res["kind"])] = res["name"]
+        if key not in _PLURALS:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    if key not in _PLURALS:
+        raise KindNotServed(f"the API server serves no kind {kind} in {group_version}")
+    return _PLURALS[key]
+
+
+def _api_message(exc) -> str:
+    try:
+        return json.loads(exc.body).get("message", exc.reason)
+    except (ValueError, TypeError, AttributeError):
+        return str(exc.reason)
+
+
+def object_path(api, obj: dict, wait: float = 30) -> str:
+    """The API path of an object given as {apiVersion, kind, name, namespace?} or a whole manifest."""
+    meta = obj.get("metadata", obj)
+    plural = _plural(api, obj["apiVersion"], obj["kind"], wait)
+    prefix = _api_prefix(obj["apiVersion"])
+    ns = meta.get("namespace")
+    return f"{prefix}/namespaces/{ns}/{plural}/{meta['name']}" if ns else f"{prefix}/{plural}/{meta['name']}"
+
+
+def exists(api, obj: dict) -> bool:
+    from kubernetes.client.rest import ApiException
+    try:
+        raw_call(api, "GET", object_path(api, obj, wait=0))
+        return True
+    except KindNotServed:
+        return False
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+
+
+def delete_object(api, obj: dict) -> None:
+    """Delete (in the background: its dependents go after it); raises ApiException (404 if gone)."""
+    raw_call(api, "DELETE", object_path(api, obj, wait=0), [("propagationPolicy", "Background")])
+
+
+def patch_merge(api, obj: dict, patch: dict) -> None:
+    raw_call(api, "PATCH", object_path(api, obj), [], {"Content-Type": "application/merge-patch+json"}, json.dumps(patch))

@@ -1,0 +1,76 @@
+"""Run a command in the cluster's toolbox pod through the Kubernetes API's exec, as if it ran here.
+
+    python -m dfslab.runtime.kubernetes.podexec CLUSTER -- ARGV...
+
+On a Kubernetes you run (existing.py) this machine has no route to Ceph: the admin helper and
+`ceph ...` run in dfslab's toolbox pod instead (hostNetwork, the cluster's conf and keyring
+mounted at dfslab's paths). stdin (when it is not a terminal), stdout and stderr are relayed
+and the exit code is the command's; stdin's end is passed on (v5 exec protocol), which is how
+the admin helper is told to quit.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+
+STDIN = 0
+
+
+def toolbox_pod(core, namespace: str, timeout: float = 120) -> str:
+    from .existing import TOOLBOX
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"app={TOOLBOX}").items
+        running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+        if running:
+            return running[0].metadata.name
+        time.sleep(1)
+    raise SystemExit(f"no Running {TOOLBOX} pod in namespace {namespace} within {timeout:.0f} s")
+
+
+def run(cluster: str, argv: list[str]) -> int:
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    from ...state import ClusterState
+    from .. import attach_runtime
+    rt = attach_runtime(ClusterState(cluster))
+    core = client.CoreV1Api(rt.api())
+    pod = toolbox_pod(core, rt.namespace)
+    ws = stream(core.connect_get_namespaced_pod_exec, pod, rt.namespace, command=argv, stdin=True, stdout=True,
+                stderr=True, tty=False, _preload_content=False)
+    forward = not os.isatty(STDIN)
+    while ws.is_open():
+        ws.update(timeout=0.05)
+        if ws.peek_stdout():
+            sys.stdout.write(ws.read_stdout())
+            sys.stdout.flush()
+        if ws.peek_stderr():
+            sys.stderr.write(ws.read_stderr())
+            sys.stderr.flush()
+        if forward and select.select([STDIN], [], [], 0)[0]:
+            data = os.read(STDIN, 65536)
+            if data:
+                ws.write_stdin(data.decode(errors="replace"))
+            else:
+                ws.close_channel(0)
+                forward = False
+    rc = ws.returncode
+    ws.close()
+    return rc if rc is not None else 1
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if len(args) < 3 or args[1] != "--":
+        sys.exit("usage: python -m dfslab.runtime.kubernetes.podexec CLUSTER -- ARGV...")
+    import warnings
+    warnings.filterwarnings("ignore", message=r"urllib3 .* doesn't match a supported version")
+    sys.exit(run(args[0], args[2:]))
+
+
+if __name__ == "__main__":
+    main()

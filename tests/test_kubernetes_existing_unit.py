@@ -1,0 +1,139 @@
+"""A Kubernetes you run (`kubernetes.kubeconfig`) without a cluster: what the spec must say,
+where Rook is told to put Ceph, how control commands and Jobs reach your nodes, and that a
+Job's files come back only inside the run directory."""
+
+from __future__ import annotations
+
+import base64
+import io
+import tarfile
+
+import pytest
+
+from dfslab.backends.ceph import rook
+from dfslab.runtime import CLIENT, RuntimeError_, select_runtime
+from dfslab.runtime.kubernetes import job
+from dfslab.runtime.kubernetes.existing import ExistingKubernetesRuntime, image_pushed
+from dfslab.spec import SpecError, parse_spec
+from dfslab.state import ClusterState
+
+
+@pytest.fixture
+def kubeconfig(tmp_path):
+    path = tmp_path / "config"
+    path.write_text("apiVersion: v1\nkind: Config\n")
+    return str(path)
+
+
+def _spec(kubeconfig, **over) -> dict:
+    k = {"kubeconfig": kubeconfig, "namespace": "dfslab", "image": "registry.example.org/rook:1",
+         "devices": {"n1": ["/dev/sdb"], "n2": ["/dev/sdb"]}, "clients": ["c1"], **over.pop("kubernetes", {})}
+    return {"name": "yours", "runtime": "kubernetes", "nodes": [{"name": "n1"}, {"name": "n2"}], "kubernetes": k,
+            "ceph": {"mons": 1, "osds_per_node": 1, "replica_size": 2}, **over}
+
+
+def _problems(data) -> str:
+    with pytest.raises(SpecError) as err:
+        parse_spec(data)
+    return str(err.value)
+
+
+def test_a_spec_for_your_cluster_names_nodes_devices_clients_and_an_image(kubeconfig):
+    spec = parse_spec(_spec(kubeconfig))
+    assert spec.kubernetes.user_cluster and spec.kubernetes.local is None
+    assert "kubernetes.image: your nodes must pull" in _problems(_spec(kubeconfig, kubernetes={"image": None}))
+    assert "not both" in _problems(_spec(kubeconfig, kubernetes={"image_registry": "r:5000"}))
+    assert "node n2 needs 1 device(s)" in _problems(_spec(kubeconfig, kubernetes={"devices": {"n1": ["/dev/sdb"]}}))
+    assert "['n3'] are not in nodes" in _problems(_spec(kubeconfig, kubernetes={"devices": {
+        "n1": ["/dev/sdb"], "n2": ["/dev/sdb"], "n3": ["/dev/sdc"]}}))
+    assert "not device paths" in _problems(_spec(kubeconfig, kubernetes={"devices": {
+        "n1": ["/dev/../etc/passwd"], "n2": ["/dev/sdb"]}}))
+    assert "kubernetes.clients: name 2" in _problems(_spec(kubeconfig, clients=2))
+    assert "no kubeconfig file" in _problems(_spec(kubeconfig + ".missing"))
+    assert "not both" in _problems(_spec(kubeconfig, kubernetes={"local": {}}))
+    # the local Kubernetes takes none of these
+    local = {"name": "l", "runtime": "kubernetes", "nodes": 2}
+    assert "only for a cluster you run" in _problems({**local, "kubernetes": {"image": "x:1"}})
+    assert "devices" in _problems({**local, "kubernetes": {"devices": {"node1": ["/dev/sdb"]}}})
+    assert parse_spec({**local, "kubernetes": {"namespace": "x"}}).kubernetes.local is not None
+
+
+def test_rook_is_told_the_nodes_by_name_and_keeps_your_pod_network(kubeconfig):
+    spec = parse_spec(_spec(kubeconfig))
+    objs = rook.cluster_objects(spec, "dfslab", "img:1", "/var/lib/rook", spec.kubernetes.devices, "IfNotPresent")
+    cluster = objs[0]["spec"]
+    expr = cluster["placement"]["all"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert expr == {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]}
+    assert cluster["cephVersion"]["imagePullPolicy"] == "IfNotPresent"
+    assert cluster["storage"]["nodes"] == [{"name": "n1", "devices": [{"name": "/dev/sdb"}]},
+                                           {"name": "n2", "devices": [{"name": "/dev/sdb"}]}]
+    assert "fs" not in rook.RookCephBackend.targets_for(spec)  # CephFS would be mounted here, not on your nodes
+    assert "faults run on" in rook.RookCephBackend.refuses_faults(spec, "pod")
+
+
+def test_the_pushed_image_keeps_dfslab_tag():
+    assert image_pushed("registry.example.org:5000/storage/", "dfslab/rook:ceph16-rook1a2b") == \
+        "registry.example.org:5000/storage/rook:ceph16-rook1a2b"
+
+
+def test_control_commands_go_to_the_toolbox_and_tools_to_jobs(kubeconfig):
+    spec = parse_spec(_spec(kubeconfig))
+    state = ClusterState("t-yours-unit")
+    state.create({"name": state.name, "spec": spec.model_dump(mode="json"), "runtime_kind": "kubernetes-existing"})
+    try:
+        rt = select_runtime(spec, state)
+        assert isinstance(rt, ExistingKubernetesRuntime)
+        assert [rt.kube_node(n) for n in (CLIENT, "n2")] == ["c1", "n2"]
+        import sys
+        helper = rt.command(CLIENT, [sys.executable, "-m", "dfslab.backends.ceph.helper", "/c", "/k"])
+        assert helper[:3] == [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec"]
+        assert helper[5:7] == ["python3", "-c"] and "mon_command" in helper[7] and helper[8:] == ["/c", "/k"]
+        assert rt.command(CLIENT, ["ceph", "-s"])[-2:] == ["ceph", "-s"]
+        with pytest.raises(RuntimeError_, match="only as Jobs"):
+            rt.command("n1", ["ceph", "-s"])
+        with pytest.raises(RuntimeError_, match="needs dfslab"):
+            rt.command(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity", "verify"])
+        with pytest.raises(RuntimeError_, match="dfslab's own tool"):
+            rt.job_command(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity"])
+        assert rt.job_command(CLIENT, ["fio", "--name=x"])[-3:] == ["--", "fio", "--name=x"]
+    finally:
+        state.destroy()
+
+
+def _tar(members: dict[str, bytes], link: tuple[str, str] | None = None) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if link:
+            info = tarfile.TarInfo(link[0])
+            info.type, info.linkname = tarfile.SYMTYPE, link[1]
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+def test_a_jobs_files_come_back_only_inside_its_directories(tmp_path):
+    run = tmp_path / "run" / "raw"
+    run.mkdir(parents=True)
+    rel = str(run).lstrip("/")
+    log = (f"fio out\n\n{job.MARK}\nfio err\n\n{job.FILES_MARK}\n"
+           f"{base64.b64encode(_tar({f'{rel}/bw_bw.1.log': b'1000, 5, 0'})).decode()}\n{job.RC_MARK} 0\n")
+    out, err, files, rc = job.split_log(log)
+    assert (out, err, rc) == ("fio out\n", "fio err\n", 0)
+    assert job.unpack_into(files, [str(run)]) == [str(run / "bw_bw.1.log")]
+    assert (run / "bw_bw.1.log").read_bytes() == b"1000, 5, 0"
+    with pytest.raises(ValueError, match="outside"):
+        job.unpack_into(_tar({f"{rel}/../../escape": b"x"}), [str(run)])
+    with pytest.raises(ValueError, match="outside"):
+        job.unpack_into(_tar({}, link=(f"{rel}/l", "/etc/passwd")), [str(run)])
+    assert not (tmp_path / "escape").exists()
+    # the pod's script tars exactly the carried directories
+    script = job.pod_script([], "/c", "/k", [str(run)])
+    assert f"tar -C / -czf - {rel}" in script and job.FILES_MARK in script
+    manifest = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], [], {"conf": "/c", "keyring": "/k"}, [str(run)],
+                                carry_back=True)
+    pod = manifest["spec"]["template"]["spec"]
+    assert {"name": "host-0", "emptyDir": {}} in pod["volumes"] and pod["containers"][0]["imagePullPolicy"] == "IfNotPresent"
