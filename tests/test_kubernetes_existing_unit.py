@@ -49,7 +49,8 @@ def test_a_spec_for_your_cluster_names_nodes_devices_clients_and_an_image(kubeco
     assert "not device paths" in _problems(_spec(kubeconfig, kubernetes={"devices": {
         "n1": ["/dev/../etc/passwd"], "n2": ["/dev/sdb"]}}))
     assert "kubernetes.clients: name 2" in _problems(_spec(kubeconfig, clients=2))
-    assert "no kubeconfig file" in _problems(_spec(kubeconfig + ".missing"))
+    with pytest.raises(RuntimeError_, match="kubernetes.kubeconfig: no file"):
+        ExistingKubernetesRuntime.preflight(None, parse_spec(_spec(kubeconfig + ".missing")))
     assert "not both" in _problems(_spec(kubeconfig, kubernetes={"local": {}}))
     # the local Kubernetes takes none of these
     local = {"name": "l", "runtime": "kubernetes", "nodes": 2}
@@ -137,3 +138,11 @@ def test_a_jobs_files_come_back_only_inside_its_directories(tmp_path):
                                 carry_back=True)
     pod = manifest["spec"]["template"]["spec"]
     assert {"name": "host-0", "emptyDir": {}} in pod["volumes"] and pod["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_the_devices_lists_are_values_not_sweep_axes(kubeconfig):
+    from dfslab.experiment import cluster_axes
+    data = _spec(kubeconfig)
+    assert cluster_axes(data) == []
+    data["ceph"]["replica_size"] = [2, 3]  # a list where one value is taken still sweeps
+    assert cluster_axes(data) == [(("ceph", "replica_size"), [2, 3])]

@@ -16,6 +16,7 @@ parameters expand into every combination (as cbt does), repetitions and a time b
 from __future__ import annotations
 
 import itertools
+import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -133,9 +134,16 @@ def cluster_axes(data: dict[str, Any], model: Any = ClusterSpec, path: tuple = (
         if isinstance(value, list):
             if not takes_list or (value and all(isinstance(v, list) for v in value)):
                 axes.append(((*path, key), value))
-        elif isinstance(value, dict):
+        elif isinstance(value, dict) and not _maps_to_lists(annotation):
             axes += cluster_axes(value, _model_of(annotation), (*path, key))
     return axes
+
+
+def _maps_to_lists(annotation: Any) -> bool:
+    """A mapping whose values are lists (kubernetes.devices: {node1: [/dev/sdb]}): its lists are
+    values, not sweep axes."""
+    args = typing.get_args(annotation)
+    return typing.get_origin(annotation) is dict and len(args) == 2 and typing.get_origin(args[1]) is list
 
 
 def set_at(data: dict[str, Any], path: tuple, value: Any) -> dict[str, Any]:

@@ -262,6 +262,18 @@ class RookCephBackend(CephBackend):
                                              self.state.read()["k8s_client_files"])])
         toolbox_pod(client.CoreV1Api(api), self.namespace, timeout=300)
 
+    def _remove_rbd_images(self, ours: list[dict]) -> None:
+        """Rook deletes no pool that holds RBD images; the pools (and dfslab-fio in rbd) are
+        dfslab's own and go anyway."""
+        from ...runtime import CLIENT
+        from ...runtime.kubernetes.existing import TOOLBOX
+        if not any(o["kind"] == "Deployment" and o["name"] == TOOLBOX for o in self.state.resources("k8s_object")):
+            return  # up stopped before the toolbox, so before any workload made an image
+        for pool in (o["name"] for o in ours if o["kind"] == "CephBlockPool"):
+            res = self.runtime.run(CLIENT, ["rbd", "ls", "-p", pool], timeout=120, check=False)
+            for image in res.stdout.split() if res.returncode == 0 else []:
+                self.runtime.run(CLIENT, ["rbd", "rm", "--no-progress", f"{pool}/{image}"], timeout=300, check=False)
+
     def release(self) -> list[str]:
         """On your Kubernetes: Rook removes Ceph, with its cleanup policy (it wipes dataDirHostPath
         and the OSD devices dfslab was given), before the runtime deletes the rest."""
@@ -271,6 +283,7 @@ class RookCephBackend(CephBackend):
         ours = [o for o in self.state.resources("k8s_object") if o["kind"] in ROOK_CR_ORDER]
         if not ours:
             return []
+        self._remove_rbd_images(ours)
         cluster = next((o for o in ours if o["kind"] == "CephCluster"), None)
         if cluster and exists(api, cluster):
             patch_merge(api, cluster, {"spec": {"cleanupPolicy": {"confirmation": "yes-really-destroy-data"}}})

@@ -67,7 +67,7 @@ def api_client(rt):
 
 
 def raw_call(api, method: str, path: str, query: list | None = None, headers: dict | None = None,
-             body: str | None = None) -> tuple[int, bytes]:
+             body: str | dict | None = None) -> tuple[int, bytes]:
     """An API request the typed client has no method for (readyz, server-side apply of any
     kind); (status, body). Raises kubernetes' ApiException on an error status."""
     from kubernetes.client.rest import ApiException

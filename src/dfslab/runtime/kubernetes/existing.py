@@ -54,7 +54,12 @@ class ExistingKubernetesRuntime(Runtime):
         return path
 
     def api(self):
-        return api_for(self.section["kubeconfig"], self.section.get("context"))
+        try:
+            return api_for(self.section["kubeconfig"], self.section.get("context"))
+        except Exception as exc:  # the file is gone or no longer valid
+            raise RuntimeError_(f"cannot use kubeconfig {self.section['kubeconfig']} of cluster {self.state.name}: "
+                                f"{str(exc).splitlines()[0][:200]}; dfslab reaches your Kubernetes only through it "
+                                f"(what it made stays recorded in {self.state.dir})") from None
 
     def kube_node(self, node: str) -> str:
         """The Kubernetes node a spec node runs on: servers by name, client, client2... in order."""
@@ -69,6 +74,8 @@ class ExistingKubernetesRuntime(Runtime):
     def preflight(self, spec: ClusterSpec) -> None:
         from kubernetes import client
         k = spec.kubernetes
+        if not Path(k.kubeconfig).is_file():
+            raise RuntimeError_(f"kubernetes.kubeconfig: no file {k.kubeconfig}; give the path of your cluster's kubeconfig")
         try:
             api = api_for(k.kubeconfig, k.context)
             client.VersionApi(api).get_code()
@@ -137,7 +144,7 @@ class ExistingKubernetesRuntime(Runtime):
     def destroy(self) -> list[str]:
         """Delete what dfslab recorded, newest first; the namespace (and everything in it) last."""
         from kubernetes.client.rest import ApiException
-        from .objects import KindNotServed, delete_object
+        from .objects import KindNotServed, delete_object, patch_merge
         objs = self.state.resources("k8s_object")
         if not objs:
             return []
@@ -152,7 +159,17 @@ class ExistingKubernetesRuntime(Runtime):
             except ApiException as exc:
                 if exc.status != 404:
                     raise RuntimeError_(f"deleting {obj['kind']} {obj['name']} failed: {exc.reason}") from None
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 180
+        while self._existing(api, objs) and time.monotonic() < deadline:
+            time.sleep(2)
+        for obj in self._existing(api, objs):
+            # Only its controller (Rook's operator, already gone or stuck) would clear these; the
+            # object is dfslab's own, so its finalizers go and the namespace can follow.
+            try:
+                patch_merge(api, obj, {"metadata": {"finalizers": None}})
+            except (ApiException, KindNotServed):
+                continue
+        deadline = time.monotonic() + 60
         while self._existing(api, objs) and time.monotonic() < deadline:
             time.sleep(2)
         left = self._existing(api, objs)

@@ -114,4 +114,5 @@ def delete_object(api, obj: dict) -> None:
 
 
 def patch_merge(api, obj: dict, patch: dict) -> None:
-    raw_call(api, "PATCH", object_path(api, obj), [], {"Content-Type": "application/merge-patch+json"}, json.dumps(patch))
+    # a dict: the client encodes it for a JSON content type (a string would be encoded twice)
+    raw_call(api, "PATCH", object_path(api, obj, wait=0), [], {"Content-Type": "application/merge-patch+json"}, patch)
