@@ -104,6 +104,8 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         assert ["CephCluster", "dfslab", "Ready"] == rook_objects["rows"][0][:3], rook_objects
         pods = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, label_selector="app=rook-ceph-osd").items
         assert sorted(p.spec.node_name for p in pods) == ["node1", "node2", "node3"]
+        # exec: a Job on the named node, with the cluster's conf and keyring
+        assert dfslab("exec", NAME, "--node", "node2", "--", "ceph", "health").stdout.split()[-1] == "HEALTH_OK"
 
         exp = host / "exp.yaml"
         exp.write_text(yaml.safe_dump({
