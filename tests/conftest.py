@@ -81,6 +81,14 @@ def write_spec(tmp: Path, text: str) -> Path:
     return path
 
 
+def run_against(experiment: Path, cluster_name: str, timeout: float = 900) -> tuple[Path, str]:
+    """`dfslab run EXPERIMENT --cluster NAME`: (the run directory it made, its stdout)."""
+    runs = Path(os.environ["DFSLAB_RUNS"])
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    out = dfslab("run", str(experiment), "--cluster", cluster_name, timeout=timeout).stdout
+    return next(p for p in set(runs.iterdir()) - before if p.is_dir()), out
+
+
 def status_json(name: str) -> dict:
     return json.loads(dfslab("status", name, "--json").stdout)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab
+from conftest import dfslab, run_against
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
 
@@ -126,10 +126,7 @@ def test_the_api_server_judges_rendered_objects_before_anything_is_made(k8s):
 def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     exp = k8s / "exp.yaml"
     exp.write_text(yaml.safe_dump(EXPERIMENT))
-    runs = Path(os.environ["DFSLAB_RUNS"])
-    before = set(runs.iterdir()) if runs.is_dir() else set()
-    out = dfslab("run", str(exp), "--cluster", NAME, timeout=900).stdout
-    run = next(p for p in set(runs.iterdir()) - before if p.is_dir())
+    run, out = run_against(exp, NAME)
     with open(run / "results.csv") as fh:
         rows = list(csv.DictReader(fh))
     metrics = {(r["workload"], r["metric"], json.loads(r["params"]).get("target", json.loads(r["params"]).get("mode")))
@@ -159,10 +156,7 @@ def test_a_deleted_osd_pod_comes_back_and_no_acknowledged_write_is_lost(k8s):
         "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
         "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
         "faults": [{"kind": "pod", "target": "osd.1", "during": 0, "at": "4s", "duration": "5s"}]}))
-    runs = Path(os.environ["DFSLAB_RUNS"])
-    before = set(runs.iterdir()) if runs.is_dir() else set()
-    out = dfslab("run", str(exp), "--cluster", NAME, timeout=900).stdout
-    run = next(p for p in set(runs.iterdir()) - before if p.is_dir())
+    run, out = run_against(exp, NAME)
     events = json.loads((run / "faults.json").read_text())
     assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "osd.1", None)], events
     assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import dfslab
+from conftest import dfslab, run_against
 from dfslab.state import ClusterState
 
 pytestmark = pytest.mark.cluster
@@ -114,10 +112,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
             "workloads": [{"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 8},
                           {"type": "fio", "target": ["rbd", "rados"], "rw": ["write"], "bs": "1MiB", "size": "32MiB",
                            "seconds": 2}]}))
-        runs = Path(os.environ["DFSLAB_RUNS"])
-        seen = set(runs.iterdir()) if runs.is_dir() else set()
-        out = dfslab("run", str(exp), "--cluster", NAME, timeout=900).stdout
-        run = next(p for p in set(runs.iterdir()) - seen if p.is_dir())
+        run, out = run_against(exp, NAME)
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
         params = [json.loads(r["params"]) for r in rows]
@@ -136,5 +131,5 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
     assert NAMESPACE not in {n.metadata.name for n in client.CoreV1Api(api).list_namespace().items}
     assert _cluster_scoped_names(api) == before
     assert not ClusterState(NAME).dir.exists()
-    nodes = client.CoreV1Api(api).list_node().items
-    assert all(any(c.type == "Ready" and c.status == "True" for c in n.status.conditions) for n in nodes)
+    from dfslab.runtime.kubernetes.objects import node_ready
+    assert all(node_ready(n) for n in client.CoreV1Api(api).list_node().items)

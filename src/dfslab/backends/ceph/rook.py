@@ -15,19 +15,18 @@ the local backend writes, so status, health, sampling and pools work as on every
 from __future__ import annotations
 
 import base64
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ...runtime import RuntimeError_
 from .. import BackendError, PreflightError, Progress, table
 from . import health, pools
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
-from ...runtime.kubernetes.objects import apply_all, delete_object, exists, patch_merge, validate_all
+from ...runtime.kubernetes.objects import (apply_all, delete_object, exists, internal_ip, node_ready, patch_merge,
+                                           validate_all)
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
@@ -446,9 +445,7 @@ def nodes_table(api) -> dict:
     from kubernetes import client
     rows = []
     for n in client.CoreV1Api(api).list_node().items:
-        ready = next((c.status for c in n.status.conditions or [] if c.type == "Ready"), "?")
-        ip = next((a.address for a in n.status.addresses or [] if a.type == "InternalIP"), "")
-        rows.append([n.metadata.name, ip, "Ready" if ready == "True" else "NotReady", n.status.node_info.kubelet_version])
+        rows.append([n.metadata.name, internal_ip(n), "Ready" if node_ready(n) else "NotReady", n.status.node_info.kubelet_version])
     return table("Kubernetes nodes", ["node", "address", "ready", "kubelet"], rows)
 
 

@@ -18,7 +18,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from ...safety import remove_owned_tree
 from ...spec import ClusterSpec
 from ...state import dfslab_home
 from .. import CLIENT, RuntimeError_
-from ..local import LocalNetnsRuntime, NETNS_DIR, node_addresses
+from ..local import LocalNetnsRuntime, NETNS_DIR
 from . import node as knode
 from . import pki as kpki
 

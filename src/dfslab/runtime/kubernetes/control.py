@@ -99,6 +99,7 @@ def wait_api(rt, progress, timeout: float = 90) -> None:
 
 def wait_nodes_ready(rt, nodes: list[str], progress, timeout: float = 120) -> None:
     from kubernetes import client
+    from .objects import node_ready  # objects.py calls raw_call, from here
     core = client.CoreV1Api(api_client(rt))
     deadline = time.monotonic() + timeout
     ready: set[str] = set()
@@ -106,8 +107,7 @@ def wait_nodes_ready(rt, nodes: list[str], progress, timeout: float = 120) -> No
         for proc in rt.procs.all():
             if proc.name.startswith(("kubelet-", "containerd-", "kube-")) and not proc.alive():
                 raise RuntimeError_(f"{proc.name} exited; see {proc.log}")
-        ready = {n.metadata.name for n in core.list_node().items
-                 if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])}
+        ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
         progress("waiting for Kubernetes nodes", f"{len(ready)}/{len(nodes)} Ready")
         if ready >= set(nodes):
             return

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...spec import ClusterSpec
 from .. import CLIENT, Runtime, RuntimeError_
+from .objects import internal_ip, node_ready
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dfslab"}
 TOOLBOX = "dfslab-toolbox"
@@ -88,8 +89,7 @@ class ExistingKubernetesRuntime(Runtime):
         if missing:
             raise RuntimeError_(f"nodes: {missing} are not nodes of the Kubernetes cluster (its nodes: "
                                 f"{', '.join(sorted(nodes))}); name them in nodes and kubernetes.clients")
-        not_ready = [n for n in wanted if not any(c.type == "Ready" and c.status == "True"
-                                                  for c in nodes[n].status.conditions or [])]
+        not_ready = [n for n in wanted if not node_ready(nodes[n])]
         if not_ready:
             raise RuntimeError_(f"nodes: {not_ready} are not Ready; dfslab places Ceph and its Jobs only on Ready nodes")
         self._check_namespace_free(api, k.namespace)
@@ -130,11 +130,7 @@ class ExistingKubernetesRuntime(Runtime):
         client.CoreV1Api(api).create_namespace({"metadata": {
             "name": self.namespace, "labels": MANAGED_BY, "annotations": {"dfslab.io/cluster": self.state.name}}})
         nodes = {n.metadata.name: n for n in client.CoreV1Api(api).list_node().items}
-        addresses = {}
-        for node in [*spec.node_names(), *spec.client_names()]:
-            status = nodes[self.kube_node(node) if node.startswith(CLIENT) else node].status
-            addresses[node] = next((a.address for a in status.addresses or [] if a.type == "InternalIP"), "")
-        return addresses
+        return {node: internal_ip(nodes[self.kube_node(node)]) for node in [*spec.node_names(), *spec.client_names()]}
 
     def record(self, obj: dict) -> None:
         """Remember an object before it is made: `down` deletes exactly the recorded ones."""

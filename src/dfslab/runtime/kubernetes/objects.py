@@ -86,6 +86,16 @@ def _api_message(exc) -> str:
         return str(exc.reason)
 
 
+def node_ready(node) -> bool:
+    """A `V1Node` whose Ready condition is True."""
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def internal_ip(node) -> str:
+    """A `V1Node`'s InternalIP ('' if it reports none)."""
+    return next((a.address for a in node.status.addresses or [] if a.type == "InternalIP"), "")
+
+
 def object_path(api, obj: dict, wait: float = 30) -> str:
     """The API path of an object given as {apiVersion, kind, name, namespace?} or a whole manifest."""
     meta = obj.get("metadata", obj)
