@@ -12,6 +12,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -120,7 +121,23 @@ osd memory target = 939524096
         self.ceph("config", "set", "mgr", "mgr/prometheus/server_port", str(PROMETHEUS_PORT))
         self.ceph("mgr", "module", "enable", "prometheus")
         self.wait_healthy(timeout)
+        self.wait_prometheus(timeout)
         return self
+
+    def wait_prometheus(self, timeout: float) -> None:
+        # Enabling the module returns before its HTTP server listens (a CI run once found the port
+        # still closed after HEALTH_OK): the tests scrape it, so wait until it answers.
+        url = f"http://127.0.0.1:{PROMETHEUS_PORT}/metrics"
+        deadline = time.monotonic() + timeout
+        why = "no answer yet"
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=5):
+                    return
+            except OSError as e:
+                why = str(e)
+            time.sleep(1)
+        raise RuntimeError(f"the by-hand cluster's MGR prometheus module never answered at {url}: {why}")
 
     def wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
