@@ -581,6 +581,47 @@ def verify(
     console.print(f"[green]✓[/] all {result['checked']} intact")
 
 
+@app.command()
+def render(
+    spec_file: Path = typer.Argument(..., help="cluster spec (YAML): ceph with runtime kubernetes and kubernetes.kubeconfig, "
+                                               "or external with external.posix"),
+    out: Path = typer.Option(..., "-o", "--out", help="a new or empty directory for the YAML files"),
+    image: Optional[str] = typer.Option(None, help="dfslab's image as your nodes pull it (default: kubernetes.image)"),
+    kubeconfig: Optional[Path] = typer.Option(None, help="also have this cluster's API server judge every object "
+                                                        "(server-side dry run: nothing is made)"),
+    context: Optional[str] = typer.Option(None, help="the kubeconfig context (default: its current one)"),
+) -> None:
+    """Write every Kubernetes manifest SPEC_FILE stands for, to review and apply yourself.
+
+    Ceph: Rook's CRDs, RBAC and operator, the tuning override and the CephCluster, pools and
+    CephFilesystem that `dfslab up` would apply. A mounted Lustre, GPFS, BeeGFS or NFS path
+    (filesystem external, external.posix): a DaemonSet of `fio --server` pods on the nodes
+    labelled dfslab.io/fio-client=true, each mounting the path from its node; list those nodes
+    under external.clients and `dfslab run` drives them all at once.
+
+    Every object is checked against Kubernetes 1.34's schema (strict: an unknown field is an
+    error) before anything is written; with --kubeconfig the API server judges them too.
+    """
+    from . import render as rendering
+    try:
+        spec = load_spec(spec_file)
+        done = rendering.render(spec, out, image, str(kubeconfig.expanduser().absolute()) if kubeconfig else None, context)
+    except USER_ERRORS as exc:
+        fail(exc)
+    for path in done.files:
+        console.print(f"[green]✓[/] {path}", highlight=False)
+    console.print(f"{done.objects} objects; {done.offline_checked} checked against Kubernetes "
+                  f"{rendering.KUBERNETES_VERSION}'s schema (strict)", highlight=False)
+    if done.offline_skipped:
+        console.print(f"  no built-in schema (a CRD defines them): {', '.join(done.offline_skipped)}", highlight=False)
+    if kubeconfig:
+        console.print(f"{done.server_checked} judged by the API server (dry run)", highlight=False)
+        if done.server_skipped:
+            console.print(f"  [yellow]not served there[/] (their CRD is not installed): {', '.join(done.server_skipped)}",
+                          highlight=False)
+    console.print(f"apply: kubectl apply --server-side -f {out}  (CRDs first where the set holds them)", highlight=False)
+
+
 data_app = typer.Typer(help="Datasets for query pushdown: columnar RADOS objects with a manifest.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 

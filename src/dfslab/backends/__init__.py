@@ -111,6 +111,16 @@ class Backend(ABC):
         """Why fault `kind` may not be injected into such a cluster (None: it may)."""
         return None
 
+    @classmethod
+    def manifests(cls, spec: ClusterSpec, image: str | None) -> dict[str, list[dict]]:
+        """`dfslab render`: the Kubernetes objects this filesystem needs on a cluster you run,
+        as {file stem: objects}, in the order they are applied. `image`: dfslab's image as your
+        nodes pull it (None: the spec's kubernetes.image)."""
+        raise BackendError(f"filesystem {spec.filesystem} (runtime {spec.runtime}) has no Kubernetes manifests: render "
+                           "writes them for filesystem ceph with runtime kubernetes and kubernetes.kubeconfig "
+                           "(Rook's objects), and for filesystem external with external.posix (a fio server "
+                           "DaemonSet mounting your Lustre, GPFS, BeeGFS or NFS path)")
+
     def __init__(self, runtime: Runtime, spec: ClusterSpec):
         self.runtime = runtime
         self.spec = spec

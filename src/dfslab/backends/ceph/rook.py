@@ -169,6 +169,30 @@ class RookCephBackend(CephBackend):
                     f"(delete the daemon's pod, e.g. dfslab fault {spec.name} pod osd.0)")
         return None
 
+    @classmethod
+    def manifests(cls, spec, image: str | None) -> dict[str, list[dict]]:
+        """What `up` applies on a Kubernetes you run, for review: Rook's CRDs, RBAC and operator
+        (skipped at up where Rook is already installed), the tuning override, the cluster."""
+        k = spec.kubernetes
+        if not k.user_cluster:
+            raise BackendError("kubernetes.kubeconfig: render writes the objects for a Kubernetes you run (its "
+                               "devices and nodes are in the spec: see examples/rook-yours.yaml); the local "
+                               "Kubernetes is rendered and validated by `dfslab up` itself")
+        image = image or k.image
+        if not image:
+            raise BackendError("render: give --image (the name your registry gives dfslab's image); with "
+                               "kubernetes.image_registry the name is known only once `dfslab up` pushed it")
+        if not (_rook_manifests() / "crds.yaml").exists():
+            raise BackendError(f"{_rook_manifests()}: Rook's manifests are missing; build them once with "
+                               "`bash scripts/build-kubernetes.sh` (make install-deps runs it)")
+        ns = k.namespace
+        return {"00-namespace": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}],
+                "10-rook-crds": load_manifests("crds.yaml", ns),
+                "11-rook-rbac": load_manifests("common.yaml", ns),
+                "12-rook-operator": operator_objects(ns, image, local=False),
+                "20-ceph-tuning": [config_override(spec, ns)],
+                "30-ceph-cluster": cluster_objects(spec, ns, image, k.data_dir_host_path, k.devices, "IfNotPresent")}
+
     @property
     def namespace(self) -> str:
         return self.spec.kubernetes.namespace

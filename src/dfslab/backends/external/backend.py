@@ -97,6 +97,18 @@ class ExternalBackend(Backend):
                 f"undoes ({', '.join(cls.borrowed_faults)}, listed under external.allow_faults); it never signals "
                 f"a process it did not start")
 
+    @classmethod
+    def manifests(cls, spec, image: str | None) -> dict[str, list[dict]]:
+        from .daemonset import manifests
+        if spec.external.posix is None:
+            raise BackendError("external.posix: render writes a fio server DaemonSet for a mounted file system "
+                               "(Lustre, GPFS, BeeGFS, NFS); give posix: {path: /your/mount}")
+        if not image:
+            raise BackendError("render: give --image, dfslab's image as your nodes pull it (it holds fio; "
+                               "`dfslab images build` makes it, push it to your registry)")
+        k = spec.kubernetes  # its namespace's default is Rook's: a fio DaemonSet has its own unless one is named
+        return manifests(spec, k.namespace if "namespace" in k.model_fields_set else "dfslab", image)
+
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
         self.ext = spec.external

@@ -19,13 +19,13 @@ class KindNotServed(RuntimeError_):
     """The API server serves no such kind (a CRD not installed, or already deleted)."""
 
 
-def apply_all(api, objs: list[dict], dry_run: bool = False) -> None:
+def apply_all(api, objs: list[dict], dry_run: bool = False, wait: float = 30) -> None:
     """Create each object (server-side apply: what dfslab renders is what the API server holds),
     refused objects reported with the API server's own message."""
     from kubernetes.client.rest import ApiException
     for obj in objs:
         try:
-            _server_side_apply(api, obj, dry_run)
+            _server_side_apply(api, obj, dry_run, wait)
         except ApiException as exc:
             kind, name = obj.get("kind"), obj.get("metadata", {}).get("name")
             raise ObjectRefused(f"the API server refused {kind} {name}: {_api_message(exc)}") from None
@@ -37,8 +37,8 @@ def validate_all(api, objs: list[dict]) -> None:
     apply_all(api, objs, dry_run=True)
 
 
-def _server_side_apply(api, obj: dict, dry_run: bool = False) -> None:
-    path = object_path(api, obj)
+def _server_side_apply(api, obj: dict, dry_run: bool = False, wait: float = 30) -> None:
+    path = object_path(api, obj, wait)  # wait: a CRD applied a moment ago is served once Established
     query = [("fieldManager", "dfslab"), ("force", "true")] + ([("dryRun", "All")] if dry_run else [])
     raw_call(api, "PATCH", path, query, {"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
              json.dumps(obj))
