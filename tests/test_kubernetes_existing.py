@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -133,3 +134,84 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
     assert not ClusterState(NAME).dir.exists()
     from dfslab.runtime.kubernetes.objects import node_ready
     assert all(node_ready(n) for n in client.CoreV1Api(api).list_node().items)
+
+
+def test_a_mounted_path_rendered_as_fio_servers_on_your_cluster_is_measured_through_them(host, tmp_path):
+    """Lustre or GPFS cannot run here: a directory of this machine stands for the site's mount
+    (each node's mount namespace sees it), the rendered DaemonSet runs `fio --server` on the
+    labelled node with it mounted by hostPath, and `dfslab run` (from the client node's network,
+    where that node's address is reachable) drives fio there."""
+    import os
+    import subprocess
+
+    from kubernetes import client
+
+    from conftest import DFSLAB, REPO
+    from dfslab.backends.external.daemonset import NAME as DS, NODE_LABEL
+    from dfslab.render import load_manifests
+    from dfslab.runtime.kubernetes.objects import apply_all, delete_object, internal_ip
+    rt, api = _host_api()
+    core = client.CoreV1Api(api)
+    image, ns = rt.state.read()["k8s_images"]["rook"], "dfslab-site"
+    site = tmp_path / "site"
+    site.mkdir()
+    spec = {"name": "t-k8s-site", "filesystem": "external", "runtime": "host", "kubernetes": {"namespace": ns},
+            "external": {"posix": {"path": str(site)}}}
+    spec_file = tmp_path / "site.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    kubeconfig = str(rt.admin_kubeconfig)
+    # A value the schema lets through but the API server refuses: its own message, naming the field.
+    from dfslab.backends.external.daemonset import fio_server_daemonset, namespace_object
+    from dfslab.render import RenderError, dry_run
+    bad = fio_server_daemonset(ns, image, str(site), port=70000)
+    with pytest.raises(RenderError, match=r"DaemonSet dfslab-fio-server.*containerPort.*between 1 and 65535"):
+        dry_run([namespace_object(ns), bad], kubeconfig)
+    res = dfslab("render", str(spec_file), "-o", str(tmp_path / "out"), "--image", image, "--kubeconfig", kubeconfig)
+    out = res.stdout + res.stderr  # the summary is on the console (stderr)
+    assert "2 judged by the API server" in out, out
+    assert ns not in {n.metadata.name for n in core.list_namespace().items}  # a dry run made nothing
+
+    objs = load_manifests(tmp_path / "out")
+    core.patch_node("node1", {"metadata": {"labels": {NODE_LABEL: "true"}}})
+    try:
+        apply_all(api, objs)
+        from conftest import wait_for
+
+        def fio_pods():
+            return core.list_namespaced_pod(ns, label_selector=f"app.kubernetes.io/name={DS}").items
+        try:
+            wait_for(lambda: any(p.status.phase == "Running" and all(c.ready for c in p.status.container_statuses or [])
+                                 for p in fio_pods()), 180, "the fio server pod to be ready", interval=1)
+        except AssertionError as exc:
+            events = [f"{e.involved_object.name}: {e.reason}: {e.message}" for e in core.list_namespaced_event(ns).items]
+            raise AssertionError(f"{exc}\npods: {[p.status for p in fio_pods()]}\nevents: {events}") from None
+        pods = core.list_namespaced_pod(ns, label_selector=f"app.kubernetes.io/name={DS}").items
+        assert [p.spec.node_name for p in pods] == ["node1"]  # only the labelled node runs one
+        server = internal_ip(core.read_node("node1"))
+        exp = tmp_path / "exp.yaml"
+        exp.write_text(yaml.safe_dump({
+            "name": "t-k8s-site-exp", "cluster": {**spec, "external": {"posix": {"path": str(site)},
+                                                                        "clients": [f"{server},8765"]}},
+            "repetitions": 1, "baselines": {"network": False, "disk": False},
+            "workloads": [{"type": "fio", "target": "fs", "rw": ["write"], "bs": "1MiB", "size": "16MiB", "seconds": 2}]}))
+        runs = Path(os.environ["DFSLAB_RUNS"])
+        before = set(runs.iterdir()) if runs.is_dir() else set()
+        res = subprocess.run(["ip", "netns", "exec", rt.ns("client"), *DFSLAB, "run", str(exp)], cwd=REPO,
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        run = next(p for p in set(runs.iterdir()) - before if p.is_dir())
+        with open(run / "results.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        per_client = [r for r in rows if r["metric"] == "client_bandwidth"]
+        assert [json.loads(r["params"]).get("client") for r in per_client] == [f"{server},8765"], rows
+        assert float(per_client[0]["value"]) > 0
+        assert not list(site.iterdir())  # dfslab's directory on the "site's" file system went with the run
+    finally:
+        for obj in reversed(objs):
+            try:
+                delete_object(api, obj)
+            except Exception:  # noqa: BLE001 (already gone)
+                pass
+        core.patch_node("node1", {"metadata": {"labels": {NODE_LABEL: None}}})
+    wait_for(lambda: ns not in {n.metadata.name for n in core.list_namespace().items}, 120, "namespace dfslab-site to go",
+             interval=1)

@@ -99,7 +99,7 @@ def _judge_each(api, objs: list[dict]) -> tuple[int, list[str]]:
         except ObjectRefused as exc:
             problems.append(str(exc))
     if problems:
-        raise RenderError(f"the API server refused {len(problems)} object(s) (nothing was made):\n" + "\n".join(problems))
+        raise RenderError(f"{len(problems)} object(s) refused in a dry run (nothing was made):\n" + "\n".join(problems))
     return checked, sorted(set(skipped))
 
 

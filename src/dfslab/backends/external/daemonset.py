@@ -1,8 +1,9 @@
 """`dfslab render` for a mounted file system on a Kubernetes (Lustre, GPFS, BeeGFS, NFS: their
 kernel clients cannot run in this machine's kernel, so dfslab never deploys them): a DaemonSet
 of `fio --server` pods, one per labelled node, each mounting the site's file system from its
-node by hostPath at the same path (HostToContainer propagation: a remount on the node shows
-through). `external.clients` then lists those nodes, and fio's client/server mode drives them
+node by hostPath at the same path. No mount propagation: containerd refuses HostToContainer
+where the node's / is not a shared mount (found on the local Kubernetes here), so a pod sees
+the file system as mounted when it started; after a remount, delete the pods. `external.clients` then lists those nodes, and fio's client/server mode drives them
 all at once, as it drives fio servers started by hand.
 
 The pods use the host network (fio's client connects to each server's port on its node; no
@@ -40,7 +41,7 @@ def fio_server_daemonset(namespace: str, image: str, path: str, port: int = FIO_
                         "ports": [{"name": "fio", "containerPort": port, "hostPort": port, "protocol": "TCP"}],
                         "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 2},
                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-                        "volumeMounts": [{"name": "site-fs", "mountPath": path, "mountPropagation": "HostToContainer"}],
+                        "volumeMounts": [{"name": "site-fs", "mountPath": path}],
                     }],
                     "volumes": [{"name": "site-fs", "hostPath": {"path": path, "type": "Directory"}}],
                 },
