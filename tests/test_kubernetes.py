@@ -169,3 +169,35 @@ def test_a_deleted_osd_pod_comes_back_and_no_acknowledged_write_is_lost(k8s):
     assert [p.status.phase for p in pods] == ["Running"]
     status = json.loads(dfslab("status", NAME, "--json").stdout)
     assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}
+
+
+def test_a_drained_node_under_a_stopped_operator_recovers_and_no_acknowledged_write_is_lost(k8s):
+    """Rook's operator scaled to 0 (nothing reconciles) and, meanwhile, node3 cordoned and
+    drained during rados bench write: osd.2's pod is evicted and its new one cannot be placed
+    until the undo uncordons node3; then the operator is back, HEALTH_OK, nothing lost."""
+    exp = k8s / "faults-k8s.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "t-k8s-drain", "cluster": SPEC, "baselines": {"network": False, "disk": False},
+        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
+        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+        "faults": [{"kind": "operator", "target": "rook", "during": 0, "at": "2s", "duration": "25s"},
+                   {"kind": "drain", "target": "node3", "during": 0, "at": "4s", "duration": "10s"}]}))
+    run, out = run_against(exp, NAME)
+    events = json.loads((run / "faults.json").read_text())
+    assert [(e["kind"], e["target"], e["error"]) for e in events] == [("operator", "rook", None), ("drain", "node3", None)], events
+    assert all(e["recover_s"] is not None for e in events) and events[1]["acknowledged_writes"] > 0, events
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 10, integrity
+    from kubernetes import client
+    _, api = _runtime_and_api()
+    core = client.CoreV1Api(api)
+    assert not core.read_node("node3").spec.unschedulable
+    osd2 = core.list_namespaced_pod("rook-ceph", label_selector="ceph_daemon_type=osd,ceph_daemon_id=2").items
+    assert [(p.spec.node_name, p.status.phase) for p in osd2] == [("node3", "Running")]
+    operator = core.list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-operator").items
+    assert [p.status.phase for p in operator] == ["Running"]
+    status = json.loads(dfslab("status", NAME, "--json").stdout)
+    assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}
+    # a fault for another runtime's cluster, or a node Kubernetes does not have, is refused before anything changes
+    res = dfslab("fault", NAME, "drain", "nodex", check=False)
+    assert res.returncode != 0 and "no Kubernetes node 'nodex'; nodes: client, node1, node2, node3" in res.stderr, res.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -87,3 +88,11 @@ def test_rook_on_your_cluster_renders_what_up_applies(tmp_path):
     assert cluster["spec"]["storage"]["nodes"][0] == {"name": "worker1", "devices": [{"name": "/dev/sdb"}]}
     operator = next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] == "rook-ceph-operator")
     assert operator["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example.org:5000/storage/dfslab-rook:1"
+
+
+def test_an_experiment_file_renders_its_cluster(tmp_path):
+    spec = render.load_cluster_spec(Path("examples/external-mount.yaml"))
+    assert (spec.name, spec.external.posix.path) == ("site-lustre", "/mnt/lustre/scratch")
+    done = render.render(spec, tmp_path / "o", image="img:1")
+    assert render.load_manifests(tmp_path / "o")[1]["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"] \
+        == "/mnt/lustre/scratch" and done.offline_checked == 2

@@ -506,7 +506,7 @@ def _fault_kinds() -> str:
 def fault(
     name: str = NameArg(),
     kind: str = typer.Argument(..., help=f"{_fault_kinds()}, or: restore, list"),
-    target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, a node name, or node2/b0 (brick)"),
+    target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, a node name, node2/b0 (brick), or rook (fault operator)"),
     option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit "
                                                        "(`dfslab fault NAME list` shows each kind's options)"),
     as_json: bool = typer.Option(False, "--json", help="with list: active faults and every kind as JSON"),
@@ -583,8 +583,8 @@ def verify(
 
 @app.command()
 def render(
-    spec_file: Path = typer.Argument(..., help="cluster spec (YAML): ceph with runtime kubernetes and kubernetes.kubeconfig, "
-                                               "or external with external.posix"),
+    spec_file: Path = typer.Argument(..., help="cluster spec or experiment (YAML): ceph with runtime kubernetes and "
+                                               "kubernetes.kubeconfig, or external with external.posix"),
     out: Path = typer.Option(..., "-o", "--out", help="a new or empty directory for the YAML files"),
     image: Optional[str] = typer.Option(None, help="dfslab's image as your nodes pull it (default: kubernetes.image)"),
     kubeconfig: Optional[Path] = typer.Option(None, help="also have this cluster's API server judge every object "
@@ -604,7 +604,7 @@ def render(
     """
     from . import render as rendering
     try:
-        spec = load_spec(spec_file)
+        spec = rendering.load_cluster_spec(spec_file)
         done = rendering.render(spec, out, image, str(kubeconfig.expanduser().absolute()) if kubeconfig else None, context)
     except USER_ERRORS as exc:
         fail(exc)

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from .backends import BackendError, backend_class
-from .spec import ClusterSpec
+from .spec import ClusterSpec, parse_spec, read_yaml
 
 # The Kubernetes the local runtime builds (scripts/build-kubernetes.sh): the schemas to check against.
 KUBERNETES_VERSION = "1.34"
@@ -36,6 +36,17 @@ class Rendered:
     offline_skipped: list[str] = field(default_factory=list)  # kinds with no built-in schema (CRDs' kinds)
     server_checked: int = 0
     server_skipped: list[str] = field(default_factory=list)  # kinds the API server does not serve
+
+
+def load_cluster_spec(path: Path) -> ClusterSpec:
+    """A cluster spec, or the cluster of an experiment file (inline, or a path relative to it)."""
+    data = read_yaml(path)
+    if isinstance(data, dict) and "workloads" in data and "cluster" in data:
+        cluster = data["cluster"]
+        if isinstance(cluster, str):
+            return parse_spec(read_yaml(path.parent / cluster), str(path.parent / cluster))
+        return parse_spec(cluster, f"{path}: cluster")
+    return parse_spec(data, str(path))
 
 
 def object_name(obj: dict) -> str:

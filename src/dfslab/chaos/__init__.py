@@ -83,6 +83,8 @@ GENERIC_FAULTS = {
     "partition": "dfslab.chaos.link:CutLink",
     "degrade": "dfslab.chaos.link:DegradeLink",
     "pod": "dfslab.chaos.pod:DeletePod",
+    "operator": "dfslab.chaos.kube:OperatorDown",
+    "drain": "dfslab.chaos.kube:DrainNode",
 }
 
 

@@ -5,14 +5,13 @@ and Rook's own, as on any cluster that runs Ceph this way."""
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
-from . import Fault, FaultError, FaultInputError
+from . import FaultInputError
+from .kube import RESTART_TIMEOUT, KubernetesFault, running_ready
 
 # Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0).
 DAEMON = re.compile(r"(mon|mgr|osd|mds)\.([A-Za-z0-9-]+)")
-RESTART_TIMEOUT = 300
 
 
 def selector(target: str) -> str:
@@ -22,39 +21,25 @@ def selector(target: str) -> str:
     return f"ceph_daemon_type={match.group(1)},ceph_daemon_id={match.group(2)}"
 
 
-class DeletePod(Fault):
+class DeletePod(KubernetesFault):
     kind = "pod"
     help = "runtime kubernetes: delete a daemon's pod (osd.0, mon.a, mds.cephfs-a); undo: wait for the new one to run"
 
-    def _core(self):
-        if self.cluster.runtime.kind != "kubernetes":
-            raise FaultInputError(f"fault pod is for runtime kubernetes; cluster {self.cluster.state.name} runs on "
-                                  f"{self.cluster.runtime.kind}: use kill or stop")
-        from kubernetes import client
-        return client.CoreV1Api(self.cluster.backend.api())
-
     def _pods(self, core, target: str) -> list:
-        return core.list_namespaced_pod(self.cluster.spec.kubernetes.namespace, label_selector=selector(target)).items
+        return core.list_namespaced_pod(self.namespace, label_selector=selector(target)).items
 
     def inject(self, target: str) -> dict[str, Any]:
-        core = self._core()
+        core = self.core()
         pods = [p for p in self._pods(core, target) if p.metadata.deletion_timestamp is None]
         if not pods:
-            raise FaultInputError(f"no pod runs {target} in namespace {self.cluster.spec.kubernetes.namespace}; "
+            raise FaultInputError(f"no pod runs {target} in namespace {self.namespace}; "
                                   f"`dfslab status {self.cluster.state.name}` lists the pods")
         for pod in pods:  # grace 0: the daemon gets no chance to shut down cleanly, as with kill -9
             core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
         return {"deleted": [p.metadata.uid for p in pods]}
 
     def undo(self, target: str, record: dict[str, Any], timeout: float = RESTART_TIMEOUT) -> None:
-        core = self._core()
+        core = self.core()
         deleted = set(record.get("deleted", []))
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pods = self._pods(core, target)
-            if any(p.metadata.uid not in deleted and p.status.phase == "Running" and p.metadata.deletion_timestamp is None
-                   and all(c.ready for c in p.status.container_statuses or []) for p in pods):
-                return
-            time.sleep(1)
-        raise FaultError(f"no new pod of {target} is running {timeout:.0f} s after its pod was deleted; "
-                         f"`dfslab status {self.cluster.state.name}` shows the pods")
+        self.wait(lambda: any(p.metadata.uid not in deleted and running_ready(p) for p in self._pods(core, target)),
+                  f"a new pod of {target} running after its pod was deleted", timeout)

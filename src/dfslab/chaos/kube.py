@@ -1,0 +1,133 @@
+"""Faults that are Kubernetes events (runtime kubernetes, the local Kubernetes dfslab starts):
+what an operator of a Rook cluster does, or has happen, to it.
+
+    operator   scale Rook's operator Deployment to 0: nothing reconciles (no MON failover, no
+               new OSD Deployment); undo: its replicas back and its pod ready
+    drain      cordon a node and evict its pods (as `kubectl drain`, DaemonSets stay): Rook's
+               daemons pinned there cannot come back until undo uncordons it and their
+               Deployments' new pods run
+
+Both go through the API server only, and each undo waits for what Kubernetes makes again;
+the fault runner then times HEALTH_OK and checks the checksummed objects as for every fault.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import Fault, FaultError, FaultInputError
+
+OPERATOR = "rook-ceph-operator"
+RESTART_TIMEOUT = 300
+
+
+class KubernetesFault(Fault):
+    """A fault through the API server of a cluster dfslab runs on its local Kubernetes."""
+
+    def api(self):
+        if self.cluster.runtime.kind != "kubernetes":
+            raise FaultInputError(f"fault {self.kind} is for runtime kubernetes; cluster {self.cluster.state.name} runs on "
+                                  f"{self.cluster.runtime.kind}")
+        return self.cluster.backend.api()
+
+    def core(self):
+        from kubernetes import client
+        return client.CoreV1Api(self.api())
+
+    @property
+    def namespace(self) -> str:
+        return self.cluster.spec.kubernetes.namespace
+
+    def wait(self, done, what: str, timeout: float = RESTART_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if done():
+                return
+            time.sleep(1)
+        raise FaultError(f"{what} not within {timeout:.0f} s; `dfslab status {self.cluster.state.name}` shows the pods")
+
+
+def running_ready(pod) -> bool:
+    return (pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
+            and all(c.ready for c in pod.status.container_statuses or []))
+
+
+class OperatorDown(KubernetesFault):
+    kind = "operator"
+    help = ("runtime kubernetes: scale Rook's operator to 0 (target: rook) so nothing reconciles; "
+            "undo: its replicas back, its pod ready")
+
+    def _apps(self):
+        from kubernetes import client
+        return client.AppsV1Api(self.api())
+
+    def _operator_pods(self) -> list:
+        return self.core().list_namespaced_pod(self.namespace, label_selector=f"app={OPERATOR}").items
+
+    def inject(self, target: str) -> dict[str, Any]:
+        if target != "rook":
+            raise FaultInputError(f"fault operator takes target rook (Rook's operator), not {target!r}")
+        apps = self._apps()
+        replicas = apps.read_namespaced_deployment(OPERATOR, self.namespace).spec.replicas or 1
+        apps.patch_namespaced_deployment_scale(OPERATOR, self.namespace, {"spec": {"replicas": 0}})
+        self.wait(lambda: not self._operator_pods(), "Rook's operator pod gone after scaling to 0")
+        return {"replicas": replicas}
+
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        self._apps().patch_namespaced_deployment_scale(OPERATOR, self.namespace,
+                                                       {"spec": {"replicas": record.get("replicas", 1)}})
+        self.wait(lambda: any(running_ready(p) for p in self._operator_pods()), "Rook's operator ready again")
+
+
+class DrainNode(KubernetesFault):
+    kind = "drain"
+    help = ("runtime kubernetes: cordon a node and evict its pods (node1); undo: uncordon, wait for the "
+            "evicted daemons' new pods")
+
+    def inject(self, target: str) -> dict[str, Any]:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+        core = self.core()
+        try:
+            core.read_node(target)
+        except ApiException as exc:
+            if exc.status == 404:
+                nodes = ", ".join(n.metadata.name for n in core.list_node().items)
+                raise FaultInputError(f"fault drain: no Kubernetes node {target!r}; nodes: {nodes}") from None
+            raise
+        core.patch_node(target, {"spec": {"unschedulable": True}})
+        evicted = []
+        for pod in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={target}").items:
+            owners = {o.kind for o in pod.metadata.owner_references or []}
+            if "DaemonSet" in owners or pod.status.phase in ("Succeeded", "Failed"):
+                continue  # kubectl drain leaves DaemonSets' pods; finished pods hold nothing
+            meta = pod.metadata
+            core.create_namespaced_pod_eviction(meta.name, meta.namespace, client.V1Eviction(
+                metadata=client.V1ObjectMeta(name=meta.name, namespace=meta.namespace)))
+            evicted.append({"namespace": meta.namespace, "uid": meta.uid, "labels": _identity(meta.labels or {})})
+        return {"node": target, "evicted": evicted}
+
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        core = self.core()
+        core.patch_node(record.get("node", target), {"spec": {"unschedulable": False}})
+        old = {e["uid"] for e in record.get("evicted", [])}
+
+        def replaced() -> bool:
+            for e in record.get("evicted", []):
+                if not e["labels"]:
+                    continue  # a pod no owner makes again (none of Rook's)
+                selector = ",".join(f"{k}={v}" for k, v in e["labels"].items())
+                if not any(running_ready(p) and p.metadata.uid not in old
+                           for p in core.list_namespaced_pod(e["namespace"], label_selector=selector).items):
+                    return False
+            return True
+        self.wait(replaced, f"new pods for what was evicted from {target}")
+
+
+def _identity(labels: dict[str, str]) -> dict[str, str]:
+    """The labels that find a pod's successor: Rook's daemon type and id (osd.0's next pod),
+    else its app label."""
+    if "ceph_daemon_type" in labels and "ceph_daemon_id" in labels:
+        return {k: labels[k] for k in ("ceph_daemon_type", "ceph_daemon_id")}
+    return {"app": labels["app"]} if "app" in labels else {}
