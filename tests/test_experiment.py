@@ -101,6 +101,17 @@ def test_a_bad_swept_value_names_its_path_and_the_combination():
         exp(cluster={"name": "sw", "nodes": 2, "ceph": {"replica_size": [1, 2]}}, runtimes=["local", "docker"])
 
 
+
+def test_kubernetes_is_a_third_runtime_and_a_cluster_it_cannot_hold_is_refused_by_name():
+    base = {"name": "e", "workloads": [{"type": "radosbench", "seconds": 2}],
+            "runtimes": ["local", "docker", "kubernetes", "kubernetes", "docker", "local"]}
+    ok = parse_experiment({**base, "cluster": {"name": "c", "nodes": 3, "ceph": {"osd_size": "6GiB"}}}, Path("."))
+    assert ok.on_runtime("kubernetes").cluster.runtime == "kubernetes"
+    with pytest.raises(SpecError, match=r"runtimes: kubernetes: cluster.runtime: on kubernetes an operator deploys"):
+        parse_experiment({**base, "cluster": {"name": "g", "filesystem": "gluster", "nodes": 3}}, Path("."))
+    with pytest.raises(SpecError, match="runtimes"):
+        parse_experiment({**base, "runtimes": ["local", "podman"], "cluster": {"name": "c", "nodes": 3}}, Path("."))
+
 def test_a_swept_ceph_option_ceph_does_not_know_or_cannot_read_is_refused_before_anything_runs():
     """Ceph's own parser (ceph-conf) judges every combination's options: an unknown name, and a
     value it would silently replace by its default, name the path and the combination."""

@@ -173,8 +173,14 @@ def test_a_deleted_osd_pod_comes_back_and_no_acknowledged_write_is_lost(k8s):
 
 def test_a_drained_node_under_a_stopped_operator_recovers_and_no_acknowledged_write_is_lost(k8s):
     """Rook's operator scaled to 0 (nothing reconciles) and, meanwhile, node3 cordoned and
-    drained during rados bench write: osd.2's pod is evicted and its new one cannot be placed
+    drained during rados bench write: node3's OSD pod is evicted and its new one cannot be placed
     until the undo uncordons node3; then the operator is back, HEALTH_OK, nothing lost."""
+    from kubernetes import client
+    _, api = _runtime_and_api()
+    core = client.CoreV1Api(api)
+    on_node3 = [p.metadata.labels["ceph_daemon_id"] for p in
+                core.list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-osd").items if p.spec.node_name == "node3"]
+    assert len(on_node3) == 1, on_node3
     exp = k8s / "faults-k8s.yaml"
     exp.write_text(yaml.safe_dump({
         "name": "t-k8s-drain", "cluster": SPEC, "baselines": {"network": False, "disk": False},
@@ -188,12 +194,10 @@ def test_a_drained_node_under_a_stopped_operator_recovers_and_no_acknowledged_wr
     assert all(e["recover_s"] is not None for e in events) and events[1]["acknowledged_writes"] > 0, events
     integrity = json.loads((run / "integrity.json").read_text())
     assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 10, integrity
-    from kubernetes import client
-    _, api = _runtime_and_api()
-    core = client.CoreV1Api(api)
+    print("faults:", [(e["kind"], e.get("detect_s"), e["recover_s"], e["acknowledged_writes"]) for e in events])
     assert not core.read_node("node3").spec.unschedulable
-    osd2 = core.list_namespaced_pod("rook-ceph", label_selector="ceph_daemon_type=osd,ceph_daemon_id=2").items
-    assert [(p.spec.node_name, p.status.phase) for p in osd2] == [("node3", "Running")]
+    osd = core.list_namespaced_pod("rook-ceph", label_selector=f"ceph_daemon_type=osd,ceph_daemon_id={on_node3[0]}").items
+    assert [(p.spec.node_name, p.status.phase) for p in osd] == [("node3", "Running")]
     operator = core.list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-operator").items
     assert [p.status.phase for p in operator] == ["Running"]
     status = json.loads(dfslab("status", NAME, "--json").stdout)

@@ -57,11 +57,11 @@ class ExperimentFile(Strict):
     integrity: Integrity = Field(default_factory=Integrity)
     mirrored: bool = Field(False, description="with cluster settings swept: run the combinations forward, then "
                                               "backward (A B B A), so a drift over time cancels out")
-    runtimes: list[Literal["local", "docker"]] = Field(
+    runtimes: list[Literal["local", "docker", "kubernetes"]] = Field(
         default_factory=list, max_length=6,
         description="run the whole experiment once per entry, in order (a fresh cluster each), then compare each "
-                    "runtime's runs with the first runtime's: INFN's containerized-vs-host question. "
-                    "[local, docker, docker, local] pools each runtime's two runs and cancels drift over time")
+                    "runtime's runs with the first runtime's: INFN's containerized-vs-host question "
+                    "(kubernetes: the local Kubernetes, Ceph by Rook). [local, docker, docker, local] pools each runtime's two runs and cancels drift over time")
 
     @field_validator("name")
     @classmethod
@@ -228,6 +228,8 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
         variants = []
     elif exp.runtimes:
         raise SpecError([("runtimes", "sweep cluster settings or runtimes in one experiment, not both")], source)
+    for rt in dict.fromkeys(exp.runtimes):  # the cluster must hold on every runtime it will run on
+        cluster_variants(cluster_data, f"runtimes: {rt}: {where}", source, rt)
     try:
         steps = [step for i, entry in enumerate(exp.workloads) for step in expand(i, entry)]
     except SpecError as err:
