@@ -9,13 +9,14 @@ relay into the namespace (netns_socket.py).
 
 from __future__ import annotations
 
+import os
 import time
 
 from .. import CLIENT, RuntimeError_
 from . import pki as kpki
 from .netns_socket import NamespaceRelay
 
-_RELAYS: dict[str, NamespaceRelay] = {}
+_RELAYS: dict[tuple[str, int, int], NamespaceRelay] = {}
 
 
 def start(rt, progress) -> None:
@@ -56,9 +57,14 @@ def api_client(rt):
     """A `kubernetes.client.ApiClient` as cluster-admin of the local Kubernetes."""
     from kubernetes import client
     from . import API_PORT
-    key = str(rt.state.dir)
+    netns = f"/run/netns/{rt.ns(CLIENT)}"
+    # Keyed by the namespace itself, not its name: a relay's dialer thread stays inside the
+    # namespace it entered, and a cluster made again under the same name (the next runtime of
+    # `runtimes:`) has a new one. Found when the second kubernetes run's API never answered.
+    st = os.stat(netns)
+    key = (str(rt.state.dir), st.st_dev, st.st_ino)
     if key not in _RELAYS:
-        _RELAYS[key] = NamespaceRelay(f"/run/netns/{rt.ns(CLIENT)}", rt.api_address, API_PORT)
+        _RELAYS[key] = NamespaceRelay(netns, rt.api_address, API_PORT)
     conf = client.Configuration()
     conf.host = f"https://127.0.0.1:{_RELAYS[key].port}"
     conf.ssl_ca_cert = str(rt.pki.ca)
