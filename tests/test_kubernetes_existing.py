@@ -161,7 +161,8 @@ def test_a_mounted_path_rendered_as_fio_servers_on_your_cluster_is_measured_thro
     spec_file.write_text(yaml.safe_dump(spec))
     kubeconfig = str(rt.admin_kubeconfig)
     # A value the schema lets through but the API server refuses: its own message, naming the field.
-    from dfslab.backends.external.daemonset import fio_server_daemonset, namespace_object
+    from dfslab.backends.external.daemonset import fio_server_daemonset
+    from dfslab.runtime.kubernetes.objects import namespace_object
     from dfslab.render import RenderError, dry_run
     bad = fio_server_daemonset(ns, image, str(site), port=70000)
     with pytest.raises(RenderError, match=r"DaemonSet dfslab-fio-server.*containerPort.*between 1 and 65535"):

@@ -39,13 +39,11 @@ class Rendered:
 
 
 def load_cluster_spec(path: Path) -> ClusterSpec:
-    """A cluster spec, or the cluster of an experiment file (inline, or a path relative to it)."""
+    """A cluster spec, or the cluster of an experiment file (as `dfslab run` loads it)."""
     data = read_yaml(path)
     if isinstance(data, dict) and "workloads" in data and "cluster" in data:
-        cluster = data["cluster"]
-        if isinstance(cluster, str):
-            return parse_spec(read_yaml(path.parent / cluster), str(path.parent / cluster))
-        return parse_spec(cluster, f"{path}: cluster")
+        from .experiment import load_experiment
+        return load_experiment(path).cluster
     return parse_spec(data, str(path))
 
 

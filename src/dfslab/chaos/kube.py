@@ -62,8 +62,8 @@ class OperatorDown(KubernetesFault):
         from kubernetes import client
         return client.AppsV1Api(self.api())
 
-    def _operator_pods(self) -> list:
-        return self.core().list_namespaced_pod(self.namespace, label_selector=f"app={OPERATOR}").items
+    def _operator_pods(self, core) -> list:
+        return core.list_namespaced_pod(self.namespace, label_selector=f"app={OPERATOR}").items
 
     def inject(self, target: str) -> dict[str, Any]:
         if target != "rook":
@@ -71,13 +71,15 @@ class OperatorDown(KubernetesFault):
         apps = self._apps()
         replicas = apps.read_namespaced_deployment(OPERATOR, self.namespace).spec.replicas or 1
         apps.patch_namespaced_deployment_scale(OPERATOR, self.namespace, {"spec": {"replicas": 0}})
-        self.wait(lambda: not self._operator_pods(), "Rook's operator pod gone after scaling to 0")
+        core = self.core()  # one client for the whole wait, not one per poll
+        self.wait(lambda: not self._operator_pods(core), "Rook's operator pod gone after scaling to 0")
         return {"replicas": replicas}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
         self._apps().patch_namespaced_deployment_scale(OPERATOR, self.namespace,
                                                        {"spec": {"replicas": record.get("replicas", 1)}})
-        self.wait(lambda: any(running_ready(p) for p in self._operator_pods()), "Rook's operator ready again")
+        core = self.core()
+        self.wait(lambda: any(running_ready(p) for p in self._operator_pods(core)), "Rook's operator ready again")
 
 
 class DrainNode(KubernetesFault):

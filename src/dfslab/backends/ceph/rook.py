@@ -25,8 +25,8 @@ from .. import BackendError, PreflightError, Progress, table
 from . import health, pools
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
-from ...runtime.kubernetes.objects import (apply_all, delete_object, exists, internal_ip, node_ready, patch_merge,
-                                           validate_all)
+from ...runtime.kubernetes.objects import (apply_all, delete_object, exists, internal_ip, namespace_object, node_ready,
+                                           patch_merge, validate_all)
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
@@ -186,7 +186,7 @@ class RookCephBackend(CephBackend):
             raise BackendError(f"{_rook_manifests()}: Rook's manifests are missing; build them once with "
                                "`bash scripts/build-kubernetes.sh` (make install-deps runs it)")
         ns = k.namespace
-        return {"00-namespace": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}],
+        return {"00-namespace": [namespace_object(ns)],
                 "10-rook-crds": load_manifests("crds.yaml", ns),
                 "11-rook-rbac": load_manifests("common.yaml", ns),
                 "12-rook-operator": operator_objects(ns, image, local=False),

@@ -12,18 +12,15 @@ Service in the way) and are not privileged: fio needs only the directory.
 
 from __future__ import annotations
 
-FIO_PORT = 8765
+from ...runtime.kubernetes.objects import MANAGED_BY, namespace_object
+from .backend import FIO_PORT
+
 NAME = "dfslab-fio-server"
 NODE_LABEL = "dfslab.io/fio-client"
-MANAGED = {"app.kubernetes.io/managed-by": "dfslab"}
-
-
-def namespace_object(namespace: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": dict(MANAGED)}}
 
 
 def fio_server_daemonset(namespace: str, image: str, path: str, port: int = FIO_PORT) -> dict:
-    labels = {"app.kubernetes.io/name": NAME, **MANAGED}
+    labels = {"app.kubernetes.io/name": NAME, **MANAGED_BY}
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": NAME, "namespace": namespace, "labels": labels},

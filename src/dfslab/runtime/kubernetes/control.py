@@ -13,6 +13,7 @@ import os
 import time
 
 from .. import CLIENT, RuntimeError_
+from ..local import NETNS_DIR
 from . import pki as kpki
 from .netns_socket import NamespaceRelay
 
@@ -57,7 +58,7 @@ def api_client(rt):
     """A `kubernetes.client.ApiClient` as cluster-admin of the local Kubernetes."""
     from kubernetes import client
     from . import API_PORT
-    netns = f"/run/netns/{rt.ns(CLIENT)}"
+    netns = str(NETNS_DIR / rt.ns(CLIENT))
     # Keyed by the namespace itself, not its name: a relay's dialer thread stays inside the
     # namespace it entered, and a cluster made again under the same name (the next runtime of
     # `runtimes:`) has a new one. Found when the second kubernetes run's API never answered.

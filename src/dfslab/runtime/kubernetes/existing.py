@@ -17,9 +17,7 @@ from pathlib import Path
 
 from ...spec import ClusterSpec
 from .. import CLIENT, Runtime, RuntimeError_
-from .objects import internal_ip, node_ready
-
-MANAGED_BY = {"app.kubernetes.io/managed-by": "dfslab"}
+from .objects import internal_ip, namespace_object, node_ready
 TOOLBOX = "dfslab-toolbox"
 # dfslab modules that need nothing of dfslab (the standard library and Ceph's python3-rados,
 # both in dfslab's image): shipped to the toolbox pod as source.
@@ -127,8 +125,7 @@ class ExistingKubernetesRuntime(Runtime):
         from kubernetes import client
         api = self.api()
         self.record({"apiVersion": "v1", "kind": "Namespace", "name": self.namespace})
-        client.CoreV1Api(api).create_namespace({"metadata": {
-            "name": self.namespace, "labels": MANAGED_BY, "annotations": {"dfslab.io/cluster": self.state.name}}})
+        client.CoreV1Api(api).create_namespace(namespace_object(self.namespace, self.state.name))
         nodes = {n.metadata.name: n for n in client.CoreV1Api(api).list_node().items}
         return {node: internal_ip(nodes[self.kube_node(node)]) for node in [*spec.node_names(), *spec.client_names()]}
 

@@ -11,6 +11,17 @@ from .. import RuntimeError_
 from .control import raw_call
 
 
+MANAGED_BY = {"app.kubernetes.io/managed-by": "dfslab"}
+
+
+def namespace_object(name: str, cluster: str | None = None) -> dict:
+    """A namespace of dfslab's own (labelled; annotated with the dfslab cluster that made it)."""
+    meta = {"name": name, "labels": dict(MANAGED_BY)}
+    if cluster:
+        meta["annotations"] = {"dfslab.io/cluster": cluster}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
 class ObjectRefused(RuntimeError_):
     """The API server refused an object; the message is its own, naming the field."""
 
