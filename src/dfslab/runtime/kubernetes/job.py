@@ -39,7 +39,12 @@ def pod_script(mounts: list[str], conf: str, keyring: str, carry_back: list[str]
                   f"ceph-fuse -c {shlex.quote(conf)} -n client.admin -k {shlex.quote(keyring)} {shlex.quote(mnt)} "
                   ">/tmp/fuse.log 2>&1 || { cat /tmp/fuse.log >&2; exit 97; }"]
     lines.append('"$@" >/tmp/out 2>/tmp/err; rc=$?')
-    lines += [f"umount {shlex.quote(m)} 2>/dev/null" for m in mounts]
+    lines += [f"umount {shlex.quote(m)} 2>/dev/null || umount -l {shlex.quote(m)}" for m in mounts]
+    if mounts:
+        # This shell is the container's PID 1: when it exits, the kernel kills ceph-fuse at once,
+        # before it has closed its MDS session; the stale session then holds its caps until the
+        # MDS's session_timeout (60 s), and the next Job that opens the same files waits for them.
+        lines.append("i=0; while pgrep -x ceph-fuse >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done")
     lines.append(f"cat /tmp/out; printf '\\n%s\\n' '{MARK}'; cat /tmp/err")
     if carry_back:
         lines.append(f"printf '\\n%s\\n' '{FILES_MARK}'; tar -C / -czf - {' '.join(shlex.quote(d.lstrip('/')) for d in carry_back)}"
