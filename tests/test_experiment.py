@@ -43,6 +43,7 @@ def test_inline_cluster_and_estimate():
     ({"workloads": [{"type": "fio", "bs": 4096}]}, "workloads[0].bs"),
     ({"workloads": [{"type": "radosbench"}, {"type": "metadata", "procs": 0}]}, "workloads[1].procs"),
     ({"workloads": [{"type": "fio", "blocksize": "4KiB"}]}, "workloads[0].blocksize"),
+    ({"workloads": [{"type": "parallel", "block_size": "16MiB"}]}, "workloads[0]"),  # < transfer_size
     ({"workloads": []}, "workloads"),
     ({"repetitions": 0}, "repetitions"),
     ({"time_budget": 300}, "time_budget"),

@@ -211,3 +211,39 @@ def test_a_drained_node_under_a_stopped_operator_recovers_and_no_acknowledged_wr
     # a fault for another runtime's cluster, or a node Kubernetes does not have, is refused before anything changes
     res = dfslab("fault", NAME, "drain", "nodex", check=False)
     assert res.returncode != 0 and "no Kubernetes node 'nodex'; nodes: client, node1, node2, node3" in res.stderr, res.stderr
+
+
+def test_a_lost_node_comes_back_with_its_pods_and_no_acknowledged_write_is_lost(k8s):
+    """nodeloss: a node's kubelet, containerd and pods' processes killed at once during rados
+    bench write (Ceph loses its OSD there); the undo starts containerd and kubelet again and the
+    node's pods run again (a restart each), then HEALTH_OK and nothing lost."""
+    from kubernetes import client
+    _, api = _runtime_and_api()
+    core = client.CoreV1Api(api)
+    pods = core.list_namespaced_pod("rook-ceph").items
+    # the node to lose holds an OSD but neither the single MON nor the MGR (health is read through them)
+    holds = {p.spec.node_name for p in pods if (p.metadata.labels or {}).get("app") in ("rook-ceph-mon", "rook-ceph-mgr")}
+    node = next(n for n in ("node1", "node2", "node3") if n not in holds)
+    restarts = lambda: sum(c.restart_count for p in core.list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-osd").items  # noqa: E731
+                           if p.spec.node_name == node for c in p.status.container_statuses or [])
+    before = restarts()
+    exp = k8s / "nodeloss.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "t-k8s-nodeloss", "cluster": SPEC, "baselines": {"network": False, "disk": False},
+        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
+        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+        "faults": [{"kind": "nodeloss", "target": node, "during": 0, "at": "3s", "duration": "10s"}]}))
+    run, out = run_against(exp, NAME)
+    events = json.loads((run / "faults.json").read_text())
+    assert [(e["kind"], e["target"], e["error"]) for e in events] == [("nodeloss", node, None)], events
+    assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 10, integrity
+    print("nodeloss:", node, events[0].get("detect_s"), events[0]["recover_s"], events[0]["acknowledged_writes"])
+    assert restarts() > before  # the OSD's container died with the node and was started again
+    status = json.loads(dfslab("status", NAME, "--json").stdout)
+    assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}
+    res = dfslab("fault", NAME, "node", node, check=False)
+    assert res.returncode != 0 and "fault nodeloss" in res.stderr, res.stderr
+    res = dfslab("fault", NAME, "nodeloss", "nodex", check=False)
+    assert res.returncode != 0 and "no Kubernetes node 'nodex'" in res.stderr, res.stderr

@@ -98,6 +98,11 @@ def test_control_commands_go_to_the_toolbox_and_tools_to_jobs(kubeconfig):
         with pytest.raises(RuntimeError_, match="dfslab's own tool"):
             rt.job_command(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity"])
         assert rt.job_command(CLIENT, ["fio", "--name=x"])[-3:] == ["--", "fio", "--name=x"]
+        # Ceph's admin CLI takes the toolbox (no pod start per command); a self-contained module is a Job
+        assert rt.job_command(CLIENT, ["ceph", "osd", "pool", "ls"])[:3] == [sys.executable, "-m",
+                                                                            "dfslab.runtime.kubernetes.podexec"]
+        worker = [sys.executable, "-m", "dfslab.workloads.metadata_worker", "/m", "1", "10", "4096"]
+        assert rt.job_command("n2", worker)[2] == "dfslab.runtime.kubernetes.job"
     finally:
         state.destroy()
 
@@ -146,3 +151,28 @@ def test_the_devices_lists_are_values_not_sweep_axes(kubeconfig):
     assert cluster_axes(data) == []
     data["ceph"]["replica_size"] = [2, 3]  # a list where one value is taken still sweeps
     assert cluster_axes(data) == [(("ceph", "replica_size"), [2, 3])]
+
+
+def test_the_pod_script_returns_the_tools_output_and_code_and_passes_on_sigterm():
+    import subprocess
+    import time
+    script = job.pod_script([], "/c", "/k")
+    res = subprocess.run(["sh", "-c", script, "sh", "sh", "-c", "echo out; echo err >&2; exit 3"],
+                         capture_output=True, text=True, timeout=30)
+    assert job.split_output(res.stdout) == ("out\n", "err\n", 3)
+    # the Job's deletion sends SIGTERM to the pod's shell: the tool (a server) ends with it, now
+    pod = subprocess.Popen(["sh", "-c", script, "sh", "sleep", "60"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    pod.terminate()
+    out, _ = pod.communicate(timeout=10)
+    assert job.split_output(out)[2] == 128 + 15
+
+
+def test_a_self_contained_dfslab_module_runs_in_the_pod_as_its_source():
+    import sys
+    argv = [sys.executable, "-m", "dfslab.workloads.metadata_worker", "/mnt/x", "2", "100", "4096"]
+    assert job.shipped_module(argv) == "dfslab.workloads.metadata_worker" and job.tool_name(argv) == "metadata_worker"
+    shipped = job.ship(argv)
+    assert shipped[:2] == ["python3", "-c"] and "def worker" in shipped[2] and shipped[3:] == argv[3:]
+    # a module that needs dfslab is not shipped (it runs on this machine, or is refused)
+    assert job.shipped_module([sys.executable, "-m", "dfslab.chaos.integrity"]) is None

@@ -85,6 +85,7 @@ GENERIC_FAULTS = {
     "pod": "dfslab.chaos.pod:DeletePod",
     "operator": "dfslab.chaos.kube:OperatorDown",
     "drain": "dfslab.chaos.kube:DrainNode",
+    "nodeloss": "dfslab.chaos.kube:NodeLoss",
 }
 
 

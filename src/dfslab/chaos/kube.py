@@ -7,12 +7,20 @@ what an operator of a Rook cluster does, or has happen, to it.
                daemons pinned there cannot come back until undo uncordons it and their
                Deployments' new pods run
 
-Both go through the API server only, and each undo waits for what Kubernetes makes again;
-the fault runner then times HEALTH_OK and checks the checksummed objects as for every fault.
+    nodeloss   a node dies (local Kubernetes): kill -9 its kubelet and containerd and every
+               process of its pods (the containers' cgroups), so Kubernetes hears nothing from
+               it (NotReady, its pods Unknown, then evicted) and Ceph loses its daemons; undo:
+               containerd and kubelet start again as at boot and the node's pods run again
+
+operator and drain go through the API server only; each undo waits for what Kubernetes makes
+again; the fault runner then times HEALTH_OK and checks the checksummed objects as for every
+fault.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
@@ -133,3 +141,65 @@ def _identity(labels: dict[str, str]) -> dict[str, str]:
     if "ceph_daemon_type" in labels and "ceph_daemon_id" in labels:
         return {k: labels[k] for k in ("ceph_daemon_type", "ceph_daemon_id")}
     return {"app": labels["app"]} if "app" in labels else {}
+
+
+class NodeLoss(KubernetesFault):
+    kind = "nodeloss"
+    help = ("runtime kubernetes (local): a node dies: kill -9 its kubelet, containerd and pods' processes (node2); "
+            "undo: containerd and kubelet start again, the node's pods run again")
+
+    def _node_procs(self, target: str) -> list:
+        runtime = self.cluster.runtime
+        procs = [runtime.procs.get(f"{daemon}-{target}") for daemon in ("containerd", "kubelet")]
+        if not all(procs):
+            nodes = sorted(p.name.split("-", 1)[1] for p in runtime.procs.all() if p.name.startswith("kubelet-"))
+            raise FaultInputError(f"fault nodeloss: no Kubernetes node {target!r} dfslab runs here; nodes: {', '.join(nodes)}")
+        return procs
+
+    def inject(self, target: str) -> dict[str, Any]:
+        self.api()  # refuses any runtime but kubernetes (a Kubernetes you run refuses every fault before)
+        runtime = self.cluster.runtime
+        containerd, kubelet = self._node_procs(target)
+        if not kubelet.alive():
+            raise FaultInputError(f"node {target}'s kubelet is not running")
+        for proc in (kubelet, containerd):  # the kubelet first: it would have containerd restart the pods
+            runtime.signal_process(proc, signal.SIGKILL)
+        killed = self._kill_pods(target)
+        from .daemon import restartable
+        return {"node": target, "daemons": [restartable(containerd), restartable(kubelet)], "killed": killed}
+
+    def _kill_pods(self, target: str) -> int:
+        """Every process of the node's containers, and their shims (containerd's children, marked as
+        dfslab's): a node that dies takes its pods with it, where a dead containerd alone would not."""
+        from ..runtime.kubernetes import container_pids
+        runtime = self.cluster.runtime
+        tracked = {p.pid for p in runtime.procs.all()}
+        pids = {pid for node, cid in runtime.containers_by_node() if node == target for pid in container_pids(cid) or []}
+        pids |= {pid for pid in runtime.marked_on(target) if pid not in tracked}  # never the node's namespace holder
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return len(pids)
+
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        from ..runtime.kubernetes import node as knode
+        runtime = self.cluster.runtime
+        paths = runtime.node_paths(target)
+        containerd, kubelet = record["daemons"]
+        for d in (containerd, kubelet):
+            runtime.procs.exited(d["name"])  # reap our children
+        paths.socket.unlink(missing_ok=True)  # the killed containerd's socket (its own state directory)
+        proc = runtime.spawn(containerd["name"], containerd["node"], containerd["cmd"], env=containerd.get("env"),
+                             meta=containerd["meta"])
+        knode.wait_file(paths.socket, f"containerd of {target}", proc.alive)
+        runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"), meta=kubelet["meta"])
+        core = self.core()
+
+        def back() -> bool:
+            node = core.read_node(target)
+            ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+            pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={target}").items
+            return ready and all(running_ready(p) for p in pods if p.status.phase not in ("Succeeded", "Failed"))
+        self.wait(back, f"node {target} Ready and its pods running again")

@@ -8,7 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
@@ -22,6 +22,13 @@ class ParallelParams(WorkloadParams):
     procs: int = Field(2, ge=1, le=64, description="processes per client, a file each")
     transfer_size: Bytes = "32MiB"
     block_size: Bytes = Field("128MiB", description="bytes per process")
+
+    @model_validator(mode="after")
+    def _one_transfer_at_least(self) -> "ParallelParams":
+        if self.block_size < self.transfer_size:  # fio refuses a file smaller than its block size
+            raise ValueError(f"block_size ({self.block_size} B) is smaller than transfer_size ({self.transfer_size} B): "
+                             "each process writes at least one transfer; raise block_size or lower transfer_size")
+        return self
 
 
 class ParallelIO(Workload):

@@ -164,9 +164,12 @@ class RookCephBackend(CephBackend):
             return (f"fault {kind}: on a Kubernetes you run dfslab has no node of its own to check integrity from; "
                     "faults run on runtime local, docker or kubernetes.local")
         # Rook's daemons are pods: Kubernetes, not dfslab, starts them again.
-        if kind in ("kill", "stop", "node"):
+        if kind in ("kill", "stop"):
             return (f"fault {kind}: on runtime kubernetes Rook runs the daemons as pods; use fault pod "
                     f"(delete the daemon's pod, e.g. dfslab fault {spec.name} pod osd.0)")
+        if kind == "node":
+            return (f"fault node: on runtime kubernetes a node is lost with fault nodeloss (its kubelet, containerd "
+                    f"and pods die at once, e.g. dfslab fault {spec.name} nodeloss node2)")
         return None
 
     @classmethod

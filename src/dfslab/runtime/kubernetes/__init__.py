@@ -31,6 +31,7 @@ from .. import CLIENT, RuntimeError_
 from ..local import LocalNetnsRuntime, NETNS_DIR
 from . import node as knode
 from . import pki as kpki
+from .job import is_admin, shipped_module
 
 # Debian's requests warns about the venv's newer urllib3 on import (the kubernetes client's):
 # harmless, and it would be printed before every status and exec.
@@ -192,9 +193,11 @@ class KubernetesRuntime(LocalNetnsRuntime):
         return self.admin_kubeconfig
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
-        # dfslab's own Python tools (the integrity seeder, writer and verifier) exist only on this
-        # machine: they run here in the node's namespace; the field's tools run as Jobs.
-        if argv and argv[0] == sys.executable:
+        # dfslab's own Python tools that need dfslab (the integrity seeder, writer and verifier)
+        # exist only on this machine: they run here in the node's namespace, as do Ceph's admin
+        # CLIs (job.ADMIN_TOOLS). The field's tools, and dfslab's self-contained modules (the
+        # metadata worker), run as Jobs.
+        if (argv and argv[0] == sys.executable and not shipped_module(argv)) or is_admin(argv):
             return self.command(node, argv)
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.job", self.state.name, node, "--", *argv]
 

@@ -10,7 +10,6 @@ run as Jobs whose output files come back through the pod's log (job.py).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -18,10 +17,9 @@ from pathlib import Path
 from ...spec import ClusterSpec
 from .. import CLIENT, Runtime, RuntimeError_
 from .objects import internal_ip, namespace_object, node_ready
+from .job import is_admin, ship, shipped_module
+
 TOOLBOX = "dfslab-toolbox"
-# dfslab modules that need nothing of dfslab (the standard library and Ceph's python3-rados,
-# both in dfslab's image): shipped to the toolbox pod as source.
-SHIPPED_MODULES = {"dfslab.backends.ceph.helper"}
 
 
 def api_for(kubeconfig: str, context: str | None):
@@ -186,16 +184,17 @@ class ExistingKubernetesRuntime(Runtime):
         if node != CLIENT:
             raise RuntimeError_(f"on a Kubernetes you run, dfslab runs commands on {node} only as Jobs "
                                 f"(dfslab exec NAME --node {node} -- CMD)")
-        if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
-            if argv[2] not in SHIPPED_MODULES:
-                raise RuntimeError_(f"{argv[2]} needs dfslab, which your nodes do not have; it runs only on "
-                                    "runtimes whose nodes are on this machine")
-            source = Path(importlib.util.find_spec(argv[2]).origin).read_text()
-            argv = ["python3", "-c", source, *argv[3:]]
+        if argv and argv[0] == sys.executable:
+            if not shipped_module(argv):
+                raise RuntimeError_(f"{' '.join(argv[1:3])} needs dfslab, which your nodes do not have; it runs only "
+                                    "on runtimes whose nodes are on this machine")
+            argv = ship(argv)
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec", self.state.name, "--", *argv]
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
-        if argv and argv[0] == sys.executable:
+        if is_admin(argv) and node == CLIENT:
+            return self.command(node, argv)
+        if argv and argv[0] == sys.executable and not shipped_module(argv):
             raise RuntimeError_(f"{' '.join(argv[:3])} is dfslab's own tool; on a Kubernetes you run it has no "
                                 "node to run on (integrity checks and faults need runtime local, docker or "
                                 "kubernetes.local)")
