@@ -185,6 +185,7 @@ def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[st
 STUCK = {"ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError",
          "ImagePullBackOff", "ErrImagePull"}
 SCHEDULE_TIMEOUT = 120
+STOP_TIMEOUT = 45  # the pod's grace period is 30 s; the sql workload waits 60 s
 
 
 def cannot_start(pod, waited: float) -> str | None:
@@ -250,7 +251,12 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
                                                         files, dirs, str(cwd), carry_back))
 
     def delete(*_):
+        # Stopped (a server at the end of its steps): the pod's tool gets SIGTERM; wait for the pod
+        # to go, as a local process's stop returns once it exited (its files are then still).
         batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground")
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline and core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items:
+            time.sleep(0.5)
         sys.exit(130)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
