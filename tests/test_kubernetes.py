@@ -153,6 +153,37 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     assert len(sessions) == 1 and sessions[0]["state"] == "open", sessions  # the host's own CephFS mount only
 
 
+def test_every_other_workload_kind_runs_as_jobs_with_the_local_runtimes_metrics(k8s):
+    """filegrid, metadata (dfslab's worker shipped as source), sql (MariaDB's server and mysqlslap,
+    each a Job, the datadir on CephFS), servers scaling and parallel: the rows the local runtime
+    gives; Ceph's admin commands (the servers step's pool and CRUSH rule) are no Job."""
+    jobs_log = ClusterState(NAME).dir / "kubernetes/jobs.jsonl"
+    seen = len(jobs_log.read_text().splitlines()) if jobs_log.exists() else 0
+    exp = k8s / "kinds.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "t-k8s-kinds", "cluster": SPEC, "repetitions": 1, "baselines": {"network": False, "disk": False},
+        "workloads": [
+            {"type": "filegrid", "file_size": "8MiB", "threads": 2},
+            {"type": "metadata", "procs": 2, "files_per_proc": 50},
+            {"type": "sql", "target": "fs", "concurrency": 4, "iterations": 1, "queries": 128},
+            {"type": "servers", "servers": 1, "ops": ["write"], "procs": 4, "iodepth": 1, "bs": "4MiB", "seconds": 2},
+            {"type": "parallel", "clients": 1, "procs": 2, "block_size": "32MiB"},
+        ]}))
+    run, out = run_against(exp, NAME)
+    with open(run / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    metrics = {(r["workload"], r["metric"]) for r in rows}
+    expected = {("filegrid", "bandwidth"), ("metadata", "ops"), ("sql", "qps"), ("sql", "time_avg"),
+                ("servers", "bandwidth"), ("parallel", "bandwidth")}
+    assert expected <= metrics, (sorted(metrics), out)
+    assert all(float(r["value"]) > 0 for r in rows if (r["workload"], r["metric"]) in expected)
+    assert {json.loads(r["params"])["phase"] for r in rows if r["workload"] == "metadata"} == {"create", "stat", "read", "unlink"}
+    jobs = [json.loads(line) for line in jobs_log.read_text().splitlines()[seen:]]
+    tools = {j["tool"] for j in jobs if j["rc"] == 0 and j["phase"] == "Succeeded"}
+    assert {"fio", "metadata_worker", "mariadb-install-db", "mysqlslap", "rados"} <= tools, jobs
+    assert not {"ceph", "rbd"} & {j["tool"] for j in jobs}, jobs
+
+
 def test_a_deleted_osd_pod_comes_back_and_no_acknowledged_write_is_lost(k8s):
     """fault pod during rados bench write: Rook's Deployment makes a new pod, the cluster
     returns to HEALTH_OK, and every checksummed object the writer got acknowledged reads back."""

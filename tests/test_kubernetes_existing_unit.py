@@ -137,7 +137,7 @@ def test_a_jobs_files_come_back_only_inside_its_directories(tmp_path):
         job.unpack_into(_tar({}, link=(f"{rel}/l", "/etc/passwd")), [str(run)])
     assert not (tmp_path / "escape").exists()
     # the pod's script tars exactly the carried directories
-    script = job.pod_script([], "/c", "/k", [str(run)])
+    script = job.pod_script([], job.ceph_fuse({"conf": "/c", "keyring": "/k"}), [str(run)])
     assert f"tar -C / -czf - {rel}" in script and job.FILES_MARK in script
     manifest = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], [], {"conf": "/c", "keyring": "/k"}, [str(run)],
                                 carry_back=True)
@@ -156,7 +156,7 @@ def test_the_devices_lists_are_values_not_sweep_axes(kubeconfig):
 def test_the_pod_script_returns_the_tools_output_and_code_and_passes_on_sigterm():
     import subprocess
     import time
-    script = job.pod_script([], "/c", "/k")
+    script = job.pod_script([], ["ceph-fuse"])
     res = subprocess.run(["sh", "-c", script, "sh", "sh", "-c", "echo out; echo err >&2; exit 3"],
                          capture_output=True, text=True, timeout=30)
     assert job.split_output(res.stdout) == ("out\n", "err\n", 3)
@@ -176,3 +176,16 @@ def test_a_self_contained_dfslab_module_runs_in_the_pod_as_its_source():
     assert shipped[:2] == ["python3", "-c"] and "def worker" in shipped[2] and shipped[3:] == argv[3:]
     # a module that needs dfslab is not shipped (it runs on this machine, or is refused)
     assert job.shipped_module([sys.executable, "-m", "dfslab.chaos.integrity"]) is None
+
+
+def test_a_jobs_pod_mounts_with_its_filesystems_fuse_client_and_waits_for_it_to_end():
+    gluster = ["glusterfs", "--volfile-server=10.0.0.1", "--volfile-id=dfslab", "--log-file=/tmp/fuse-client.log"]
+    script = job.pod_script(["/mnt/g"], gluster)
+    assert "glusterfs --volfile-server=10.0.0.1 --volfile-id=dfslab --log-file=/tmp/fuse-client.log /mnt/g" in script
+    assert "pgrep -x glusterfs" in script and "umount /mnt/g" in script
+    # without a conf and keyring (GlusterFS) the pod gets no Ceph Secret and no CEPH_CONF
+    manifest = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], ["/mnt/g"], {}, fuse=gluster)
+    pod = manifest["spec"]["template"]["spec"]
+    assert pod["volumes"] == [] and pod["containers"][0]["env"] == [] and pod["containers"][0]["securityContext"]["privileged"]
+    ceph = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], ["/mnt/c"], {"conf": "/c", "keyring": "/k"})
+    assert "ceph-fuse -c /c -n client.admin -k /k /mnt/c" in ceph["spec"]["template"]["spec"]["containers"][0]["command"][2]

@@ -45,7 +45,7 @@ class KubernetesFault(Fault):
 
     @property
     def namespace(self) -> str:
-        return self.cluster.spec.kubernetes.namespace
+        return self.cluster.runtime.namespace  # Rook's (the spec's) or the filesystem's own
 
     def wait(self, done, what: str, timeout: float = RESTART_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout

@@ -10,23 +10,33 @@ from typing import Any
 from . import FaultInputError
 from .kube import RESTART_TIMEOUT, KubernetesFault, running_ready
 
-# Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0).
+# Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0);
+# GlusterFS's glusterd pods (a StatefulSet) are found by their node (glusterd.node2).
 DAEMON = re.compile(r"(mon|mgr|osd|mds)\.([A-Za-z0-9-]+)")
+GLUSTERD = re.compile(r"glusterd\.([A-Za-z0-9-]+)")
 
 
-def selector(target: str) -> str:
+def selector(target: str) -> tuple[str, str | None]:
+    """(label selector, field selector) of the pods that run `target`."""
     match = DAEMON.fullmatch(target)
-    if not match:
-        raise FaultInputError(f"fault pod takes a Ceph daemon (osd.0, mon.a, mgr.a, mds.cephfs-a), not {target!r}")
-    return f"ceph_daemon_type={match.group(1)},ceph_daemon_id={match.group(2)}"
+    if match:
+        return f"ceph_daemon_type={match.group(1)},ceph_daemon_id={match.group(2)}", None
+    match = GLUSTERD.fullmatch(target)
+    if match:
+        from ..backends.gluster.kube import APP
+        return f"app={APP}", f"spec.nodeName={match.group(1)}"
+    raise FaultInputError(f"fault pod takes a Ceph daemon (osd.0, mon.a, mgr.a, mds.cephfs-a) or a node's glusterd "
+                          f"(glusterd.node2), not {target!r}")
 
 
 class DeletePod(KubernetesFault):
     kind = "pod"
-    help = "runtime kubernetes: delete a daemon's pod (osd.0, mon.a, mds.cephfs-a); undo: wait for the new one to run"
+    help = ("runtime kubernetes: delete a daemon's pod (osd.0, mon.a, mds.cephfs-a, glusterd.node2); undo: wait for "
+            "the new one to run")
 
     def _pods(self, core, target: str) -> list:
-        return core.list_namespaced_pod(self.namespace, label_selector=selector(target)).items
+        labels, fields = selector(target)
+        return core.list_namespaced_pod(self.namespace, label_selector=labels, field_selector=fields or "").items
 
     def inject(self, target: str) -> dict[str, Any]:
         core = self.core()

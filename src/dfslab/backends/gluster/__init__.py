@@ -6,3 +6,5 @@ bricks on those nodes (volume.py), FUSE clients (client.py). `section.py` is the
 IMAGE_PACKAGES = ["glusterfs-server"]
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"brick": "dfslab.backends.gluster.faults:KillBrick"}
+# Runtimes on which an engine of their own deploys it (kubernetes: glusterd StatefulSet + bootstrap Job).
+ENGINES = {"kubernetes": "dfslab.backends.gluster.kube:GlusterKubernetesBackend"}

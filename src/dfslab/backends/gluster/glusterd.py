@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from xml.etree import ElementTree
 
 from ...procs import TrackedProcess
@@ -32,6 +32,9 @@ class GlusterContext:
     runtime: Runtime
     root: Path  # <state>/gluster
     addresses: dict[str, str]
+    # How a command reaches a node's glusterd, where not through its tracked process's namespaces
+    # (runtime kubernetes: its pod's /run, from this machine): (node, argv) -> argv.
+    enter: Callable[[str, list[str]], list[str]] | None = None
 
     def node_dir(self, node: str, sub: str) -> Path:
         return self.root / node / sub
@@ -66,6 +69,8 @@ def tracked(ctx: GlusterContext, node: str) -> TrackedProcess:
 
 def in_mount_ns(ctx: GlusterContext, node: str, argv: list[str]) -> list[str]:
     """argv run inside the mount namespace of `node`'s glusterd (where its CLI socket is)."""
+    if ctx.enter is not None:
+        return ctx.enter(node, argv)
     return ctx.runtime.in_daemon(tracked(ctx, node), argv)
 
 

@@ -122,7 +122,8 @@ class KubernetesRuntime(LocalNetnsRuntime):
 
     @property
     def namespace(self) -> str:
-        return self.state.read()["spec"].get("kubernetes", {}).get("namespace", "rook-ceph")
+        info = self.state.read()  # the backend's own namespace (GlusterFS), else the spec's (Rook's)
+        return info.get("k8s_namespace") or info["spec"].get("kubernetes", {}).get("namespace", "rook-ceph")
 
     def kube_node(self, node: str) -> str:
         return node  # the spec's nodes and clients are the Kubernetes nodes
@@ -294,6 +295,18 @@ class KubernetesRuntime(LocalNetnsRuntime):
                 if name and start:
                     found.append(TrackedProcess(name=name, node=node, pid=pid, start_time=start, argv=[], log=""))
         return found
+
+    def host_pid(self, node: str, pid: int) -> int | None:
+        """A PID a daemon in a pod on `node` reports (glusterd's bricks), as this machine sees it."""
+        from ..docker import _inner_pid
+        for cid in (cid for where, cid in self.containers_by_node() if where == node):
+            for host in container_pids(cid) or []:
+                try:
+                    if _inner_pid(host) == pid:
+                        return host
+                except OSError:
+                    continue
+        return None
 
     def containers_by_node(self) -> list[tuple[str, str]]:
         """(node, container id) of every container (and pod sandbox) the nodes' containerd made."""

@@ -60,11 +60,16 @@ FILES_MARK = "--dfslab-job-files-8f3a--"
 CLIENT_SECRET = "dfslab-ceph-client"
 
 
-def pod_script(mounts: list[str], conf: str, keyring: str, carry_back: list[str] = ()) -> str:
+def ceph_fuse(files: dict[str, str]) -> list[str]:
+    return ["ceph-fuse", "-c", files["conf"], "-n", "client.admin", "-k", files["keyring"]]
+
+
+def pod_script(mounts: list[str], fuse: list[str], carry_back: list[str] = ()) -> str:
+    """`fuse`: the FUSE client's command (it daemonizes once mounted), the mount point appended."""
     lines = ["set -u"]
     for mnt in mounts:
         lines += [f"mkdir -p {shlex.quote(mnt)}",
-                  f"ceph-fuse -c {shlex.quote(conf)} -n client.admin -k {shlex.quote(keyring)} {shlex.quote(mnt)} "
+                  f"{' '.join(shlex.quote(a) for a in [*fuse, mnt])} "
                   ">/tmp/fuse.log 2>&1 || { cat /tmp/fuse.log >&2; exit 97; }"]
     # The tool runs in the background so that this shell (PID 1, which the kernel spares the
     # signals it does not trap) passes on the SIGTERM of the Job's deletion: a server (mariadbd,
@@ -78,7 +83,8 @@ def pod_script(mounts: list[str], conf: str, keyring: str, carry_back: list[str]
         # This shell is the container's PID 1: when it exits, the kernel kills ceph-fuse at once,
         # before it has closed its MDS session; the stale session then holds its caps until the
         # MDS's session_timeout (60 s), and the next Job that opens the same files waits for them.
-        lines.append("i=0; while pgrep -x ceph-fuse >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done")
+        process = shlex.quote(fuse[0].rsplit("/", 1)[-1])
+        lines.append(f"i=0; while pgrep -x {process} >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done")
     lines.append(f"cat /tmp/out; printf '\\n%s\\n' '{MARK}'; cat /tmp/err")
     if carry_back:
         lines.append(f"printf '\\n%s\\n' '{FILES_MARK}'; tar -C / -czf - {' '.join(shlex.quote(d.lstrip('/')) for d in carry_back)}"
@@ -146,16 +152,20 @@ def host_dirs(argv: list[str], cwd: Path, roots: list[Path], fuse_mounts: list[s
 
 def client_files(files: dict[str, str]) -> tuple[list[dict], list[dict]]:
     """(volumes, volume mounts) putting the cluster's conf and keyring (the Secret dfslab made)
-    at the paths dfslab's own tools use ({"conf": path, "keyring": path})."""
+    at the paths dfslab's own tools use ({"conf": path, "keyring": path}); none for a filesystem
+    without them (GlusterFS)."""
+    if not files:
+        return [], []
     return ([{"name": "client", "secret": {"secretName": CLIENT_SECRET}}],
             [{"name": "client", "mountPath": path, "subPath": key, "readOnly": True} for key, path in files.items()])
 
 
 def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[str], mounts: list[str],
-                 files: dict[str, str], dirs: list[str] = (), cwd: str = "/", carry_back: bool = False) -> dict:
+                 files: dict[str, str], dirs: list[str] = (), cwd: str = "/", carry_back: bool = False,
+                 fuse: list[str] | None = None) -> dict:
     """carry_back: `dirs` are empty directories in the pod whose files come back in its log
-    (a cluster you run); else the host's own directories (hostPath, the local Kubernetes)."""
-    conf, keyring = files["conf"], files["keyring"]
+    (a cluster you run); else the host's own directories (hostPath, the local Kubernetes).
+    fuse: the FUSE client command that mounts `mounts` (default: ceph-fuse with `files`)."""
     volumes, volume_mounts = client_files(files)
     for i, d in enumerate(dirs):
         volumes.append({"name": f"host-{i}", **({"emptyDir": {}} if carry_back else {"hostPath": {"path": d, "type": "Directory"}})})
@@ -170,8 +180,9 @@ def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[st
                 "nodeSelector": {"kubernetes.io/hostname": node},
                 "containers": [{
                     "name": "tool", "image": image, "imagePullPolicy": "IfNotPresent" if carry_back else "Never",
-                    "command": ["sh", "-c", pod_script(mounts, conf, keyring, list(dirs) if carry_back else []), "sh", *argv],
-                    "env": [{"name": "CEPH_CONF", "value": conf}],
+                    "command": ["sh", "-c", pod_script(mounts, fuse or ceph_fuse(files), list(dirs) if carry_back else []),
+                                "sh", *argv],
+                    "env": [{"name": "CEPH_CONF", "value": files["conf"]}] if files else [],
                     "workingDir": cwd,  # relative paths of the tool's arguments mean what they mean here
                     "securityContext": {"privileged": bool(mounts)},  # FUSE needs /dev/fuse and mount
                     "volumeMounts": volume_mounts,
@@ -231,8 +242,8 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     rt = attach_runtime(ClusterState(cluster))
     carry_back = rt.kind == "kubernetes-existing"  # the nodes are not this machine
     info = rt.state.read()
-    namespace = info["spec"].get("kubernetes", {}).get("namespace", "rook-ceph")
-    files = info["k8s_client_files"]
+    namespace = rt.namespace
+    files = info.get("k8s_client_files", {})
     mounts = sorted({p.meta["mount"] for p in rt.procs.all() if p.meta.get("kind") == "client" and p.meta.get("mount")
                      and any(p.meta["mount"] in arg for arg in argv)})
     cwd = Path.cwd()
@@ -248,7 +259,7 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     if shipped_module(argv):
         argv = ship(argv)
     batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, info["k8s_images"]["rook"], argv, mounts,
-                                                        files, dirs, str(cwd), carry_back))
+                                                        files, dirs, str(cwd), carry_back, info.get("k8s_fuse")))
 
     def delete(*_):
         # Stopped (a server at the end of its steps): the pod's tool gets SIGTERM; wait for the pod
