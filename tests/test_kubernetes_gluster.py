@@ -1,0 +1,129 @@
+"""GlusterFS on runtime kubernetes (the local Kubernetes): glusterd as a StatefulSet, the volume
+made by a bootstrap Job, fio as a Job that mounts the volume in its pod; replica 3 and disperse
+2+1 each up, faulted (a node lost; a glusterd pod deleted) during writes, healed, nothing lost;
+down leaves nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import dfslab, run_against, status_json
+from dfslab.procs import marked_pids
+from dfslab.state import ClusterState
+
+pytestmark = pytest.mark.cluster
+
+
+def spec(name: str, subnet: str, **gluster) -> dict:
+    return {"name": name, "runtime": "kubernetes", "filesystem": "gluster", "nodes": 3,
+            "network": {"subnet": subnet}, "gluster": gluster}
+
+
+def _up(tmp: Path, data: dict):
+    path = tmp / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    dfslab("up", str(path), "--timeout", "600", timeout=1200)
+
+
+def _down(name: str) -> None:
+    state = ClusterState(name)
+    dfslab("down", name, timeout=600)
+    assert not marked_pids(name)
+    assert not [ns for ns in os.listdir("/run/netns") if ns.startswith(f"dfs-{name}-")]
+    assert str(state.dir) not in Path("/proc/mounts").read_text()
+    assert not state.dir.exists()
+
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("k8s-gluster")
+    data = spec("t-k8s-gr", "10.81.0.0/24", volume="replicate", replica=3)
+    _up(tmp, data)
+    try:
+        yield tmp, data
+    finally:
+        _down(data["name"])
+
+
+def _pods(name: str) -> list:
+    from kubernetes import client
+
+    from dfslab.backends.gluster.kube import NAMESPACE
+    from dfslab.runtime import attach_runtime
+    return client.CoreV1Api(attach_runtime(ClusterState(name)).api()).list_namespaced_pod(NAMESPACE).items
+
+
+def test_glusterd_runs_as_a_statefulset_one_pod_per_node_and_the_bootstrap_job_made_the_volume(replica):
+    _, data = replica
+    status = status_json(data["name"])
+    assert status["health"] == "HEALTH_OK", status["summary"]
+    assert (status["volume"]["type"], status["volume"]["status"], status["volume"]["bricks"]) == ("Replicate", "Started", 3)
+    assert all(b["online"] for b in status["bricks"]) and all(p["connected"] for p in status["peers"])
+    pods = _pods(data["name"])
+    glusterd = {p.metadata.name: p.spec.node_name for p in pods if p.metadata.name.startswith("glusterd-")}
+    assert sorted(glusterd) == ["glusterd-0", "glusterd-1", "glusterd-2"]
+    assert sorted(glusterd.values()) == ["node1", "node2", "node3"]  # one per server node
+    assert [p.status.phase for p in pods if p.metadata.name.startswith("gluster-bootstrap")] == ["Succeeded"]
+    # The bricks' PIDs are this machine's: each is a glusterfsd
+    for brick in status["bricks"]:
+        assert Path(f"/proc/{brick['pid']}/comm").read_text().strip() == "glusterfsd", brick
+
+
+def _fault_run(tmp: Path, data: dict, name: str, fault: dict) -> tuple[Path, dict]:
+    exp = tmp / f"{name}.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": name, "cluster": data, "repetitions": 1, "baselines": {"network": False, "disk": False},
+        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
+        "workloads": [{"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "32MiB", "seconds": 15}],
+        "faults": [{**fault, "during": 0, "at": "3s"}]}))
+    run, out = run_against(exp, data["name"])
+    events = json.loads((run / "faults.json").read_text())
+    assert [(e["kind"], e["target"], e["error"]) for e in events] == [(fault["kind"], fault["target"], None)], events
+    assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 10, integrity
+    with open(run / "results.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["workload"] == "fio" and r["metric"] == "bandwidth"]
+    assert rows and all(float(r["value"]) > 0 for r in rows), out
+    # fio ran as a Job whose pod mounted the volume with GlusterFS's own FUSE client
+    jobs = [json.loads(line) for line in (ClusterState(data["name"]).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
+    assert ("fio", "client", "Succeeded", 0) in {(j["tool"], j["node"], j["phase"], j["rc"]) for j in jobs}, jobs
+    status = status_json(data["name"])
+    assert status["health"] == "HEALTH_OK" and status["heal_pending"] == 0, status["summary"]
+    print(fault["kind"], fault["target"], "detect", events[0].get("detect_s"), "recover", events[0]["recover_s"],
+          "acked", events[0]["acknowledged_writes"])
+    return run, events[0]
+
+
+def test_replica_3_loses_a_node_during_writes_heals_and_loses_nothing(replica):
+    tmp, data = replica
+    restarts = lambda: {p.metadata.name: sum(c.restart_count for c in p.status.container_statuses or [])  # noqa: E731
+                        for p in _pods(data["name"]) if p.spec.node_name == "node3" and p.metadata.name.startswith("glusterd")}
+    before = restarts()
+    _fault_run(tmp, data, "t-k8s-gr-nodeloss", {"kind": "nodeloss", "target": "node3", "duration": "8s"})
+    after = restarts()
+    assert list(after) == list(before) and sum(after.values()) > sum(before.values())  # the same pod, restarted
+    # a fault the pods' runtime cannot do is refused, naming the one that can
+    res = dfslab("fault", data["name"], "brick", "node2/b0", check=False)
+    assert res.returncode != 0 and "fault pod" in res.stderr, res.stderr
+
+
+def test_disperse_2_plus_1_comes_up_loses_a_glusterd_pod_and_heals(tmp_path):
+    data = spec("t-k8s-gd", "10.82.0.0/24", volume="disperse", disperse_data=2, redundancy=1)
+    _up(tmp_path, data)
+    try:
+        status = status_json(data["name"])
+        assert (status["volume"]["type"], status["volume"]["bricks"]) == ("Disperse", 3), status["summary"]
+        old = {p.metadata.uid for p in _pods(data["name"]) if p.spec.node_name == "node2"
+               and p.metadata.name.startswith("glusterd")}
+        _fault_run(tmp_path, data, "t-k8s-gd-pod", {"kind": "pod", "target": "glusterd.node2", "duration": "5s"})
+        new = [p for p in _pods(data["name"]) if p.spec.node_name == "node2" and p.metadata.name.startswith("glusterd")]
+        assert len(new) == 1 and new[0].metadata.uid not in old  # the StatefulSet made it again, on its node
+    finally:
+        _down(data["name"])
