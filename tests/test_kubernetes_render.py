@@ -46,9 +46,19 @@ def test_preflight_refuses_an_osd_ceph_volume_would_skip():
         rook.RookCephBackend.preflight(spec)
 
 
-def test_filesystems_without_an_operator_are_refused_on_kubernetes():
-    with pytest.raises(SpecError, match="runtime: on kubernetes"):
-        parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes", "nodes": 3})
+def test_filesystems_without_a_kubernetes_engine_are_refused_on_kubernetes():
+    with pytest.raises(SpecError, match="runtime: external starts nothing"):
+        parse_spec({"name": "x", "filesystem": "external", "runtime": "kubernetes", "external": {"posix": {"path": "/mnt"}}})
+    # GlusterFS has one (a StatefulSet and a bootstrap Job), on the local Kubernetes only
+    from dfslab.backends.gluster.kube import GlusterKubernetesBackend
+    from dfslab.backends.registry import backend_class_of
+    gluster = parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes", "nodes": 3})
+    assert backend_class_of("gluster", "kubernetes") is GlusterKubernetesBackend
+    GlusterKubernetesBackend.preflight(gluster)
+    yours = {"kubeconfig": "/k", "image": "r/i:1", "clients": ["c1"]}
+    with pytest.raises(PreflightError, match="kubernetes.kubeconfig: GlusterFS"):
+        GlusterKubernetesBackend.preflight(parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes",
+                                                      "nodes": 3, "kubernetes": yours}))
     with pytest.raises(SpecError, match="namespace"):
         parse_spec({**SPEC, "kubernetes": {"local": {}, "namespace": "Bad_NS"}})
 
@@ -73,12 +83,15 @@ def test_a_job_whose_pod_cannot_run_fails_fast_with_the_reason():
     assert job.cannot_start(None, 1) is None and "no pod" in job.cannot_start(None, job.SCHEDULE_TIMEOUT + 1)
 
 
-def test_a_ceph_daemon_in_a_pod_is_named_as_on_the_local_runtime(monkeypatch):
+def test_a_storage_daemon_in_a_pod_is_named_as_on_the_local_runtime(monkeypatch):
     from dfslab.runtime import kubernetes as k8s
     argvs = {1: ["ceph-osd", "--foreground", "--id", "0", "--fsid", "x"], 2: ["/usr/bin/ceph-mon", "--fsid=f", "--id=a", "--foreground"],
-             3: ["rook", "ceph", "operator"], 4: ["ceph-osd", "--id"]}
+             3: ["rook", "ceph", "operator"], 4: ["ceph-osd", "--id"], 5: ["glusterd", "-N", "--log-level", "INFO"],
+             6: ["/usr/sbin/glusterfsd", "-s", "10.0.0.1", "--volfile-id", "dfslab.x", "--brick-name", "/g/node1/bricks/b0",
+                 "-l", "/x.log"], 7: ["glusterfsd", "--brick-name"]}
     monkeypatch.setattr(k8s.psutil, "Process", lambda pid: NS(cmdline=lambda: argvs[pid]))
-    assert [k8s.ceph_daemon_name(pid) for pid in argvs] == ["osd.0", "mon.a", None, None]
+    assert [k8s.pod_daemon_name(pid, "node1") for pid in argvs] == ["osd.0", "mon.a", None, None, "glusterd.node1",
+                                                                     "brick.node1.b0", None]
 
 
 def test_progress_names_the_newest_event():
@@ -98,8 +111,9 @@ def test_progress_names_the_newest_event():
 def test_daemon_faults_on_kubernetes_are_pod_deletions():
     from dfslab import chaos
     from dfslab.chaos.pod import selector
-    assert selector("osd.0") == "ceph_daemon_type=osd,ceph_daemon_id=0"
-    assert selector("mds.cephfs-a") == "ceph_daemon_type=mds,ceph_daemon_id=cephfs-a"
+    assert selector("osd.0") == ("ceph_daemon_type=osd,ceph_daemon_id=0", None)
+    assert selector("mds.cephfs-a") == ("ceph_daemon_type=mds,ceph_daemon_id=cephfs-a", None)
+    assert selector("glusterd.node2") == ("app=dfslab-glusterd", "spec.nodeName=node2")
     with pytest.raises(chaos.FaultInputError, match="Ceph daemon"):
         selector("node1")
     spec = parse_spec(SPEC)

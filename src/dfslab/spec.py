@@ -174,7 +174,7 @@ class ClusterBase(Strict):
     filesystem: str = "ceph"
     runtime: Literal["local", "docker", "kubernetes", "host"] = Field(
         "local", description="local: nodes are network namespaces (the default); docker: every daemon in its own "
-                             "container; kubernetes: Rook deploys Ceph on a Kubernetes (kubernetes.local: one "
+                             "container; kubernetes: Rook deploys Ceph (a StatefulSet GlusterFS) on a Kubernetes (kubernetes.local: one "
                              "dfslab starts here); host: nothing is started (filesystem: external, the default there)")
     kubernetes: KubernetesSection = Field(default_factory=lambda: KubernetesSection(local=LocalKubernetes()))
     network: Network = Field(default_factory=Network)
@@ -220,7 +220,8 @@ class ClusterBase(Strict):
         if not deploys and self.nodes:
             raise ValueError("nodes: runtime host starts no nodes (the cluster is one you already run); remove nodes:")
         if self.runtime == "kubernetes" and "kubernetes" not in engines_of(self.filesystem):
-            raise ValueError(f"runtime: on kubernetes an operator deploys the filesystem (Rook for ceph); "
+            raise ValueError(f"runtime: on kubernetes an engine of dfslab's deploys the filesystem (Rook for ceph, "
+                             f"a glusterd StatefulSet for gluster); "
                              f"{self.filesystem} has none in dfslab yet: use runtime local or docker")
         if self.runtime == "kubernetes" and self.kubernetes.user_cluster:
             section = getattr(self, self.filesystem)

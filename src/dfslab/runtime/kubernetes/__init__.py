@@ -72,12 +72,23 @@ def container_pids(container_id: str) -> list[int] | None:
         return None
 
 
-def ceph_daemon_name(pid: int) -> str | None:
-    """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, else None."""
+def pod_daemon_name(pid: int, node: str) -> str | None:
+    """The name the sampler gives a storage daemon in a pod on `node`, as on the local runtime:
+    'osd.0', 'mon.a' (Ceph, by its --id), 'glusterd.node1', 'brick.node1.b0' (GlusterFS); else None."""
     try:
         argv = psutil.Process(pid).cmdline()
     except psutil.Error:
         return None
+    program = Path(argv[0]).name if argv else ""
+    if program == "glusterd":
+        return f"glusterd.{node}"
+    if program == "glusterfsd" and "--brick-name" in argv[:-1]:
+        return f"brick.{node}.{Path(argv[argv.index('--brick-name') + 1]).name}"
+    return ceph_daemon_name(argv)
+
+
+def ceph_daemon_name(argv: list[str]) -> str | None:
+    """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, else None."""
     kind = Path(argv[0]).name.removeprefix("ceph-") if argv and Path(argv[0]).name.startswith("ceph-") else ""
     if kind not in ("mon", "mgr", "osd", "mds"):
         return None
@@ -285,12 +296,12 @@ class KubernetesRuntime(LocalNetnsRuntime):
         return removed
 
     def sampled_processes(self) -> list[TrackedProcess]:
-        """dfslab's own processes, and the daemons Rook runs in pods (named as on the local
-        runtime: osd.0, mon.a, ...), so the sampler sees their CPU, memory and I/O."""
+        """dfslab's own processes, and the storage daemons in pods (named as on the local runtime:
+        osd.0, mon.a, glusterd.node1, ...), so the sampler sees their CPU, memory and I/O."""
         found = list(self.procs.all())
         for node, cid in self.containers_by_node():
             for pid in container_pids(cid) or []:
-                name = ceph_daemon_name(pid)
+                name = pod_daemon_name(pid, node)
                 start = proc_start_time(pid)
                 if name and start:
                     found.append(TrackedProcess(name=name, node=node, pid=pid, start_time=start, argv=[], log=""))
