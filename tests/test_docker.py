@@ -5,7 +5,6 @@ that leaves the host's firewall, routes and links as they were."""
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest

@@ -108,8 +108,14 @@ def test_kubernetes_is_a_third_runtime_and_a_cluster_it_cannot_hold_is_refused_b
             "runtimes": ["local", "docker", "kubernetes", "kubernetes", "docker", "local"]}
     ok = parse_experiment({**base, "cluster": {"name": "c", "nodes": 3, "ceph": {"osd_size": "6GiB"}}}, Path("."))
     assert ok.on_runtime("kubernetes").cluster.runtime == "kubernetes"
-    with pytest.raises(SpecError, match=r"runtimes: kubernetes: cluster.runtime: on kubernetes an operator deploys"):
-        parse_experiment({**base, "cluster": {"name": "g", "filesystem": "gluster", "nodes": 3}}, Path("."))
+    # GlusterFS too (its glusterd StatefulSet): each runtime's cluster is validated as that runtime's
+    gluster = parse_experiment({**base, "workloads": [{"type": "fio", "target": "fs", "seconds": 2}],
+                                "cluster": {"name": "g", "filesystem": "gluster", "nodes": 3}}, Path("."))
+    assert [gluster.on_runtime(r).cluster.runtime for r in ("local", "docker", "kubernetes")] == ["local", "docker", "kubernetes"]
+    # a Kubernetes you run, without its OSD devices: wrong only on runtime kubernetes
+    with pytest.raises(SpecError, match=r"runtimes: kubernetes: cluster.kubernetes.devices: node node1"):
+        parse_experiment({**base, "cluster": {"name": "c", "nodes": 3, "kubernetes": {"kubeconfig": "/k", "image": "r/i:1"}}},
+                         Path("."))
     with pytest.raises(SpecError, match="runtimes"):
         parse_experiment({**base, "runtimes": ["local", "podman"], "cluster": {"name": "c", "nodes": 3}}, Path("."))
 

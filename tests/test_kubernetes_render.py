@@ -113,7 +113,7 @@ def test_daemon_faults_on_kubernetes_are_pod_deletions():
     from dfslab.chaos.pod import selector
     assert selector("osd.0") == ("ceph_daemon_type=osd,ceph_daemon_id=0", None)
     assert selector("mds.cephfs-a") == ("ceph_daemon_type=mds,ceph_daemon_id=cephfs-a", None)
-    assert selector("glusterd.node2") == ("app=dfslab-glusterd", "spec.nodeName=node2")
+    assert selector("glusterd.node2") == ("dfslab.io/daemon=glusterd", "spec.nodeName=node2")
     with pytest.raises(chaos.FaultInputError, match="Ceph daemon"):
         selector("node1")
     spec = parse_spec(SPEC)

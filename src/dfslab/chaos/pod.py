@@ -8,12 +8,14 @@ import re
 from typing import Any
 
 from . import FaultInputError
+from ..runtime.kubernetes.objects import DAEMON_LABEL
 from .kube import RESTART_TIMEOUT, KubernetesFault, running_ready
 
 # Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0);
-# GlusterFS's glusterd pods (a StatefulSet) are found by their node (glusterd.node2).
+# the daemons dfslab deploys itself (GlusterFS's glusterd StatefulSet) carry their kind in
+# DAEMON_LABEL and are found by their node (glusterd.node2).
 DAEMON = re.compile(r"(mon|mgr|osd|mds)\.([A-Za-z0-9-]+)")
-GLUSTERD = re.compile(r"glusterd\.([A-Za-z0-9-]+)")
+ON_NODE = re.compile(r"(glusterd)\.([A-Za-z0-9-]+)")
 
 
 def selector(target: str) -> tuple[str, str | None]:
@@ -21,10 +23,9 @@ def selector(target: str) -> tuple[str, str | None]:
     match = DAEMON.fullmatch(target)
     if match:
         return f"ceph_daemon_type={match.group(1)},ceph_daemon_id={match.group(2)}", None
-    match = GLUSTERD.fullmatch(target)
+    match = ON_NODE.fullmatch(target)
     if match:
-        from ..backends.gluster.kube import APP
-        return f"app={APP}", f"spec.nodeName={match.group(1)}"
+        return f"{DAEMON_LABEL}={match.group(1)}", f"spec.nodeName={match.group(2)}"
     raise FaultInputError(f"fault pod takes a Ceph daemon (osd.0, mon.a, mgr.a, mds.cephfs-a) or a node's glusterd "
                           f"(glusterd.node2), not {target!r}")
 

@@ -22,11 +22,11 @@ from typing import Any
 import yaml
 
 from .. import BackendError, PreflightError, Progress, table
+from ..kube_tables import nodes_table, pods_table
 from . import health, pools
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
-from ...runtime.kubernetes.objects import (apply_all, delete_object, exists, internal_ip, namespace_object, node_ready,
-                                           patch_merge, validate_all)
+from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
@@ -466,25 +466,3 @@ def rook_objects_table(api, namespace: str) -> dict:
             rows.append([obj["kind"], obj["metadata"]["name"], st.get("phase", "Pending"),
                          (st.get("ceph") or {}).get("health") or st.get("message", "")])
     return table("Rook objects", ["kind", "name", "phase", "health / message"], rows)
-
-
-def nodes_table(api) -> dict:
-    from kubernetes import client
-    rows = []
-    for n in client.CoreV1Api(api).list_node().items:
-        rows.append([n.metadata.name, internal_ip(n), "Ready" if node_ready(n) else "NotReady", n.status.node_info.kubelet_version])
-    return table("Kubernetes nodes", ["node", "address", "ready", "kubelet"], rows)
-
-
-def pods_table(api, namespace: str, container_rss) -> dict:
-    """Each pod: node, phase, restarts and RSS (the sum of its containers', `container_rss(id)`)."""
-    from kubernetes import client
-    pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
-    rows = []
-    for p in sorted(pods, key=lambda p: p.metadata.name):
-        containers = p.status.container_statuses or []
-        rss = [container_rss(c.container_id.split("://")[-1]) for c in containers if c.container_id]
-        known = [r for r in rss if r is not None]
-        rows.append([p.metadata.name, p.spec.node_name, "running" if p.status.phase == "Running" else p.status.phase,
-                     sum(c.restart_count for c in containers), f"{sum(known) / 2**20:.1f} MiB" if known else None])
-    return table("pods", ["pod", "node", "phase", "restarts", "RSS"], rows)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...runtime import CLIENT
-from ...runtime.kubernetes.objects import apply_all, namespace_object, validate_all
+from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, validate_all
 from .. import BackendError, PreflightError, Progress
 from . import volume
 from .backend import GlusterBackend
@@ -31,6 +31,7 @@ from .glusterd import PRIVATE_PATHS
 
 NAMESPACE = "dfslab-gluster"
 APP = "dfslab-glusterd"
+DAEMON = "glusterd"  # the pods' dfslab.io/daemon label: fault pod glusterd.NODE finds them by it
 BOOTSTRAP = "gluster-bootstrap"
 LABELS = {"app.kubernetes.io/managed-by": "dfslab"}
 
@@ -61,7 +62,7 @@ NODE_NAME_ENV = [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "
 
 def statefulset(namespace: str, image: str, root: Path, replicas: int) -> dict:
     volumes, mounts = node_mounts(root)
-    labels = {"app": APP, **LABELS}
+    labels = {"app": APP, DAEMON_LABEL: DAEMON, **LABELS}
     return {
         "apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": {"name": "glusterd", "namespace": namespace, "labels": labels},
@@ -230,7 +231,7 @@ class GlusterKubernetesBackend(GlusterBackend):
         raise BackendError("the bootstrap Job did not finish in time")
 
     def status(self) -> dict[str, Any]:
-        from ..ceph.rook import pods_table
+        from ..kube_tables import pods_table
         out = super().status()
         out["tables"] = out.get("tables", []) + [pods_table(self.api(), NAMESPACE, self.runtime.container_rss)]
         return out

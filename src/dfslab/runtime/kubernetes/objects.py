@@ -12,6 +12,8 @@ from .control import raw_call
 
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dfslab"}
+# On the pods of a daemon dfslab deploys itself (GlusterFS's glusterd), its kind: fault pod KIND.NODE.
+DAEMON_LABEL = "dfslab.io/daemon"
 
 
 def namespace_object(name: str, cluster: str | None = None) -> dict:
