@@ -30,6 +30,7 @@ class FaultRun:
         self.started: set[int] = set()
         self.journals: list[str] = []
         self.events: list[dict[str, Any]] = []
+        self.unhealed: str | None = None  # the backend's status when it did not heal in time
 
     def stores(self) -> list[str]:
         """Where the checksummed data goes: RADOS objects and/or files on the POSIX mount."""
@@ -60,6 +61,7 @@ class FaultRun:
             fault.join()
         recover = wait_recovered(self.attached, self.integrity.recovery_timeout)
         healed_at = time.time() if recover is not None else None
+        self.unhealed = None if recover is not None else self._health_summary()
         writer = timed[0][1]
         writer.stop()
         acks = writer.acks()
@@ -86,6 +88,13 @@ class FaultRun:
             self.events.append(ev)
         self.run_dir.write_json("faults.json", self.events)
 
+    def _health_summary(self) -> str | None:
+        """What the backend's status says when the cluster did not heal in time, for the error."""
+        try:
+            return " · ".join(self.attached.backend.status().get("summary", []))[:600] or None
+        except Exception as exc:  # the status itself may be what hangs
+            return f"status failed: {exc}"[:300]
+
     def verify(self) -> list[str]:
         out = self.runner.run([*INTEGRITY, "verify", str(self.dir / "manifest.json"), *self.journals],
                               "integrity-verify", timeout=1800)
@@ -93,6 +102,7 @@ class FaultRun:
         self.run_dir.write_json("integrity.json", result)
         problems = [f"fault {e['kind']} {e['target']}: {e['error']}" for e in self.events if e.get("error")]
         problems += [f"fault {e['kind']} {e['target']}: not recovered within the recovery timeout"
+                     + (f"; then: {self.unhealed}" if self.unhealed else "")
                      for e in self.events if e.get("undo") and e.get("recover_s") is None]
         if result["lost"] or result["corrupt"]:
             problems.append(f"integrity: {result['lost']} lost and {result['corrupt']} corrupt of {result['checked']} "

@@ -45,8 +45,13 @@ class DeletePod(KubernetesFault):
         if not pods:
             raise FaultInputError(f"no pod runs {target} in namespace {self.namespace}; "
                                   f"`dfslab status {self.cluster.state.name}` lists the pods")
-        for pod in pods:  # grace 0: the daemon gets no chance to shut down cleanly, as with kill -9
-            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+        # Rook's daemons: grace 0, no chance to shut down cleanly, as with kill -9. A StatefulSet's
+        # pod (glusterd) gets 1 s: grace 0 is a force delete, which breaks the StatefulSet's
+        # at-most-one guarantee: its new pod can start while the old one's glusterd and bricks
+        # still hold their host-network ports.
+        grace = 1 if ON_NODE.fullmatch(target) else 0
+        for pod in pods:
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=grace)
         return {"deleted": [p.metadata.uid for p in pods]}
 
     def undo(self, target: str, record: dict[str, Any], timeout: float = RESTART_TIMEOUT) -> None:
