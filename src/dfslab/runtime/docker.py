@@ -50,6 +50,17 @@ def _inner_pid(host_pid: int) -> int:
     return int(line.split()[-1])
 
 
+def host_pid_among(candidates, pid: int) -> int | None:
+    """Of `candidates` (this machine's PIDs), the one whose innermost PID (its container's) is `pid`."""
+    for host in candidates:
+        try:
+            if _inner_pid(host) == pid:
+                return host
+        except OSError:  # gone meanwhile
+            continue
+    return None
+
+
 class DockerRuntime(LocalNetnsRuntime):
     kind = "docker"
 
@@ -200,13 +211,7 @@ class DockerRuntime(LocalNetnsRuntime):
     def host_pid(self, node: str, pid: int) -> int | None:
         """A PID as seen inside a container of `node` (glusterd's brick PIDs), as the host sees it:
         the marked process on the node whose innermost NSpid is `pid`."""
-        for host in self.marked_on(node):
-            try:
-                if _inner_pid(host) == pid:
-                    return host
-            except OSError:
-                continue
-        return None
+        return host_pid_among(self.marked_on(node), pid)
 
     def signal_process(self, proc: TrackedProcess, sig: int, grace: float = 30) -> None:
         cname = proc.meta.get("container")

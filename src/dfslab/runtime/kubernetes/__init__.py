@@ -309,15 +309,9 @@ class KubernetesRuntime(LocalNetnsRuntime):
 
     def host_pid(self, node: str, pid: int) -> int | None:
         """A PID a daemon in a pod on `node` reports (glusterd's bricks), as this machine sees it."""
-        from ..docker import _inner_pid
-        for cid in (cid for where, cid in self.containers_by_node() if where == node):
-            for host in container_pids(cid) or []:
-                try:
-                    if _inner_pid(host) == pid:
-                        return host
-                except OSError:
-                    continue
-        return None
+        from ..docker import host_pid_among
+        return host_pid_among((host for where, cid in self.containers_by_node() if where == node
+                               for host in container_pids(cid) or []), pid)
 
     def containers_by_node(self) -> list[tuple[str, str]]:
         """(node, container id) of every container (and pod sandbox) the nodes' containerd made."""
