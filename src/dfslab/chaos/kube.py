@@ -24,6 +24,7 @@ import signal
 import time
 from typing import Any
 
+from ..runtime.kubernetes.objects import running_ready
 from . import Fault, FaultError, FaultInputError
 
 OPERATOR = "rook-ceph-operator"
@@ -54,11 +55,6 @@ class KubernetesFault(Fault):
                 return
             time.sleep(1)
         raise FaultError(f"{what} not within {timeout:.0f} s; `dfslab status {self.cluster.state.name}` shows the pods")
-
-
-def running_ready(pod) -> bool:
-    return (pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
-            and all(c.ready for c in pod.status.container_statuses or []))
 
 
 class OperatorDown(KubernetesFault):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...runtime import CLIENT
-from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, validate_all
+from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, running_ready, validate_all
 from .. import BackendError, PreflightError, Progress
 from . import volume
 from .backend import GlusterBackend
@@ -159,8 +159,6 @@ class GlusterKubernetesBackend(GlusterBackend):
     def first(self) -> str:
         """The first server whose glusterd pod is ready (node loss and pod faults)."""
         from kubernetes import client
-
-        from ...chaos.kube import running_ready
         pods = client.CoreV1Api(self.api()).list_namespaced_pod(NAMESPACE, label_selector=f"app={APP}").items
         ready = {p.spec.node_name for p in pods if running_ready(p)}
         for node in self.spec.node_names():
@@ -203,8 +201,6 @@ class GlusterKubernetesBackend(GlusterBackend):
 
     def _wait_ready(self, api, want: int, deadline: float, progress: Progress) -> None:
         from kubernetes import client
-
-        from ...chaos.kube import running_ready
         core = client.CoreV1Api(api)
         while time.monotonic() < deadline:
             pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={APP}").items

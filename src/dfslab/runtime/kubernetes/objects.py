@@ -99,6 +99,12 @@ def _api_message(exc) -> str:
         return str(exc.reason)
 
 
+def running_ready(pod) -> bool:
+    """A pod that runs, is not being deleted, and whose containers are all ready."""
+    return (pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
+            and all(c.ready for c in pod.status.container_statuses or []))
+
+
 def node_ready(node) -> bool:
     """A `V1Node` whose Ready condition is True."""
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
