@@ -125,6 +125,14 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         assert list(run.glob("raw/**/bw*.log")) or list(run.glob("**/bw*.log")), sorted(str(p) for p in run.rglob("*"))
         jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
         assert ("fio", "client", "Succeeded", 0) in {(j["tool"], j["node"], j["phase"], j["rc"]) for j in jobs}
+        # the sampler saw your nodes through their kubelets and Ceph through Rook's MGR, not this machine
+        from dfslab.report import read_timeseries
+        series = read_timeseries(run / "timeseries.csv")
+        assert {f"nodecpu.{n}" for n in ("node1", "node2", "node3")} <= set(series), sorted(series)
+        assert {"cpu.osd.0", "rss.osd.0", "cpu.mon.a", "cpu.jobs.client"} <= set(series), sorted(series)
+        assert all(0 <= v <= 100 for n in ("node1", "node2", "node3") for _, v in series[f"nodecpu.{n}"])
+        assert max(v for _, v in series["prom.rook-ceph-mgr.ceph_osd_up"]) == 3, sorted(series)
+        assert any(v > 0 for _, v in series["prom.rook-ceph-mgr.ceph_osd_op_w"])  # the writes, as the OSDs counted them
     finally:
         dfslab("down", NAME, timeout=900)
     # dfslab's namespace and the cluster-wide objects it installed (Rook's CRDs, roles) are gone;

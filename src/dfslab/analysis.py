@@ -115,6 +115,20 @@ class Limits:
         return cls(max(client) if client else None, pick("disk_read_bandwidth"), pick("disk_write_bandwidth"), replicas)
 
 
+def busiest_cpu(series: dict[str, list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """The CPU % a bottleneck line weighs: the busiest node's at each sample where the kubelets
+    measured the nodes (`nodecpu.<node>`: a Kubernetes you run, whose CPUs are not this
+    machine's), else this machine's (`cpu.total`)."""
+    nodes = [pts for name, pts in series.items() if name.startswith("nodecpu.")]
+    if not nodes:
+        return series.get("cpu.total", [])
+    busiest: dict[float, float] = {}
+    for pts in nodes:
+        for t, v in pts:
+            busiest[t] = max(v, busiest.get(t, v))
+    return sorted(busiest.items())
+
+
 def cpu_during(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
     """Mean machine CPU % between start and end from (t, value) samples. A step shorter than
     the sampling interval gets the first sample after it started (its CPU % covers the step)."""

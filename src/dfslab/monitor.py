@@ -17,6 +17,7 @@ from typing import Any, Callable
 import psutil
 
 from .procs import TrackedProcess
+from .rates import CounterRates
 
 Sample = dict[str, tuple[float, str]]  # series -> (value, unit)
 
@@ -59,16 +60,11 @@ class ResourceSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._handles: dict[int, psutil.Process] = {}
-        self._prev: dict[str, tuple[float, float]] = {}  # counter series -> (time, value)
+        self._counters = CounterRates()
         self.errors = 0
 
-    # -- counters to rates -----------------------------------------------------
     def _rate(self, key: str, now: float, value: float) -> float | None:
-        prev = self._prev.get(key)
-        self._prev[key] = (now, value)
-        if prev is None or now <= prev[0] or value < prev[1]:
-            return None
-        return (value - prev[1]) / (now - prev[0])
+        return self._counters.rate(key, value, now)
 
     def _cpu(self, pid: int) -> float | None:
         handle = self._handles.get(pid)
@@ -174,6 +170,8 @@ RATE_UNITS = {"MB/s": 1e6, "op/s": 1.0}
 # Base units (bytes, ratios 0-1), counters as _total, one metric per quantity with labels.
 EXPOSED = [
     (r"cpu\.total", "dfslab_machine_cpu_ratio", "gauge", (), 0.01, "CPU busy on the whole machine, 0-1"),
+    (r"nodecpu\.(.+)", "dfslab_node_cpu_ratio", "gauge", ("node",), 0.01,
+     "CPU busy on one Kubernetes node (its kubelet's measure), 0-1 of its CPUs"),
     (r"cpu\.(.+)", "dfslab_daemon_cpu_ratio", "gauge", ("daemon",), 0.01, "CPU of one daemon, in CPUs (1 = one CPU busy)"),
     (r"rss\.(.+)", "dfslab_daemon_resident_memory_bytes", "gauge", ("daemon",), 2**20, "resident memory of one daemon"),
     (r"net\.(.+)\.(rx|tx)", "dfslab_node_network_bytes_total", "counter", ("node", "direction"), None,
@@ -286,36 +284,43 @@ def _keep(name: str, labels: dict[str, str]) -> bool:
     return True
 
 
-class PrometheusScraper:
-    """Scrapes the Prometheus endpoints a spec lists (servers and clients dfslab did not
-    start), each metric summed over its labels per endpoint, counters as rates:
-    `prom.<host:port>.<metric>`."""
+def url_fetcher(url: str, timeout: float) -> Callable[[], str]:
+    """A plain HTTP scrape of `url` (an endpoint the spec lists)."""
+    def fetch() -> str:
+        import urllib.request
+        with urllib.request.urlopen(url, timeout=timeout) as reply:  # noqa: S310 (a URL the user gave)
+            return reply.read().decode(errors="replace")
+    return fetch
 
-    def __init__(self, urls: list[str], timeout: float = 2.0):
-        self.urls, self.timeout = urls, timeout
-        self._prev: dict[str, tuple[float, float]] = {}
+
+class PrometheusScraper:
+    """Scrapes Prometheus endpoints of servers dfslab did not start (URLs an external spec lists,
+    Rook's MGR through the Kubernetes API), each metric summed over its labels per endpoint,
+    counters as rates: `prom.<endpoint>.<metric>`."""
+
+    def __init__(self, urls: list[str], timeout: float = 2.0, sources: dict[str, Callable[[], str]] | None = None):
+        from urllib.parse import urlsplit
+        # endpoint name -> how to fetch its text (raises OSError or any client error when it cannot)
+        self.sources = {urlsplit(url).netloc: url_fetcher(url, timeout) for url in urls} | dict(sources or {})
+        self._counters = CounterRates()
         self.failures: dict[str, str] = {}
 
-    def _text(self, url: str) -> str | None:
-        import urllib.request
+    def _text(self, where: str) -> str | None:
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as reply:  # noqa: S310 (a URL the user gave)
-                self.failures.pop(url, None)
-                return reply.read().decode(errors="replace")
-        except OSError as exc:
-            self.failures[url] = str(exc)
+            text = self.sources[where]()
+        except Exception as exc:  # an endpoint that is down or restarting: no sample from it this time
+            self.failures[where] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return None
+        self.failures.pop(where, None)
+        return text
 
     def sample(self) -> Sample:
-        from urllib.parse import urlsplit
-
         from prometheus_client.parser import text_string_to_metric_families
         now, out = time.time(), {}
-        for url in self.urls:
-            text = self._text(url)
+        for where in self.sources:
+            text = self._text(where)
             if text is None:
                 continue
-            where = urlsplit(url).netloc
             sums: dict[str, float] = {}
             counters = set()
             for family in text_string_to_metric_families(text):
@@ -330,10 +335,8 @@ class PrometheusScraper:
                 unit, scale = SCRAPED[name]
                 key = f"prom.{where}.{name}"
                 if name in counters:
-                    prev = self._prev.get(key)
-                    self._prev[key] = (now, value)
-                    if prev is None or now <= prev[0] or value < prev[1]:
+                    value = self._counters.rate(key, value, now)
+                    if value is None:
                         continue
-                    value = (value - prev[1]) / (now - prev[0])
                 out[key] = (value * scale, unit)
         return out

@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .labels import SUMMARY_METRICS, params_label, varying_keys  # noqa: E402
-from .analysis import Limits, bottleneck, bottleneck_line, cpu_during, mean_ci95  # noqa: E402
+from .analysis import Limits, bottleneck, bottleneck_line, busiest_cpu, cpu_during, mean_ci95  # noqa: E402
 from .compare import headline, verdict  # noqa: E402
 from .results import RunDir  # noqa: E402
 from .units import human_bytes, to_display  # noqa: E402
@@ -169,7 +169,7 @@ def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
 def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
     varying = varying_keys(rows)
     limits = Limits.from_rows(rows, replicas)
-    cpu = series.get("cpu.total", [])
+    cpu = busiest_cpu(series)
     grouped: dict[tuple, list[tuple[float, float | None]]] = defaultdict(list)
     for iv in intervals:
         if iv.get("error"):
@@ -476,6 +476,8 @@ def build(run_path: Path) -> Path:
         _timeline(series, intervals, lambda n: re.fullmatch(r"disk\.[^.]+\.write", n) is not None, "MB/s",
                   "disk writes per server (its daemons' block I/O) over time", t0),
         _timeline(series, intervals, lambda n: n == "cpu.total", "%", "machine CPU over time", t0),
+        _timeline(series, intervals, lambda n: n.startswith("nodecpu."), "%",
+                  "CPU of each Kubernetes node, as its kubelet measures it (share of the node's CPUs)", t0),
         *(_timeline(series, intervals, lambda n, c=chart: re.fullmatch(c["match"], n) is not None, chart["unit"],
                     chart["title"] + ("; red: fault injected, green: undone" if faults else ""), t0, faults)
           for chart in prov.get("charts", []) if faults or not chart["faults_only"]),

@@ -175,7 +175,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         except Exception as exc:  # metrics are a convenience, not the experiment
             run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
         sampler_backend = backend_for(attached.spec, attached.runtime)  # its own connection: a thread of its own
-        sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(sampler_backend), exp.file.sampler.interval,
+        sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(sampler_backend, attached.runtime), exp.file.sampler.interval,
                                   extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v})
         sampler.start()
         if exp.file.sampler.prometheus_port:
@@ -263,15 +263,29 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     return outcome
 
 
-def _with_scrapes(backend) -> Any:
-    """The backend's own samples, plus the Prometheus endpoints its spec lists (external clusters)."""
-    urls = backend.scrape_urls()
-    if not urls:
+def _with_scrapes(backend, runtime) -> Any:
+    """The backend's own samples, the Prometheus endpoints it names (URLs an external spec lists,
+    Rook's MGR) and what the runtime measures where this machine cannot see the daemons (the
+    kubelets of a Kubernetes you run). Each part on its own: one that fails loses only its series."""
+    urls, sources = backend.scrape_urls(), backend.scrape_sources()
+    parts = [backend.sample]
+    if urls or sources:
+        parts.append(PrometheusScraper(urls, sources=sources).sample)
+    if (measured := runtime.resource_sampler()) is not None:
+        parts.append(measured)
+    if len(parts) == 1:
         return backend.sample
-    scraper = PrometheusScraper(urls)
 
     def sample() -> dict[str, tuple[float, str]]:
-        return {**backend.sample(), **scraper.sample()}
+        out, failed = {}, None
+        for part in parts:
+            try:
+                out.update(part())
+            except Exception as exc:  # noqa: BLE001 (the sampler counts it; the other parts still count)
+                failed = exc
+        if failed is not None and not out:
+            raise failed
+        return out
     return sample
 
 

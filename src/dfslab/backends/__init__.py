@@ -184,6 +184,10 @@ class Backend(ABC):
     def scrape_urls(self) -> list[str]:
         return []
 
+    def scrape_sources(self) -> dict[str, Callable[[], str]]:
+        """Prometheus endpoints reached another way than a URL from here: name -> fetch its text."""
+        return {}
+
     def disk_baseline_dir(self) -> Path | None:
         """Where the disk baseline runs fio (None: this machine's scratch disk)."""
         return None

@@ -13,6 +13,7 @@ import signal
 import subprocess
 from abc import ABC, abstractmethod
 from importlib import import_module
+from typing import Callable
 
 from ..procs import ProcessTable, TrackedProcess, terminate
 from ..spec import ClusterSpec
@@ -39,6 +40,11 @@ class Runtime(ABC):
     def sampled_processes(self) -> list[TrackedProcess]:
         """What the resource sampler watches: the processes dfslab started."""
         return self.procs.all()
+
+    def resource_sampler(self) -> Callable[[], dict[str, tuple[float, str]]] | None:
+        """Where this machine cannot see the daemons' processes: a function that samples them
+        another way (series as the sampler names them), made once per run; None here."""
+        return None
 
     # -- lifecycle --------------------------------------------------------------
     @abstractmethod

@@ -341,6 +341,14 @@ class RookCephBackend(CephBackend):
     def api(self):
         return self.runtime.api()
 
+    def scrape_sources(self) -> dict:
+        """Ceph's MGR Prometheus module (Rook always enables it, behind its Service `rook-ceph-mgr`)
+        through the API server's service proxy: OSD operations and pool bytes as Ceph counts them."""
+        if not self.existing and not self.spec.kubernetes.local.rook:
+            return {}
+        from ...runtime.kubernetes.stats import service_fetcher
+        return {"rook-ceph-mgr": service_fetcher(self.api, self.namespace, "rook-ceph-mgr:http-metrics", "metrics")}
+
     def wait_cluster_ready(self, api, progress: Progress, deadline: float) -> None:
         """Until Rook says the CephCluster is Ready (its MONs, MGR and OSDs made), with its status
         message and the newest events as progress."""

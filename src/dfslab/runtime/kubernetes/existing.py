@@ -67,6 +67,12 @@ class ExistingKubernetesRuntime(Runtime):
             return clients[int(node[len(CLIENT):]) - 1]
         return node
 
+    def resource_sampler(self):
+        """Your nodes' processes are not this machine's: their kubelets measure them (stats.py)."""
+        from .stats import KubeletStats
+        nodes = [(node, self.kube_node(node)) for node in self.state.read().get("addresses", {})]
+        return KubeletStats(self.api, nodes, self.namespace).sample
+
     # -- lifecycle --------------------------------------------------------------
     def preflight(self, spec: ClusterSpec) -> None:
         from kubernetes import client
