@@ -138,6 +138,8 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     with open(run / "timeseries.csv") as fh:
         series = {r["series"] for r in csv.DictReader(fh)}
     assert {"cpu.osd.0", "rss.osd.0", "cpu.mon.a", "rss.mgr.a"} <= series, sorted(series)
+    # ... and Ceph's own counters through Rook's MGR Service (the API server's service proxy)
+    assert {"prom.rook-ceph-mgr.ceph_osd_up", "prom.rook-ceph-mgr.ceph_osd_op_w"} <= series, sorted(series)
     # The tools ran as Jobs, in pods on the client node, and ended there
     jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
     ran = {(j["tool"], j["node"], j["phase"], j["rc"]) for j in jobs}
@@ -242,6 +244,34 @@ def test_a_drained_node_under_a_stopped_operator_recovers_and_no_acknowledged_wr
     # a fault for another runtime's cluster, or a node Kubernetes does not have, is refused before anything changes
     res = dfslab("fault", NAME, "drain", "nodex", check=False)
     assert res.returncode != 0 and "no Kubernetes node 'nodex'; nodes: client, node1, node2, node3" in res.stderr, res.stderr
+
+
+def test_a_cut_link_partitions_a_node_of_the_local_kubernetes_and_no_acknowledged_write_is_lost(k8s):
+    """The local runtime's link faults on a Kubernetes node's namespace: node2's link cut for
+    10 s during rados bench write (its OSD and kubelet unreachable alike), then up again: the
+    node stays a Ready Kubernetes node, HEALTH_OK, nothing lost."""
+    exp = k8s / "partition.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "t-k8s-partition", "cluster": SPEC, "baselines": {"network": False, "disk": False},
+        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
+        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+        "faults": [{"kind": "partition", "target": "node2", "during": 0, "at": "3s", "duration": "10s"}]}))
+    run, out = run_against(exp, NAME)
+    events = json.loads((run / "faults.json").read_text())
+    assert [(e["kind"], e["target"], e["error"]) for e in events] == [("partition", "node2", None)], events
+    assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 10, integrity
+    print("partition:", events[0].get("detect_s"), events[0]["recover_s"], events[0]["acknowledged_writes"])
+    from kubernetes import client
+    from dfslab.runtime.kubernetes.objects import node_ready
+    rt, api = _runtime_and_api()
+    for ns, dev in rt.link_ends("node2"):  # both ends of the cable are up again
+        link = subprocess.run(["ip", "-n", ns, "-o", "link", "show", dev], capture_output=True, text=True)
+        assert "state UP" in link.stdout, link
+    assert node_ready(client.CoreV1Api(api).read_node("node2"))
+    status = json.loads(dfslab("status", NAME, "--json").stdout)
+    assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}
 
 
 def test_a_lost_node_comes_back_with_its_pods_and_no_acknowledged_write_is_lost(k8s):
