@@ -144,9 +144,15 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
     ran = {(j["tool"], j["node"], j["phase"], j["rc"]) for j in jobs}
     assert ("rados", "client", "Succeeded", 0) in ran and ("fio", "client", "Succeeded", 0) in ran, ran
+    # the network baseline's iperf3 servers were Deployments, one on each node, each pod Running
+    servers = {(j["node"], j["phase"]) for j in jobs if j["tool"] == "iperf3" and j.get("kind") == "Deployment"}
+    assert servers == {(n, "Running") for n in ("node1", "node2", "node3", "client")}, jobs
+    assert {r["metric"] for r in rows if r["workload"] == "baseline"} >= {"network_bandwidth"}
     from kubernetes import client
     _, api = _runtime_and_api()
-    assert not client.BatchV1Api(api).list_namespaced_job("rook-ceph", label_selector="app.kubernetes.io/managed-by=dfslab").items
+    managed = "app.kubernetes.io/managed-by=dfslab"
+    assert not client.BatchV1Api(api).list_namespaced_job("rook-ceph", label_selector=managed).items
+    assert not client.AppsV1Api(api).list_namespaced_deployment("rook-ceph", label_selector=managed).items
     # Each Job's ceph-fuse closed its MDS session before the pod ended: a killed client's stale
     # session held its caps for the MDS's 60 s session_timeout and stalled the next Job
     out = dfslab("exec", NAME, "--", "ceph", "tell", "mds.cephfs:0", "session", "ls", "--format=json").stdout  # the active MDS

@@ -189,3 +189,18 @@ def test_a_jobs_pod_mounts_with_its_filesystems_fuse_client_and_waits_for_it_to_
     assert pod["volumes"] == [] and pod["containers"][0]["env"] == [] and pod["containers"][0]["securityContext"]["privileged"]
     ceph = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], ["/mnt/c"], {"conf": "/c", "keyring": "/k"})
     assert "ceph-fuse -c /c -n client.admin -k /k /mnt/c" in ceph["spec"]["template"]["spec"]["containers"][0]["command"][2]
+
+
+def test_a_measuring_server_is_a_deployment_that_kubernetes_keeps_running_on_its_node():
+    assert job.is_server(["iperf3", "-s", "-B", "10.0.0.2", "-p", "5201"]) and job.is_server(["/usr/bin/iperf3", "--server"])
+    assert not job.is_server(["iperf3", "-c", "10.0.0.2"]) and not job.is_server(["mariadbd", "-s"])
+    dep = job.deployment_manifest("dfslab-iperf3-1", "ns", "node2", "img:1", ["iperf3", "-s"])
+    assert (dep["apiVersion"], dep["kind"], dep["spec"]["replicas"]) == ("apps/v1", "Deployment", 1)
+    pod = dep["spec"]["template"]
+    # its selector picks exactly its own pod, which the sampler and the stop find by the same label
+    assert dep["spec"]["selector"]["matchLabels"] == {"dfslab.io/job": "dfslab-iperf3-1"} == {
+        k: v for k, v in pod["metadata"]["labels"].items() if k == "dfslab.io/job"}
+    spec = pod["spec"]
+    assert spec["restartPolicy"] == "Always" and spec["hostNetwork"] and spec["nodeSelector"] == {"kubernetes.io/hostname": "node2"}
+    assert spec["volumes"] == [] and not spec["containers"][0]["securityContext"]["privileged"]
+    assert spec["containers"][0]["command"][3:] == ["sh", "iperf3", "-s"]  # sh -c SCRIPT sh ARGV...

@@ -160,36 +160,63 @@ def client_files(files: dict[str, str]) -> tuple[list[dict], list[dict]]:
             [{"name": "client", "mountPath": path, "subPath": key, "readOnly": True} for key, path in files.items()])
 
 
-def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[str], mounts: list[str],
-                 files: dict[str, str], dirs: list[str] = (), cwd: str = "/", carry_back: bool = False,
-                 fuse: list[str] | None = None) -> dict:
-    """carry_back: `dirs` are empty directories in the pod whose files come back in its log
-    (a cluster you run); else the host's own directories (hostPath, the local Kubernetes).
-    fuse: the FUSE client command that mounts `mounts` (default: ceph-fuse with `files`)."""
+def pod_template(name: str, node: str, image: str, argv: list[str], mounts: list[str], files: dict[str, str],
+                 dirs: list[str] = (), cwd: str = "/", carry_back: bool = False, fuse: list[str] | None = None,
+                 restart: str = "Never") -> dict:
+    """The pod that runs `argv` on `node`. carry_back: `dirs` are empty directories in the pod
+    whose files come back in its log (a cluster you run); else the host's own directories
+    (hostPath, the local Kubernetes). fuse: the FUSE client command that mounts `mounts`
+    (default: ceph-fuse with `files`)."""
     volumes, volume_mounts = client_files(files)
     for i, d in enumerate(dirs):
         volumes.append({"name": f"host-{i}", **({"emptyDir": {}} if carry_back else {"hostPath": {"path": d, "type": "Directory"}})})
         volume_mounts.append({"name": f"host-{i}", "mountPath": d})
     return {
+        "metadata": {"labels": {"app.kubernetes.io/managed-by": "dfslab", "dfslab.io/job": name}},
+        "spec": {
+            "restartPolicy": restart, "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [{
+                "name": "tool", "image": image, "imagePullPolicy": "IfNotPresent" if carry_back else "Never",
+                "command": ["sh", "-c", pod_script(mounts, fuse or (ceph_fuse(files) if mounts else []),
+                                                  list(dirs) if carry_back else []),
+                            "sh", *argv],
+                "env": [{"name": "CEPH_CONF", "value": files["conf"]}] if files else [],
+                "workingDir": cwd,  # relative paths of the tool's arguments mean what they mean here
+                "securityContext": {"privileged": bool(mounts)},  # FUSE needs /dev/fuse and mount
+                "volumeMounts": volume_mounts,
+            }],
+            "volumes": volumes,
+        }}
+
+
+def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[str], mounts: list[str],
+                 files: dict[str, str], dirs: list[str] = (), cwd: str = "/", carry_back: bool = False,
+                 fuse: list[str] | None = None) -> dict:
+    """A Job: work that ends (a benchmark run), its pod never restarted."""
+    return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "dfslab"}},
-        "spec": {"backoffLimit": 0, "template": {
-            "metadata": {"labels": {"app.kubernetes.io/managed-by": "dfslab", "dfslab.io/job": name}},
-            "spec": {
-                "restartPolicy": "Never", "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
-                "nodeSelector": {"kubernetes.io/hostname": node},
-                "containers": [{
-                    "name": "tool", "image": image, "imagePullPolicy": "IfNotPresent" if carry_back else "Never",
-                    "command": ["sh", "-c", pod_script(mounts, fuse or ceph_fuse(files), list(dirs) if carry_back else []),
-                                "sh", *argv],
-                    "env": [{"name": "CEPH_CONF", "value": files["conf"]}] if files else [],
-                    "workingDir": cwd,  # relative paths of the tool's arguments mean what they mean here
-                    "securityContext": {"privileged": bool(mounts)},  # FUSE needs /dev/fuse and mount
-                    "volumeMounts": volume_mounts,
-                }],
-                "volumes": volumes,
-            }}},
+        "spec": {"backoffLimit": 0,
+                 "template": pod_template(name, node, image, argv, mounts, files, dirs, cwd, carry_back, fuse)},
     }
+
+
+def deployment_manifest(name: str, namespace: str, node: str, image: str, argv: list[str]) -> dict:
+    """A Deployment: a server the measured clients talk to (iperf3 -s), kept running by
+    Kubernetes until dfslab deletes it; it mounts nothing and writes nothing back."""
+    template = pod_template(name, node, image, argv, [], {}, restart="Always")
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "dfslab"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"dfslab.io/job": name}},
+                 "strategy": {"type": "Recreate"}, "template": template},
+    }
+
+
+def is_server(argv: list[str]) -> bool:
+    """A measuring server (`iperf3 -s`): it serves until stopped, so it is a Deployment."""
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] == "iperf3" and ("-s" in argv or "--server" in argv)
 
 
 # Waiting reasons a container does not recover from by itself (the image is never pulled here).
@@ -234,6 +261,62 @@ def job_name(argv: list[str]) -> str:
     return f"dfslab-{tool}-{secrets.token_hex(3)}"
 
 
+def on_stop(core, namespace: str, name: str, delete) -> None:
+    """On SIGTERM/SIGINT (a server at the end of its steps, an interrupted run): delete the
+    object, so the pod's tool gets SIGTERM, and return once the pod is gone, as a local
+    process's stop returns once it exited (its files are then still)."""
+    def stop(*_):
+        from kubernetes.client.exceptions import ApiException
+        try:
+            delete()
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline and core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items:
+            time.sleep(0.5)
+        sys.exit(130)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+
+
+def wait_pod(core, namespace: str, name: str, node: str, done, delete):
+    """The object's pod once `done(pod)`; None (the object deleted, the reason on stderr) when
+    it will never run its tool."""
+    started = time.monotonic()
+    while True:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items
+        pod = pods[0] if pods else None
+        if pod is not None and done(pod):
+            return pod
+        why = cannot_start(pod, time.monotonic() - started)
+        if why:
+            delete()
+            sys.stderr.write(f"job {name} on {node}: {why}\n")
+            return None
+        time.sleep(0.5)
+
+
+def serve(rt, api, namespace: str, node: str, name: str, image: str, argv: list[str]) -> int:
+    """A measuring server as a Deployment: returns 1 if its pod never runs; else it serves until
+    dfslab stops it (on_stop deletes the Deployment and waits for the pod to go)."""
+    from kubernetes import client
+
+    from .objects import running_ready
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    apps.create_namespaced_deployment(namespace, deployment_manifest(name, namespace, node, image, argv))
+    delete = lambda: apps.delete_namespaced_deployment(name, namespace, propagation_policy="Foreground")  # noqa: E731
+    on_stop(core, namespace, name, delete)
+    pod = wait_pod(core, namespace, name, node, running_ready, delete)
+    if pod is None:
+        return 1
+    record_job(rt.home / JOBS_LOG, {"job": name, "kind": "Deployment", "pod": pod.metadata.name,
+                                    "node": pod.spec.node_name, "tool": tool_name(argv), "phase": "Running", "rc": None})
+    while True:
+        signal.pause()
+
+
 def run(cluster: str, node: str, argv: list[str]) -> int:
     from kubernetes import client
 
@@ -258,33 +341,16 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     name, tool = job_name(argv), tool_name(argv)
     if shipped_module(argv):
         argv = ship(argv)
-    batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, info["k8s_images"]["rook"], argv, mounts,
+    image = info["k8s_images"]["rook"]
+    if is_server(argv) and not carry_back:
+        return serve(rt, api, namespace, node, name, image, argv)
+    batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, image, argv, mounts,
                                                         files, dirs, str(cwd), carry_back, info.get("k8s_fuse")))
-
-    def delete(*_):
-        # Stopped (a server at the end of its steps): the pod's tool gets SIGTERM; wait for the pod
-        # to go, as a local process's stop returns once it exited (its files are then still).
-        batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground")
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while time.monotonic() < deadline and core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items:
-            time.sleep(0.5)
-        sys.exit(130)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, delete)
-    pod = None
-    started = time.monotonic()
-    while True:
-        pods = core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items
-        pod = pods[0] if pods else None
-        if pod is not None and pod.status.phase in ("Succeeded", "Failed"):
-            break
-        why = cannot_start(pod, time.monotonic() - started)
-        if why:
-            batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
-            sys.stderr.write(f"job {name} on {node}: {why}\n")
-            return 1
-        time.sleep(0.5)
+    on_stop(core, namespace, name, lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground"))
+    pod = wait_pod(core, namespace, name, node, lambda p: p.status.phase in ("Succeeded", "Failed"),
+                   lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Background"))
+    if pod is None:
+        return 1
     log = core.read_namespaced_pod_log(pod.metadata.name, namespace)
     batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
     out, err, carried, rc = split_log(log)
