@@ -306,7 +306,9 @@ def test_a_lost_node_comes_back_with_its_pods_and_no_acknowledged_write_is_lost(
     assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
     integrity = json.loads((run / "integrity.json").read_text())
     assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 10, integrity
-    print("nodeloss:", node, events[0].get("detect_s"), events[0]["recover_s"], events[0]["acknowledged_writes"])
+    print("nodeloss:", node, events[0].get("detect_s"), events[0]["recover_s"], events[0]["undo_s"], events[0]["acknowledged_writes"])
+    # the undo waits for the node and its pods: recovery counts from the undo's start, and holds that wait
+    assert events[0]["recover_s"] >= events[0]["undo_s"] > 1, events
     assert restarts() > before  # the OSD's container died with the node and was started again
     status = json.loads(dfslab("status", NAME, "--json").stdout)
     assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}

@@ -5,7 +5,6 @@ parsing); tests/test_kubernetes_existing.py reads real kubelets."""
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import pytest
@@ -65,11 +64,12 @@ def test_a_summary_becomes_node_cpu_pod_cpu_and_memory_and_network_rates():
 
 
 class FakeCore:
-    """The three calls KubeletStats makes, answered from dicts; a node in `down` raises as a
-    timed-out proxy call would."""
+    """The calls KubeletStats makes, answered from dicts; a node in `down` raises as a timed-out
+    proxy call would."""
 
-    def __init__(self, summaries, pods, down=()):
+    def __init__(self, summaries, pods, down=(), no_rootfs=()):
         self.summaries, self.pods, self.down, self.listings = summaries, pods, set(down), 0
+        self.no_rootfs = set(no_rootfs)  # kubelets whose full Summary fails (the local Kubernetes' nodes)
 
     def list_namespaced_pod(self, namespace, **_):
         self.listings += 1
@@ -80,24 +80,33 @@ class FakeCore:
     def read_node(self, name, **_):
         return SimpleNamespace(status=SimpleNamespace(capacity={"cpu": "4"}))
 
-    def connect_get_node_proxy_with_path(self, name, path, **_):
-        assert path == "stats/summary"
+    def fetch_summary(self, name, cpu_and_memory_only):
+        """What KubeletStats.fetch_summary gets through the API server's node proxy."""
+        from kubernetes.client.exceptions import ApiException
         if name in self.down:
             raise OSError(f"proxy to {name}: timed out")
-        return SimpleNamespace(data=json.dumps(self.summaries[name]).encode())
+        if name in self.no_rootfs and not cpu_and_memory_only:
+            raise ApiException(status=500, reason="failed to get rootFs stats")
+        full = self.summaries[name]
+        return {**full, "node": {k: v for k, v in full["node"].items() if k != "network"}} if cpu_and_memory_only else full
 
 
 def test_kubelet_stats_names_spec_nodes_samples_each_kube_node_once_and_survives_a_lost_node():
     pods = [("rook-ceph-osd-0-x", "worker-a", {"ceph_daemon_type": "osd", "ceph_daemon_id": "0"}),
             ("rook-ceph-mon-a-y", "worker-b", {"ceph_daemon_type": "mon", "ceph_daemon_id": "a"})]
     core = FakeCore({"worker-a": summary(node_cpu=1e9, pods=[("ns", "rook-ceph-osd-0-x", 1e8, 2**20)]),
-                     "worker-b": summary(node_cpu=2e9, pods=[("ns", "rook-ceph-mon-a-y", 2e8, 2**21)])}, pods)
+                     "worker-b": summary(node_cpu=2e9, pods=[("ns", "rook-ceph-mon-a-y", 2e8, 2**21)])}, pods,
+                    no_rootfs=["worker-b"])
     stats = KubeletStats(lambda: None, [("node1", "worker-a"), ("node2", "worker-b"), ("client", "worker-a")], "ns")
-    stats._core = core
+    stats._core, stats.fetch_summary = core, core.fetch_summary
     out = stats.sample()
     assert out["nodecpu.node1"] == (25.0, "%") and out["nodecpu.node2"] == (50.0, "%")
     assert out["cpu.osd.0"] == (10.0, "%") and out["cpu.mon.a"] == (20.0, "%")
     assert not any(k.endswith(".client") for k in out)  # worker-a is node1 (servers come first)
+    # worker-b's full Summary fails: CPU and memory only from then on, so no network series for it
+    assert stats.cpu_memory_only == {"worker-b"} and "net.node2.rx" not in out
+    stats.sample()
+    assert "net.node1.rx" in stats.sample() and "net.node2.rx" not in stats.sample()
     core.down.add("worker-b")
     out = stats.sample()
     assert "nodecpu.node1" in out and "nodecpu.node2" not in out

@@ -71,7 +71,9 @@ class FaultRun:
             inject_at, undo_at = ev.get("inject"), ev.get("undo")
             if inject_at and undo_at:
                 ev["detect_s"] = detection(samples, inject_at)
-                ev["recover_s"] = healed_at - undo_at if healed_at else None
+                # from the start of the undo (older runs lack it: from its end)
+                ev["recover_s"] = healed_at - ev.get("undo_start", undo_at) if healed_at else None
+                ev["undo_s"] = undo_at - ev["undo_start"] if "undo_start" in ev else None
                 # Before: up to 10 s of steady load, leaving out the workload's first 3 s of ramp-up.
                 before = throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
                 # The fault holds from when inject returned (fill writes for a while first).

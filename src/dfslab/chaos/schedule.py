@@ -41,6 +41,9 @@ class TimedFault:
             self.events["inject"] = injected.at
             self.events["in_effect"] = injected.in_effect
             time.sleep(self.entry.duration)
+            # Recovery counts from here: an undo may itself wait for the system to come back (a
+            # lost node's kubelet and pods), and that wait is part of recovering, not before it.
+            self.events["undo_start"] = time.time()
             undo(self.cluster, injected.as_dict())
             self.events["undo"] = time.time()
         except Exception as exc:

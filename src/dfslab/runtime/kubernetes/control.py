@@ -74,13 +74,13 @@ def api_client(rt):
 
 
 def raw_call(api, method: str, path: str, query: list | None = None, headers: dict | None = None,
-             body: str | dict | None = None) -> tuple[int, bytes]:
+             body: str | dict | None = None, timeout: float | None = None) -> tuple[int, bytes]:
     """An API request the typed client has no method for (readyz, server-side apply of any
     kind); (status, body). Raises kubernetes' ApiException on an error status."""
     from kubernetes.client.rest import ApiException
     method_, url, hdrs, data, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers or {},
                                                       body=body, auth_settings=["BearerToken"])
-    resp = api.call_api(method_, url, header_params=hdrs, body=data)
+    resp = api.call_api(method_, url, header_params=hdrs, body=data, _request_timeout=timeout)
     resp.read()
     if not 200 <= resp.status < 300:
         raise ApiException(http_resp=resp)

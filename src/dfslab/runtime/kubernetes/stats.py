@@ -96,6 +96,7 @@ class KubeletStats:
         self._listed_at = float("-inf")
         self.rates = CounterRates()
         self.failures: dict[str, str] = {}
+        self.cpu_memory_only: set[str] = set()  # nodes whose full Summary fails (see summary())
 
     @property
     def core(self):
@@ -130,9 +131,24 @@ class KubeletStats:
         return self._capacity[kube_node]
 
     def summary(self, kube_node: str) -> dict[str, Any]:
-        reply = self.core.connect_get_node_proxy_with_path(kube_node, "stats/summary", _preload_content=False,
-                                                          _request_timeout=self.timeout)
-        return json.loads(reply.data)
+        """The node's Summary. A kubelet whose cAdvisor cannot stat its root filesystem answers
+        500 (the local Kubernetes' nodes, whose /dev holds only their own loop devices): that
+        node is asked for CPU and memory only from then on (no network series for it)."""
+        from kubernetes.client.exceptions import ApiException
+        if kube_node not in self.cpu_memory_only:
+            try:
+                return self.fetch_summary(kube_node, False)
+            except ApiException as exc:
+                if exc.status != 500:
+                    raise
+                self.cpu_memory_only.add(kube_node)
+        return self.fetch_summary(kube_node, True)
+
+    def fetch_summary(self, kube_node: str, cpu_and_memory_only: bool) -> dict[str, Any]:
+        from .control import raw_call
+        query = [("only_cpu_and_memory", "true")] if cpu_and_memory_only else []
+        return json.loads(raw_call(self.core.api_client, "GET", f"/api/v1/nodes/{kube_node}/proxy/stats/summary",
+                                   query=query, timeout=self.timeout)[1])
 
     def sample(self) -> Sample:
         now = time.time()
