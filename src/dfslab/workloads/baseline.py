@@ -13,16 +13,37 @@ from . import Measurement, Runner, WorkloadError
 from .fio import fio_argv, parse_json
 
 IPERF_PORT = 5201
+# A server in a pod (runtime kubernetes) listens only once its pod runs, seconds after dfslab
+# asked for it; a refused connection is tried again until then.
+CONNECT_WAIT = 90
+
+
+def _iperf3(runner: Runner, host: str, port: str, seconds: int, name: str, node: str = "client") -> float:
+    """MB/s received in one iperf3 client run from `node` to host:port."""
+    deadline = time.monotonic() + CONNECT_WAIT
+    while True:
+        runner.run(["iperf3", "-c", host, "-p", port, "-t", str(seconds), "-J"], name, node=node,
+                   timeout=seconds + 30, check=False)
+        text = (runner.raw_dir / f"{name}.txt").read_text()  # iperf3's report, also when it failed
+        try:
+            report = json.loads(text)
+        except ValueError:
+            report = {}
+        received = report.get("end", {}).get("sum_received")
+        if received:
+            return received["bits_per_second"] / 8e6
+        error = report.get("error") or "no report"
+        if "Connection refused" not in error or time.monotonic() > deadline:
+            raise WorkloadError(f"iperf3 from {node} to {host}:{port}: {error}; output in raw/{name}.txt")
+        time.sleep(1)
 
 
 def network(runner: Runner, seconds: int) -> list[Measurement]:
     rows = _between_nodes(runner, seconds) if runner.nodes else []
     for endpoint in runner.storage.iperf_servers() if runner.storage is not None else []:
         host, _, port = endpoint.replace(",", ":").partition(":")
-        out = runner.run(["iperf3", "-c", host, "-p", port or str(IPERF_PORT), "-t", str(seconds), "-J"],
-                         f"baseline-iperf3-client-{host}", timeout=seconds + 30)
-        bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
-        rows.append(Measurement("baseline", "network_bandwidth", bps / 8e6, "MB/s", {"src": "client", "dst": endpoint}))
+        mbs = _iperf3(runner, host, port or str(IPERF_PORT), seconds, f"baseline-iperf3-client-{host}")
+        rows.append(Measurement("baseline", "network_bandwidth", mbs, "MB/s", {"src": "client", "dst": endpoint}))
     return rows
 
 
@@ -34,14 +55,12 @@ def _between_nodes(runner: Runner, seconds: int) -> list[Measurement]:
     try:
         time.sleep(0.3)
         for src, dst in itertools.combinations(nodes, 2):
-            out = runner.run(["iperf3", "-c", runner.addresses[dst], "-p", str(IPERF_PORT), "-t", str(seconds), "-J"],
-                             f"baseline-iperf3-{src}-{dst}", node=src, timeout=seconds + 30)
-            bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
-            rows.append(Measurement("baseline", "network_bandwidth", bps / 8e6, "MB/s", {"src": src, "dst": dst}))
+            mbs = _iperf3(runner, runner.addresses[dst], str(IPERF_PORT), seconds, f"baseline-iperf3-{src}-{dst}", node=src)
+            rows.append(Measurement("baseline", "network_bandwidth", mbs, "MB/s", {"src": src, "dst": dst}))
     finally:
         for proc in servers.values():
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)  # a server in a pod returns once its pod is gone
     return rows
 
 

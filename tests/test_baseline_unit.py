@@ -1,0 +1,45 @@
+"""The network baseline's client against a server that is not listening yet (a server in a pod
+listens only once its pod runs): a refused connection is tried again, any other error is not.
+The runner is a stand-in that writes what iperf3 would have printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dfslab.workloads import WorkloadError
+from dfslab.workloads import baseline
+
+REFUSED = {"start": {"connected": []}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}
+MEASURED = {"start": {}, "intervals": [], "end": {"sum_received": {"bits_per_second": 8e9}}}
+
+
+class ScriptedRunner:
+    def __init__(self, raw_dir: Path, replies: list[dict]):
+        self.raw_dir, self.replies, self.calls = raw_dir, list(replies), []
+
+    def run(self, argv, name, node="client", timeout=600, check=True):
+        self.calls.append((argv[:3], node, check))
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        (self.raw_dir / f"{name}.txt").write_text(json.dumps(self.replies.pop(0)))
+        return ""  # iperf3 exited non-zero: the output is only in raw/
+
+
+def test_a_refused_connection_is_tried_again_until_the_server_listens(tmp_path, monkeypatch):
+    monkeypatch.setattr(baseline.time, "sleep", lambda s: None)
+    runner = ScriptedRunner(tmp_path, [REFUSED, REFUSED, MEASURED])
+    assert baseline._iperf3(runner, "10.0.0.2", "5201", 3, "b", node="node1") == 1000.0
+    assert runner.calls == [(["iperf3", "-c", "10.0.0.2"], "node1", False)] * 3
+
+
+def test_another_error_or_a_server_that_never_listens_fails_with_its_message(tmp_path, monkeypatch):
+    monkeypatch.setattr(baseline.time, "sleep", lambda s: None)
+    runner = ScriptedRunner(tmp_path, [{"error": "unable to connect to server: No route to host"}])
+    with pytest.raises(WorkloadError, match="No route to host; output in raw/b.txt"):
+        baseline._iperf3(runner, "10.0.0.2", "5201", 3, "b")
+    assert len(runner.calls) == 1
+    monkeypatch.setattr(baseline, "CONNECT_WAIT", -1)  # the wait is over at the first refusal
+    with pytest.raises(WorkloadError, match="Connection refused"):
+        baseline._iperf3(ScriptedRunner(tmp_path, [REFUSED]), "10.0.0.2", "5201", 3, "b")
