@@ -184,6 +184,7 @@ class NodeLoss(KubernetesFault):
         runtime = self.cluster.runtime
         paths = runtime.node_paths(target)
         containerd, kubelet = record["daemons"]
+        since = time.time() - 1  # API times are in whole seconds
         for d in (containerd, kubelet):
             runtime.procs.exited(d["name"])  # reap our children
         paths.socket.unlink(missing_ok=True)  # the killed containerd's socket (its own state directory)
@@ -193,9 +194,19 @@ class NodeLoss(KubernetesFault):
         runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"), meta=kubelet["meta"])
         core = self.core()
 
+        # A short loss leaves the API's view as it was (the node is NotReady only after 40 s of
+        # silence): what counts is what the new kubelet reported, since the undo began.
+        def fresh(when) -> bool:
+            return when is not None and when.timestamp() >= since
+
         def back() -> bool:
             node = core.read_node(target)
-            ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
-            pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={target}").items
-            return ready and all(running_ready(p) for p in pods if p.status.phase not in ("Succeeded", "Failed"))
+            ready = any(c.type == "Ready" and c.status == "True" and fresh(c.last_heartbeat_time)
+                        for c in node.status.conditions or [])
+            pods = [p for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={target}").items
+                    if p.status.phase not in ("Succeeded", "Failed")]
+            # every container of the node died with it: each must run again, started after the undo
+            restarted = all(c.state and c.state.running and fresh(c.state.running.started_at)
+                            for p in pods for c in p.status.container_statuses or [])
+            return ready and restarted and all(running_ready(p) for p in pods)
         self.wait(back, f"node {target} Ready and its pods running again")
