@@ -59,8 +59,9 @@ class FaultRun:
     def finish(self, timed, samples) -> None:
         for fault, _ in timed:
             fault.join()
+        waited_from = time.time()
         recover = wait_recovered(self.attached, self.integrity.recovery_timeout)
-        healed_at = time.time() if recover is not None else None
+        healed_at = waited_from + recover if recover is not None else None  # healthy from then on
         self.unhealed = None if recover is not None else self._health_summary()
         writer = timed[0][1]
         writer.stop()

@@ -84,15 +84,30 @@ class Writer:
         return [entry for entry in lines if entry.get("op") == "ack"]
 
 
-def wait_recovered(cluster: Attached, timeout: float) -> float | None:
-    """Seconds until the backend reports full health, or None on timeout."""
+# Health must hold this long to count as recovered: right after a cut link comes back, Ceph may
+# still mark the OSD down on its peers' queued failure reports, or report the ops it held.
+STABLE_S = 5.0
+
+
+def wait_recovered(cluster: Attached, timeout: float, stable: float = STABLE_S) -> float | None:
+    """Seconds until the backend reports full health and keeps it for `stable` s (counted from the
+    first healthy answer of that stretch), or None on timeout."""
     start = time.time()
-    while time.time() - start < timeout:
+    healthy_since = None
+    while time.time() - start < timeout + stable:
         try:
-            if cluster.backend.healthy():
-                return time.time() - start
+            ok = cluster.backend.healthy()
         except Exception:
-            pass  # MONs electing, MGR restarting: keep asking
+            ok = False  # MONs electing, MGR restarting: keep asking
+        now = time.time()
+        if not ok:
+            healthy_since = None
+            if now - start >= timeout:
+                return None
+        elif healthy_since is None:
+            healthy_since = now
+        elif now - healthy_since >= stable:
+            return healthy_since - start
         time.sleep(1)
     return None
 
