@@ -35,6 +35,19 @@ EXPERIMENT = {
 }
 
 
+def _faults_under_write_load(k8s: Path, name: str, faults: list[dict]) -> tuple[Path, list[dict]]:
+    """An experiment run against the module's cluster: `faults` during 20 s of rados bench write
+    (4 threads × 1 MiB); its run directory and fault events."""
+    exp = k8s / f"{name}.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": name, "cluster": SPEC, "baselines": {"network": False, "disk": False},
+        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
+        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+        "faults": faults}))
+    run, _ = run_against(exp, NAME)
+    return run, json.loads((run / "faults.json").read_text())
+
+
 def _runtime_and_api():
     from dfslab.runtime import attach_runtime
     from dfslab.runtime.kubernetes.control import api_client
@@ -195,14 +208,8 @@ def test_every_other_workload_kind_runs_as_jobs_with_the_local_runtimes_metrics(
 def test_a_deleted_osd_pod_comes_back_and_no_acknowledged_write_is_lost(k8s):
     """fault pod during rados bench write: Rook's Deployment makes a new pod, the cluster
     returns to HEALTH_OK, and every checksummed object the writer got acknowledged reads back."""
-    exp = k8s / "fault.yaml"
-    exp.write_text(yaml.safe_dump({
-        "name": "t-k8s-fault", "cluster": SPEC, "baselines": {"network": False, "disk": False},
-        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
-        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
-        "faults": [{"kind": "pod", "target": "osd.1", "during": 0, "at": "4s", "duration": "5s"}]}))
-    run, out = run_against(exp, NAME)
-    events = json.loads((run / "faults.json").read_text())
+    run, events = _faults_under_write_load(
+        k8s, "t-k8s-fault", [{"kind": "pod", "target": "osd.1", "during": 0, "at": "4s", "duration": "5s"}])
     assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "osd.1", None)], events
     assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
     integrity = json.loads((run / "integrity.json").read_text())
@@ -226,15 +233,9 @@ def test_a_drained_node_under_a_stopped_operator_recovers_and_no_acknowledged_wr
     on_node3 = [p.metadata.labels["ceph_daemon_id"] for p in
                 core.list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-osd").items if p.spec.node_name == "node3"]
     assert len(on_node3) == 1, on_node3
-    exp = k8s / "faults-k8s.yaml"
-    exp.write_text(yaml.safe_dump({
-        "name": "t-k8s-drain", "cluster": SPEC, "baselines": {"network": False, "disk": False},
-        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
-        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
-        "faults": [{"kind": "operator", "target": "rook", "during": 0, "at": "2s", "duration": "25s"},
-                   {"kind": "drain", "target": "node3", "during": 0, "at": "4s", "duration": "10s"}]}))
-    run, out = run_against(exp, NAME)
-    events = json.loads((run / "faults.json").read_text())
+    run, events = _faults_under_write_load(k8s, "t-k8s-drain", [
+        {"kind": "operator", "target": "rook", "during": 0, "at": "2s", "duration": "25s"},
+        {"kind": "drain", "target": "node3", "during": 0, "at": "4s", "duration": "10s"}])
     assert [(e["kind"], e["target"], e["error"]) for e in events] == [("operator", "rook", None), ("drain", "node3", None)], events
     assert all(e["recover_s"] is not None for e in events) and events[1]["acknowledged_writes"] > 0, events
     integrity = json.loads((run / "integrity.json").read_text())
@@ -256,14 +257,8 @@ def test_a_cut_link_partitions_a_node_of_the_local_kubernetes_and_no_acknowledge
     """The local runtime's link faults on a Kubernetes node's namespace: node2's link cut for
     10 s during rados bench write (its OSD and kubelet unreachable alike), then up again: the
     node stays a Ready Kubernetes node, HEALTH_OK, nothing lost."""
-    exp = k8s / "partition.yaml"
-    exp.write_text(yaml.safe_dump({
-        "name": "t-k8s-partition", "cluster": SPEC, "baselines": {"network": False, "disk": False},
-        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
-        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
-        "faults": [{"kind": "partition", "target": "node2", "during": 0, "at": "3s", "duration": "10s"}]}))
-    run, out = run_against(exp, NAME)
-    events = json.loads((run / "faults.json").read_text())
+    run, events = _faults_under_write_load(
+        k8s, "t-k8s-partition", [{"kind": "partition", "target": "node2", "during": 0, "at": "3s", "duration": "10s"}])
     assert [(e["kind"], e["target"], e["error"]) for e in events] == [("partition", "node2", None)], events
     assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
     integrity = json.loads((run / "integrity.json").read_text())
@@ -300,14 +295,8 @@ def test_a_lost_node_comes_back_with_its_pods_and_no_acknowledged_write_is_lost(
     restarts = lambda: sum(c.restart_count for p in core.list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-osd").items  # noqa: E731
                            if p.spec.node_name == node for c in p.status.container_statuses or [])
     before = restarts()
-    exp = k8s / "nodeloss.yaml"
-    exp.write_text(yaml.safe_dump({
-        "name": "t-k8s-nodeloss", "cluster": SPEC, "baselines": {"network": False, "disk": False},
-        "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
-        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
-        "faults": [{"kind": "nodeloss", "target": node, "during": 0, "at": "3s", "duration": "10s"}]}))
-    run, out = run_against(exp, NAME)
-    events = json.loads((run / "faults.json").read_text())
+    run, events = _faults_under_write_load(
+        k8s, "t-k8s-nodeloss", [{"kind": "nodeloss", "target": node, "during": 0, "at": "3s", "duration": "10s"}])
     assert [(e["kind"], e["target"], e["error"]) for e in events] == [("nodeloss", node, None)], events
     assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events
     integrity = json.loads((run / "integrity.json").read_text())
