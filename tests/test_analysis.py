@@ -48,3 +48,14 @@ def test_cpu_during_an_interval():
     assert cpu_during(samples, 0.5, 2.5) == 70.0
     assert cpu_during(samples, 10, 20) is None
     assert cpu_during(samples, 1.2, 1.4) == 90.0  # shorter than the interval: the sample that covers it
+
+
+def test_the_disk_limit_is_one_disk_or_the_nodes_disks_summed():
+    one = [{"workload": "baseline", "metric": "disk_write_bandwidth", "value": 800.0, "params": {}}]
+    assert Limits.from_rows(one, 3).disk_write == 800.0
+    per_node = [{"workload": "baseline", "metric": "disk_write_bandwidth", "value": v, "params": {"node": n}}
+                for n, v in (("node1", 500.0), ("node2", 300.0), ("node3", 200.0))]
+    limits = Limits.from_rows(per_node, 3)
+    assert limits.disk_write == 1000.0 and limits.disk_read is None
+    # three replicas of 300 MB/s land on three nodes' disks: 90 % of what they take together
+    assert bottleneck(300.0, "MB/s", "write", 10.0, limits)["fractions"]["disk"] == pytest.approx(0.9)

@@ -43,3 +43,38 @@ def test_another_error_or_a_server_that_never_listens_fails_with_its_message(tmp
     monkeypatch.setattr(baseline, "CONNECT_WAIT", -1)  # the wait is over at the first refusal
     with pytest.raises(WorkloadError, match="Connection refused"):
         baseline._iperf3(ScriptedRunner(tmp_path, [REFUSED]), "10.0.0.2", "5201", 3, "b")
+
+
+class LocalRunner:
+    """Runs fio here for real, recording which node each run was meant for."""
+
+    def __init__(self, raw_dir: Path, nodes: list[str], disk_per_node: bool, scratch: Path):
+        self.raw_dir, self.nodes, self.disk_per_node, self.scratch = raw_dir, nodes, disk_per_node, scratch
+        self.storage, self.calls = None, []
+
+    def run(self, argv, name, node="client", timeout=600, check=True):
+        import subprocess
+        self.calls.append((name, node, [a for a in argv if a.startswith(("--directory", "--unlink"))]))
+        return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=timeout).stdout
+
+
+def test_the_disk_baseline_runs_on_each_node_that_has_its_own_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(baseline, "DISK_JOBS", {"write": dict(rw="write", bs="1M", iodepth=4)})
+    monkeypatch.setattr(baseline, "fio_argv", _small(baseline.fio_argv))
+    shared = LocalRunner(tmp_path / "raw", ["node1", "node2"], False, tmp_path / "scratch")
+    rows = baseline.disk(shared, 1)
+    assert [(r.metric, r.params) for r in rows] == [("disk_write_bandwidth", {}), ("disk_write_iops", {})]
+    assert [c[1] for c in shared.calls] == ["client"]
+    own = LocalRunner(tmp_path / "raw", ["node1", "node2"], True, tmp_path / "scratch")
+    rows = baseline.disk(own, 1)
+    assert sorted({r.params["node"] for r in rows}) == ["node1", "node2"] and all(r.value > 0 for r in rows)
+    assert [(c[0], c[1]) for c in own.calls] == [("baseline-fio-write-node1", "node1"), ("baseline-fio-write-node2", "node2")]
+    # fio removes its files in the Job's emptyDir: nothing to carry back, nothing left on the node
+    assert all(f"--directory={tmp_path / 'raw' / ('baseline-disk-' + c[1])}" in c[2] and "--unlink=1" in c[2]
+               for c in own.calls)
+    assert sorted(p.name for p in (tmp_path / "raw").iterdir()) == []
+
+
+def _small(fio_argv):
+    """fio_argv with a 16 MiB file instead of 512 MiB (the test's disk is this machine's)."""
+    return lambda name, **options: fio_argv(name, **{**options, "size": "16M"})

@@ -35,15 +35,15 @@ EXPERIMENT = {
 }
 
 
-def _faults_under_write_load(k8s: Path, name: str, faults: list[dict]) -> tuple[Path, list[dict]]:
-    """An experiment run against the module's cluster: `faults` during 20 s of rados bench write
+def _faults_under_write_load(k8s: Path, name: str, faults: list[dict], seconds: int = 20) -> tuple[Path, list[dict]]:
+    """An experiment run against the module's cluster: `faults` during `seconds` of rados bench write
     (4 threads × 1 MiB). Every fault injected and undone without error, the cluster healthy
     again, nothing acknowledged lost or corrupt; returns the run directory and fault events."""
     exp = k8s / f"{name}.yaml"
     exp.write_text(yaml.safe_dump({
         "name": name, "cluster": SPEC, "baselines": {"network": False, "disk": False},
         "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
-        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": seconds, "threads": 4, "object_size": "1MiB"}],
         "faults": faults}))
     run, _ = run_against(exp, NAME)
     events = json.loads((run / "faults.json").read_text())
@@ -281,8 +281,9 @@ def test_a_cut_link_partitions_a_node_of_the_local_kubernetes_and_no_acknowledge
 
 def test_a_lost_node_comes_back_with_its_pods_and_no_acknowledged_write_is_lost(k8s):
     """nodeloss: a node's kubelet, containerd and pods' processes killed at once during rados
-    bench write (Ceph loses its OSD there); the undo starts containerd and kubelet again and the
-    node's pods run again (a restart each), then HEALTH_OK and nothing lost."""
+    bench write (Ceph loses its OSD there), for longer than Kubernetes' 40 s node grace, so the
+    API marks the node and its pods; the undo starts containerd and kubelet again and the node's
+    pods run again (a restart each), then HEALTH_OK and nothing lost."""
     from kubernetes import client
     _, api = _runtime_and_api()
     core = client.CoreV1Api(api)
@@ -294,8 +295,14 @@ def test_a_lost_node_comes_back_with_its_pods_and_no_acknowledged_write_is_lost(
                            if p.spec.node_name == node for c in p.status.container_statuses or [])
     before = restarts()
     run, events = _faults_under_write_load(
-        k8s, "t-k8s-nodeloss", [{"kind": "nodeloss", "target": node, "during": 0, "at": "3s", "duration": "10s"}])
-    print("nodeloss:", node, events[0].get("detect_s"), events[0]["recover_s"], events[0]["undo_s"], events[0]["acknowledged_writes"])
+        k8s, "t-k8s-nodeloss", [{"kind": "nodeloss", "target": node, "during": 0, "at": "3s", "duration": "50s"}],
+        seconds=60)
+    print("nodeloss:", node, events[0].get("detect_s"), events[0]["recover_s"], events[0]["undo_s"],
+          events[0]["acknowledged_writes"], events[0].get("seen"))
+    # 50 s of silence: the node controller had marked the node Unknown and its pods not ready
+    seen = events[0]["seen"]
+    assert seen.startswith("node Ready=Unknown tainted unreachable;") and " 0 of " not in seen, seen
+    assert seen in (run / "report.html").read_text()
     # the undo waits for the node and its pods: recovery counts from the undo's start, and holds that wait
     assert events[0]["recover_s"] >= events[0]["undo_s"] > 1, events
     assert restarts() > before  # the OSD's container died with the node and was started again

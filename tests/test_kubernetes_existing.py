@@ -109,7 +109,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         exp = host / "exp.yaml"
         exp.write_text(yaml.safe_dump({
             "name": "t-k8s-yours-exp", "cluster": _spec(), "repetitions": 1,
-            "baselines": {"network": False, "disk": False},
+            "baselines": {"network": True, "disk": True, "seconds": 2},
             "workloads": [{"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 8},
                           {"type": "fio", "target": ["rbd", "rados"], "rw": ["write"], "bs": "1MiB", "size": "32MiB",
                            "seconds": 2}]}))
@@ -121,6 +121,14 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         assert {("radosbench", "bandwidth", "write"), ("radosbench", "bandwidth", "seq"),
                 ("fio", "bandwidth", "rbd"), ("fio", "bandwidth", "rados")} <= metrics, (sorted(metrics), out)
         assert all(float(r["value"]) > 0 for r in rows if r["metric"] == "bandwidth")
+        # baselines on your nodes: iperf3 between every pair (servers as Deployments), fio on each
+        # node's own disk (a Job's emptyDir there), each row naming its node
+        base = [(r["metric"], p) for r, p in zip(rows, params) if r["workload"] == "baseline"]
+        pairs = {frozenset((p["src"], p["dst"])) for m, p in base if m == "network_bandwidth"}
+        assert len(pairs) == 6 and set().union(*pairs) == {"node1", "node2", "node3", "client"}, (base, out)
+        assert sorted(p["node"] for m, p in base if m == "disk_write_bandwidth") == ["node1", "node2", "node3"], base
+        assert not list(run.glob("raw/baseline-disk-*"))  # fio's files were removed in the pods
+        assert "% of disk" in (run / "report.html").read_text()  # the bottleneck lines weigh those disks
         # fio's bandwidth logs were written in the pods and came back through the Jobs' logs
         assert list(run.glob("raw/**/bw*.log")) or list(run.glob("**/bw*.log")), sorted(str(p) for p in run.rglob("*"))
         jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]

@@ -104,6 +104,16 @@ def test_every_workload_measured_with_units(run_dir):
         {(c, op) for c in (1, 2) for op in ("write", "read")}
 
 
+def test_filegrid_reads_through_a_client_that_did_not_write_the_files(run_dir):
+    """The writing ceph-fuse keeps the files' data in its own cache (drop_caches leaves it): the
+    read goes through a second, new ceph-fuse on the client, unmounted after each read."""
+    reads, writes = sorted((run_dir / "raw").glob("filegrid-*-read-r*.cmd")), sorted((run_dir / "raw").glob("filegrid-*-write-r*.cmd"))
+    assert len(reads) == len(writes) == 8
+    assert all("/cephfs-client.fresh/dfslab-fio" in p.read_text() for p in reads), reads[0].read_text()
+    assert all("/cephfs-client/dfslab-fio" in p.read_text() for p in writes), writes[0].read_text()
+    assert not [line for line in Path("/proc/mounts").read_text().splitlines() if "cephfs-client.fresh" in line]
+
+
 def test_results_are_plausible_against_baselines(run_dir):
     rows = load_rows(run_dir)
     link = max(r["value"] for r in rows if r["metric"] == "network_bandwidth" and "client" in r["params"].values())

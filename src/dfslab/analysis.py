@@ -111,8 +111,18 @@ class Limits:
     def from_rows(cls, rows: list[dict[str, Any]], replicas: float) -> "Limits":
         base = [r for r in rows if r["workload"] == "baseline"]
         client = [r["value"] for r in base if r["metric"] == "network_bandwidth" and "client" in (r["params"].get("src"), r["params"].get("dst"))]
-        pick = lambda m: next((r["value"] for r in base if r["metric"] == m), None)  # noqa: E731
-        return cls(max(client) if client else None, pick("disk_read_bandwidth"), pick("disk_write_bandwidth"), replicas)
+        return cls(max(client) if client else None, _disk(base, "disk_read_bandwidth"),
+                   _disk(base, "disk_write_bandwidth"), replicas)
+
+
+def _disk(base: list[dict[str, Any]], metric: str) -> float | None:
+    """The cluster's disk bandwidth: this machine's one disk, or where each node has its own
+    (rows labelled with a node) their sum, as the replicas of a write land on different nodes."""
+    per_node: dict[str, float] = {}
+    for r in base:
+        if r["metric"] == metric:
+            per_node.setdefault(r["params"].get("node", ""), r["value"])
+    return sum(per_node.values()) if per_node else None
 
 
 def busiest_cpu(series: dict[str, list[tuple[float, float]]]) -> list[tuple[float, float]]:
@@ -149,7 +159,8 @@ def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limi
             fractions["link"] = value / limits.client_link
         disk_limit = limits.disk_write if op == "write" else limits.disk_read
         if disk_limit:
-            # Every replica of a write lands on this one machine's disk.
+            # Every replica of a write lands on a disk the baseline measured (this machine's one
+            # disk, or the nodes' disks summed).
             fractions["disk"] = value * (limits.replicas if op == "write" else 1) / disk_limit
     # Beating a measured limit means the data did not go through that resource (it came from a
     # cache); such a resource cannot be what holds the result back.

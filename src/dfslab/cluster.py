@@ -218,7 +218,8 @@ class Attached:
         env = {**self.env, RUN_DIR_ENV: str(raw_dir.parent.resolve())}
         return Runner(self.runtime.job_command, env, raw_dir, mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
-                      clients=self.spec.client_names(),
+                      clients=self.spec.client_names(), disk_per_node=self.runtime.disk_per_node,
+                      fresh_client=None if self.runtime.mounts_per_job else self.backend.fresh_client,
                       storage=self.backend)
 
     def close(self) -> None:

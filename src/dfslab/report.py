@@ -50,9 +50,9 @@ kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ integrity.lost_names|join(', ') }}{% endif %}
 {% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
 <table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>in effect after (s)</th><th>undone (s)</th><th>detected after (s)</th>
-<th>recovered after undo began (s)</th><th>undo took (s)</th><th class="l">writes blocked</th><th>writes acked while in effect</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
+<th>recovered after undo began (s)</th><th>undo took (s)</th><th class="l">seen before the undo</th><th class="l">writes blocked</th><th>writes acked while in effect</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.in_effect }}</td><td>{{ f.t_undo }}</td>
-<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.undo_took }}</td><td class="l {{ 'warn' if f.blocked_flag else '' }}">{{ f.blocked }}</td><td>{{ f.acked }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
+<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.undo_took }}</td><td class="l">{{ f.seen }}</td><td class="l {{ 'warn' if f.blocked_flag else '' }}">{{ f.blocked }}</td><td>{{ f.acked }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
 </table>
 <p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
 the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
@@ -411,6 +411,7 @@ def _fault_row(f: dict[str, Any], t0: float) -> dict[str, Any]:
             "t_inject": fmt(f["inject"] - t0 if f.get("inject") else None),
             "t_undo": fmt(f["undo"] - t0 if f.get("undo") else None),
             "detect": fmt(f.get("detect_s")), "recover": fmt(f.get("recover_s")), "undo_took": fmt(f.get("undo_s")),
+            "seen": f.get("seen") or "",
             "before": fmt(f.get("throughput_before")), "during": fmt(f.get("throughput_during")),
             "fraction": fmt(f.get("throughput_fraction"), "{:.0%}"),
             "lat_before": fmt(f.get("latency_before_ms")), "lat_during": fmt(f.get("latency_during_ms")),

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .registry import backend_class_of
 
@@ -34,6 +34,7 @@ class PreflightError(BackendError):
 
 
 # What workloads run against; a backend offers some of them (`Backend.targets_for`).
+FRESH = "fresh"  # the instance name of a second, new client of a filesystem (Backend.fresh_client)
 TARGETS = {"fs": "a POSIX mount", "rados": "RADOS pools", "rbd": "RBD images", "gfapi": "libgfapi",
            "confine": "storage built on some servers only (a pool or a file system)"}
 
@@ -141,6 +142,14 @@ class Backend(ABC):
     def mount(self, node: str) -> Path:
         """A POSIX mount of the filesystem on `node` (made on first use, undone by `down`)."""
         raise BackendError(f"{self.name} has no POSIX mount")
+
+    @contextmanager
+    def fresh_client(self, node: str) -> Iterator[Path | None]:
+        """A second client of the filesystem on `node`, new for the `with` block, for a read that
+        must reach the servers: a FUSE client keeps file data in its own process (ceph-fuse's
+        object cacher, glusterfs' io-cache), which drop_caches does not empty. None: this
+        filesystem's mount caches only in the kernel (drop_caches is enough)."""
+        yield None
 
     def client_env(self) -> dict[str, str]:
         """Environment for the backend's tools run on the client node."""

@@ -72,8 +72,9 @@ class Fault(ABC):
         return {**known, **options}
 
     @abstractmethod
-    def undo(self, target: str, record: dict[str, Any]) -> None:
-        """Put `target` back as it was."""
+    def undo(self, target: str, record: dict[str, Any]) -> str | None:
+        """Put `target` back as it was; may return what the system showed of the fault just
+        before the undo (a node loss: whether Kubernetes had marked the node and its pods)."""
 
 # Kinds every cluster has; a filesystem's own kinds come from its package (registry.faults_of).
 GENERIC_FAULTS = {
@@ -140,9 +141,10 @@ def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injecte
     return done
 
 
-def undo(cluster: Attached, injected: dict[str, Any]) -> None:
-    fault_class(injected["kind"])(cluster).undo(injected["target"], injected["record"])
+def undo(cluster: Attached, injected: dict[str, Any]) -> str | None:
+    seen = fault_class(injected["kind"])(cluster).undo(injected["target"], injected["record"])
     cluster.state.remove_resource("faults", injected)
+    return seen
 
 
 def active(cluster: Attached) -> list[dict[str, Any]]:

@@ -162,7 +162,31 @@ class NodeLoss(KubernetesFault):
             runtime.signal_process(proc, signal.SIGKILL)
         killed = self._kill_pods(target)
         from .daemon import restartable
-        return {"node": target, "daemons": [restartable(containerd), restartable(kubelet)], "killed": killed}
+        return {"node": target, "daemons": [restartable(containerd), restartable(kubelet)], "killed": killed,
+                "pods": self._pod_identities(target)}
+
+    def _pods_on(self, core, target: str) -> list:
+        return [p for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={target}").items
+                if p.status.phase not in ("Succeeded", "Failed")]
+
+    def _pod_identities(self, target: str) -> list[dict[str, Any]]:
+        """What ran on the node, by the labels that find a successor: a loss longer than the
+        pods' toleration (300 s) has them evicted, and their controllers make new pods."""
+        return [{"namespace": p.metadata.namespace, "labels": _identity(p.metadata.labels or {})}
+                for p in self._pods_on(self.core(), target) if _identity(p.metadata.labels or {})]
+
+    def _seen(self, core, target: str) -> str:
+        """Kubernetes' view of the lost node just before the undo: after 40 s of silence the
+        node's Ready is Unknown and its pods not ready; after the pods' 300 s toleration they
+        are evicted (being deleted, their successors Pending)."""
+        node = core.read_node(target)
+        ready = next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "?")
+        pods = self._pods_on(core, target)
+        unready = sum(not running_ready(p) for p in pods)
+        evicted = sum(p.metadata.deletion_timestamp is not None for p in pods)
+        taints = sorted(t.key.rsplit("/", 1)[-1] for t in node.spec.taints or [] if t.effect == "NoExecute")
+        return (f"node Ready={ready}{' tainted ' + ','.join(taints) if taints else ''}; "
+                f"{unready} of {len(pods)} pods not ready, {evicted} evicted")
 
     def _kill_pods(self, target: str) -> int:
         """Every process of the node's containers, and their shims (containerd's children, marked as
@@ -179,11 +203,13 @@ class NodeLoss(KubernetesFault):
                 pass
         return len(pids)
 
-    def undo(self, target: str, record: dict[str, Any]) -> None:
+    def undo(self, target: str, record: dict[str, Any]) -> str:
         from ..runtime.kubernetes import node as knode
         runtime = self.cluster.runtime
         paths = runtime.node_paths(target)
         containerd, kubelet = record["daemons"]
+        core = self.core()
+        seen = self._seen(core, target)
         since = time.time() - 1  # API times are in whole seconds
         for d in (containerd, kubelet):
             runtime.procs.exited(d["name"])  # reap our children
@@ -192,21 +218,28 @@ class NodeLoss(KubernetesFault):
                              meta=containerd["meta"])
         knode.wait_file(paths.socket, f"containerd of {target}", proc.alive)
         runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"), meta=kubelet["meta"])
-        core = self.core()
 
         # A short loss leaves the API's view as it was (the node is NotReady only after 40 s of
         # silence): what counts is what the new kubelet reported, since the undo began.
         def fresh(when) -> bool:
             return when is not None and when.timestamp() >= since
 
+        def started_again(pod) -> bool:
+            return running_ready(pod) and all(c.state and c.state.running and fresh(c.state.running.started_at)
+                                              for c in pod.status.container_statuses or [])
+
         def back() -> bool:
             node = core.read_node(target)
             ready = any(c.type == "Ready" and c.status == "True" and fresh(c.last_heartbeat_time)
                         for c in node.status.conditions or [])
-            pods = [p for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={target}").items
-                    if p.status.phase not in ("Succeeded", "Failed")]
-            # every container of the node died with it: each must run again, started after the undo
-            restarted = all(c.state and c.state.running and fresh(c.state.running.started_at)
-                            for p in pods for c in p.status.container_statuses or [])
-            return ready and restarted and all(running_ready(p) for p in pods)
+            pods = self._pods_on(core, target)
+            # every container of the node died with it: each must run again, started after the
+            # undo, and each daemon that ran there must run there again (an evicted one: its
+            # successor, scheduled once the node is back)
+            succeeded = all(any(started_again(p) and p.metadata.namespace == old["namespace"]
+                                and all((p.metadata.labels or {}).get(k) == v for k, v in old["labels"].items())
+                                for p in pods)
+                            for old in record.get("pods", []))
+            return ready and succeeded and all(started_again(p) for p in pods)
         self.wait(back, f"node {target} Ready and its pods running again")
+        return seen

@@ -44,8 +44,10 @@ class TimedFault:
             # Recovery counts from here: an undo may itself wait for the system to come back (a
             # lost node's kubelet and pods), and that wait is part of recovering, not before it.
             self.events["undo_start"] = time.time()
-            undo(self.cluster, injected.as_dict())
+            seen = undo(self.cluster, injected.as_dict())
             self.events["undo"] = time.time()
+            if seen:
+                self.events["seen"] = seen
         except Exception as exc:
             self.events["error"] = str(exc) or repr(exc)
 

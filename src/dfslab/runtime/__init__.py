@@ -32,6 +32,12 @@ class RuntimeError_(RuntimeError):
 class Runtime(ABC):
     kind: str = "?"
     network_per_node: bool = False  # each node its own network stack (ports do not clash across nodes)
+    # Each node writes to a disk of its own (a Kubernetes you run); else every node's data is on
+    # this machine's one disk, and the disk baseline measures that disk once.
+    disk_per_node: bool = False
+    # Each workload step's Job mounts the filesystem itself (runtime kubernetes): no client
+    # outlives a step, so none carries a cache from one step into the next.
+    mounts_per_job: bool = False
 
     def __init__(self, state: ClusterState):
         self.state = state

@@ -12,6 +12,7 @@ import json
 import shlex
 import subprocess
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -62,6 +63,10 @@ class Runner:
     addresses: dict[str, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     clients: list[str] = field(default_factory=lambda: ["client"])
+    disk_per_node: bool = False  # the nodes' disks are their own (Runtime.disk_per_node)
+    # node -> a new second client's mount for a `with` block (Backend.fresh_client); None where
+    # every step's Job mounts anew (runtime kubernetes)
+    fresh_client: Callable[[str], AbstractContextManager[Path | None]] | None = None
     # The cluster's backend: what only the filesystem knows (Backend.fio_target, confine,
     # pool_free_bytes). None for work on this machine alone (baselines).
     storage: Any = None

@@ -8,6 +8,7 @@ import itertools
 import json
 import subprocess
 import time
+from pathlib import Path
 
 from . import Measurement, Runner, WorkloadError
 from .fio import fio_argv, parse_json
@@ -65,22 +66,39 @@ def _between_nodes(runner: Runner, seconds: int) -> list[Measurement]:
 
 
 def disk(runner: Runner, seconds: int) -> list[Measurement]:
+    """fio on the disk that backs the OSDs: once where every node's data is on this machine's
+    disk, on each node where the nodes have disks of their own (rows labelled with the node)."""
+    if runner.disk_per_node:
+        rows = []
+        for node in runner.nodes:
+            rows += _fio_disk(runner, runner.raw_dir / f"baseline-disk-{node}", seconds, node)
+        return rows
     base = runner.storage.disk_baseline_dir() if runner.storage is not None else None
     base = base or runner.scratch
     if base is None:
         raise WorkloadError("no scratch directory for the disk baseline")
-    directory = base / "baseline-disk"
+    return _fio_disk(runner, base / "baseline-disk", seconds)
+
+
+DISK_JOBS = {"write": dict(rw="write", bs="1M", iodepth=16), "read": dict(rw="read", bs="1M", iodepth=16),
+             "randread": dict(rw="randread", bs="4k", iodepth=32)}
+
+
+def _fio_disk(runner: Runner, directory: Path, seconds: int, node: str | None = None) -> list[Measurement]:
+    """The three fio jobs in `directory` (on `node`, else the client). On a node of a Kubernetes
+    you run the directory is the Job's emptyDir, on the kubelet's disk: fio removes its files
+    (`unlink`) so that nothing comes back through the pod's log and nothing stays on the node."""
     directory.mkdir(parents=True, exist_ok=True)
     rows = []
-    jobs = {"write": dict(rw="write", bs="1M", iodepth=16), "read": dict(rw="read", bs="1M", iodepth=16),
-            "randread": dict(rw="randread", bs="4k", iodepth=32)}
-    for label, job in jobs.items():
+    for label, job in DISK_JOBS.items():
         argv = fio_argv(f"baseline-{label}", ioengine="libaio", direct=1, size="512M", runtime=seconds,
-                        time_based=True, directory=str(directory), **job)
-        out = runner.run(argv, f"baseline-fio-{label}", timeout=seconds * 4 + 120)
+                        time_based=True, directory=str(directory), unlink=1 if node else None, **job)
+        out = runner.run(argv, f"baseline-fio-{label}" + (f"-{node}" if node else ""), node=node or "client",
+                         timeout=seconds * 4 + 120)
         for row in parse_json(out, "baseline", {}, 0):
             if row.metric in ("bandwidth", "iops"):
-                rows.append(Measurement("baseline", f"disk_{label}_{row.metric}", row.value, row.unit, {}))
+                rows.append(Measurement("baseline", f"disk_{label}_{row.metric}", row.value, row.unit,
+                                        {"node": node} if node else {}))
     for path in directory.iterdir():
         path.unlink()
     directory.rmdir()

@@ -6,15 +6,16 @@ import ipaddress
 import os
 import shutil
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import psutil
 
 from ...procs import tool_version
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import Backend, BackendError, Chart, PreflightError, Progress, table
+from .. import FRESH, Backend, BackendError, Chart, PreflightError, Progress, table
 from . import client, health, live, mds, mgr, mon, options, osd, pools, tools
 from .conf import CephLayout, render_conf
 from .context import CephContext
@@ -164,6 +165,14 @@ class CephBackend(Backend):
 
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_cephfs(self.ctx, node)
+
+    @contextmanager
+    def fresh_client(self, node: str) -> Iterator[Path | None]:
+        mnt = client.mount_cephfs(self.ctx, node, instance=FRESH)
+        try:
+            yield mnt
+        finally:
+            client.unmount_cephfs(self.ctx, node, FRESH)
 
     def client_env(self) -> dict[str, str]:
         """Environment for ceph/rados tools run on the client node."""

@@ -107,6 +107,7 @@ def pod_subnet(index: int) -> str:
 
 class KubernetesRuntime(LocalNetnsRuntime):
     kind = "kubernetes"
+    mounts_per_job = True
 
     @property
     def home(self) -> Path:

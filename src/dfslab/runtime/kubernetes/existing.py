@@ -35,6 +35,8 @@ def image_pushed(registry: str, local_image: str) -> str:
 class ExistingKubernetesRuntime(Runtime):
     kind = "kubernetes-existing"
     network_per_node = True
+    disk_per_node = True
+    mounts_per_job = True
 
     @property
     def section(self) -> dict:

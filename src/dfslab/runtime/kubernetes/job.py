@@ -202,10 +202,12 @@ def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[st
     }
 
 
-def deployment_manifest(name: str, namespace: str, node: str, image: str, argv: list[str]) -> dict:
+def deployment_manifest(name: str, namespace: str, node: str, image: str, argv: list[str],
+                        pulled: bool = False) -> dict:
     """A Deployment: a server the measured clients talk to (iperf3 -s), kept running by
-    Kubernetes until dfslab deletes it; it mounts nothing and writes nothing back."""
-    template = pod_template(name, node, image, argv, [], {}, restart="Always")
+    Kubernetes until dfslab deletes it; it mounts nothing and writes nothing back. pulled: the
+    image comes from a registry (a Kubernetes you run), not imported into the nodes."""
+    template = pod_template(name, node, image, argv, [], {}, carry_back=pulled, restart="Always")
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "dfslab"}},
@@ -298,14 +300,14 @@ def wait_pod(core, namespace: str, name: str, node: str, done, delete):
         time.sleep(0.5)
 
 
-def serve(rt, api, namespace: str, node: str, name: str, image: str, argv: list[str]) -> int:
+def serve(rt, api, namespace: str, node: str, name: str, image: str, argv: list[str], pulled: bool) -> int:
     """A measuring server as a Deployment: returns 1 if its pod never runs; else it serves until
     dfslab stops it (on_stop deletes the Deployment and waits for the pod to go)."""
     from kubernetes import client
 
     from .objects import running_ready
     apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
-    apps.create_namespaced_deployment(namespace, deployment_manifest(name, namespace, node, image, argv))
+    apps.create_namespaced_deployment(namespace, deployment_manifest(name, namespace, node, image, argv, pulled))
     delete = lambda: apps.delete_namespaced_deployment(name, namespace, propagation_policy="Foreground")  # noqa: E731
     on_stop(core, namespace, name, delete)
     pod = wait_pod(core, namespace, name, node, running_ready, delete)
@@ -342,8 +344,8 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     if shipped_module(argv):
         argv = ship(argv)
     image = info["k8s_images"]["rook"]
-    if is_server(argv) and not carry_back:
-        return serve(rt, api, namespace, node, name, image, argv)
+    if is_server(argv):
+        return serve(rt, api, namespace, node, name, image, argv, pulled=carry_back)
     batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, image, argv, mounts,
                                                         files, dirs, str(cwd), carry_back, info.get("k8s_fuse")))
     on_stop(core, namespace, name, lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground"))
