@@ -149,7 +149,20 @@ class Backend(ABC):
         must reach the servers: a FUSE client keeps file data in its own process (ceph-fuse's
         object cacher, glusterfs' io-cache), which drop_caches does not empty. None: this
         filesystem's mount caches only in the kernel (drop_caches is enough)."""
-        yield None
+        mnt = self.mount_instance(node, FRESH)
+        try:
+            yield mnt
+        finally:
+            if mnt is not None:
+                self.unmount_instance(node, FRESH)
+
+    def mount_instance(self, node: str, instance: str) -> Path | None:
+        """Another client of the filesystem on `node`, named `instance`, beside `mount`'s (None:
+        this filesystem has no client of dfslab's own)."""
+        return None
+
+    def unmount_instance(self, node: str, instance: str) -> None:
+        """Undo `mount_instance`."""
 
     def client_env(self) -> dict[str, str]:
         """Environment for the backend's tools run on the client node."""

@@ -6,16 +6,15 @@ import ipaddress
 import os
 import shutil
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import psutil
 
 from ...procs import tool_version
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import FRESH, Backend, BackendError, Chart, PreflightError, Progress, table
+from .. import Backend, BackendError, Chart, PreflightError, Progress, table
 from . import client, health, live, mds, mgr, mon, options, osd, pools, tools
 from .conf import CephLayout, render_conf
 from .context import CephContext
@@ -166,13 +165,11 @@ class CephBackend(Backend):
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_cephfs(self.ctx, node)
 
-    @contextmanager
-    def fresh_client(self, node: str) -> Iterator[Path | None]:
-        mnt = client.mount_cephfs(self.ctx, node, instance=FRESH)
-        try:
-            yield mnt
-        finally:
-            client.unmount_cephfs(self.ctx, node, FRESH)
+    def mount_instance(self, node: str, instance: str) -> Path:
+        return client.mount_cephfs(self.ctx, node, instance=instance)
+
+    def unmount_instance(self, node: str, instance: str) -> None:
+        client.unmount_cephfs(self.ctx, node, instance)
 
     def client_env(self) -> dict[str, str]:
         """Environment for ceph/rados tools run on the client node."""

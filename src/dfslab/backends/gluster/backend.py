@@ -11,7 +11,7 @@ from ...procs import tool_version
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
-from .. import FRESH, Backend, BackendError, Chart, Confinement, Progress, table
+from .. import Backend, BackendError, Chart, Confinement, Progress, table
 from . import client, glusterd, volume
 from .glusterd import GlusterContext
 
@@ -205,13 +205,11 @@ class GlusterBackend(Backend):
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_volume(self.ctx, node)
 
-    @contextmanager
-    def fresh_client(self, node: str) -> Iterator[Path | None]:
-        mnt = client.mount_volume(self.ctx, node, instance=FRESH)
-        try:
-            yield mnt
-        finally:
-            client.unmount_volume(self.ctx, node, volume.VOLUME, FRESH)
+    def mount_instance(self, node: str, instance: str) -> Path:
+        return client.mount_volume(self.ctx, node, instance=instance)
+
+    def unmount_instance(self, node: str, instance: str) -> None:
+        client.unmount_volume(self.ctx, node, volume.VOLUME, instance)
 
     def on_node(self, node: str, argv: list[str]) -> list[str]:
         """On a server: inside its glusterd's mount namespace, where the gluster CLI finds it."""
