@@ -56,6 +56,18 @@ class KubernetesFault(Fault):
             time.sleep(1)
         raise FaultError(f"{what} not within {timeout:.0f} s; `dfslab status {self.cluster.state.name}` shows the pods")
 
+    def wait_for_nothing_missing(self, missing, what: str, timeout: float = RESTART_TIMEOUT) -> None:
+        """`wait`, naming in its error what was still missing at the deadline."""
+        left: list[str] = []
+
+        def done() -> bool:
+            left[:] = missing()
+            return not left
+        try:
+            self.wait(done, what, timeout)
+        except FaultError as exc:
+            raise FaultError(f"{exc}; still missing: {'; '.join(left[:6])}{' …' if len(left) > 6 else ''}") from None
+
 
 class OperatorDown(KubernetesFault):
     kind = "operator"
@@ -172,7 +184,7 @@ class NodeLoss(KubernetesFault):
     def _pod_identities(self, target: str) -> list[dict[str, Any]]:
         """What ran on the node, by the labels that find a successor: a loss longer than the
         pods' toleration (300 s) has them evicted, and their controllers make new pods."""
-        return [{"namespace": p.metadata.namespace, "labels": _identity(p.metadata.labels or {})}
+        return [{"namespace": p.metadata.namespace, "uid": p.metadata.uid, "labels": _identity(p.metadata.labels or {})}
                 for p in self._pods_on(self.core(), target) if _identity(p.metadata.labels or {})]
 
     def _seen(self, core, target: str) -> str:
@@ -182,7 +194,10 @@ class NodeLoss(KubernetesFault):
         node = core.read_node(target)
         ready = next((c.status for c in node.status.conditions or [] if c.type == "Ready"), "?")
         pods = self._pods_on(core, target)
-        unready = sum(not running_ready(p) for p in pods)
+        # the node controller marks the pods' Ready condition False; their containers' own ready
+        # flags are the silent kubelet's last word, still true
+        unready = sum(not any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+                      for p in pods)
         evicted = sum(p.metadata.deletion_timestamp is not None for p in pods)
         taints = sorted(t.key.rsplit("/", 1)[-1] for t in node.spec.taints or [] if t.effect == "NoExecute")
         return (f"node Ready={ready}{' tainted ' + ','.join(taints) if taints else ''}; "
@@ -228,18 +243,24 @@ class NodeLoss(KubernetesFault):
             return running_ready(pod) and all(c.state and c.state.running and fresh(c.state.running.started_at)
                                               for c in pod.status.container_statuses or [])
 
-        def back() -> bool:
+        def selector(old: dict) -> str:
+            return ",".join(f"{k}={v}" for k, v in old["labels"].items())
+
+        def missing() -> list[str]:
+            """What is not back yet, named, so a wait that times out says what it waited for."""
             node = core.read_node(target)
-            ready = any(c.type == "Ready" and c.status == "True" and fresh(c.last_heartbeat_time)
-                        for c in node.status.conditions or [])
+            gaps = [] if any(c.type == "Ready" and c.status == "True" and fresh(c.last_heartbeat_time)
+                             for c in node.status.conditions or []) else [f"node {target} Ready"]
             pods = self._pods_on(core, target)
             # every container of the node died with it: each must run again, started after the
-            # undo, and each daemon that ran there must run there again (an evicted one: its
-            # successor, scheduled once the node is back)
-            succeeded = all(any(started_again(p) and p.metadata.namespace == old["namespace"]
-                                and all((p.metadata.labels or {}).get(k) == v for k, v in old["labels"].items())
-                                for p in pods)
-                            for old in record.get("pods", []))
-            return ready and succeeded and all(started_again(p) for p in pods)
-        self.wait(back, f"node {target} Ready and its pods running again")
+            # undo, and each daemon that ran there must run again: its own pod restarted, or an
+            # evicted one's successor, wherever it was scheduled (Rook lets its MDS and MGR pods
+            # tolerate an unreachable node for 5 s only; an OSD's successor waits for its node)
+            gaps += [f"pod {p.metadata.namespace}/{p.metadata.name} ({p.status.phase})"
+                     for p in pods if not started_again(p)]
+            gaps += [f"a successor of {old['namespace']}/{selector(old)}" for old in record.get("pods", [])
+                     if not any(running_ready(p) and (p.metadata.uid != old.get("uid") or started_again(p))
+                                for p in core.list_namespaced_pod(old["namespace"], label_selector=selector(old)).items)]
+            return gaps
+        self.wait_for_nothing_missing(missing, f"node {target} Ready and its pods running again")
         return seen

@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -330,14 +331,35 @@ class KubernetesRuntime(LocalNetnsRuntime):
     def _cgroups(container_id: str) -> list[Path]:
         return [c / "k8s.io" / container_id for c in Path("/sys/fs/cgroup").iterdir() if (c / "k8s.io" / container_id).is_dir()]
 
-    def _remove_cgroups(self, containers: list[str]) -> None:
-        """runc leaves a killed container's cgroups behind (empty): remove dfslab's own."""
-        for cid in containers:
-            for cg in self._cgroups(cid):
+    def _remove_cgroups(self, containers: list[str], timeout: float = 15.0) -> None:
+        """runc leaves a killed container's cgroups behind: remove dfslab's own. A process killed a
+        moment ago may still be in its cgroup (rmdir: busy): wait for it. What stays is recorded,
+        so `leftovers` names it once the containerd state that listed it is gone, and the next
+        `down` tries again."""
+        pending = [cg for cid in containers for cg in self._cgroups(cid)]
+        # only ever a container's cgroup (the state file may have been edited by hand)
+        pending += [Path(cg) for cg in self.state.resources("cgroup")
+                    if re.fullmatch(r"/sys/fs/cgroup/[a-z_,]+/k8s\.io/[0-9a-f]{64}", cg) and Path(cg).is_dir()
+                    and Path(cg) not in pending]
+        deadline = time.monotonic() + timeout
+        while pending:
+            for cg in list(pending):
                 try:
                     cg.rmdir()
-                except OSError:  # still has a process: leftovers() reports it
+                    pending.remove(cg)
+                except FileNotFoundError:
+                    pending.remove(cg)
+                except OSError:  # still has a process
                     pass
+            if not pending or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        for cg in self.state.resources("cgroup"):
+            if Path(cg) not in pending:
+                self.state.remove_resource("cgroup", cg)
+        for cg in pending:
+            if str(cg) not in self.state.resources("cgroup"):
+                self.state.add_resource("cgroup", str(cg))
 
     @staticmethod
     def _detach(loop: dict) -> None:
@@ -355,5 +377,6 @@ class KubernetesRuntime(LocalNetnsRuntime):
         for loop in self.state.resources("loop"):
             found.append(f"loop device {loop['device']} ({loop['file']})")
         found += [f"cgroup {cg}" for cid in self.container_ids() for cg in self._cgroups(cid)]
+        found += [f"cgroup {cg}" for cg in self.state.resources("cgroup") if Path(cg).is_dir()]
         found += [f"containerd state {d}" for d in self.state.resources("containerd_state") if Path(d).exists()]
         return found
