@@ -188,7 +188,7 @@ class NodeLoss(KubernetesFault):
                 for p in self._pods_on(self.core(), target) if _identity(p.metadata.labels or {})]
 
     def _seen(self, core, target: str) -> str:
-        """Kubernetes' view of the lost node just before the undo: after 40 s of silence the
+        """Kubernetes' view of the lost node just before the undo: once its lease is 50 s old the
         node's Ready is Unknown and its pods not ready; after the pods' 300 s toleration they
         are evicted (being deleted, their successors Pending)."""
         node = core.read_node(target)
@@ -234,7 +234,7 @@ class NodeLoss(KubernetesFault):
         knode.wait_file(paths.socket, f"containerd of {target}", proc.alive)
         runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"), meta=kubelet["meta"])
 
-        # A short loss leaves the API's view as it was (the node is NotReady only after 40 s of
+        # A short loss leaves the API's view as it was (the node is Unknown only after 50 s of
         # silence): what counts is what the new kubelet reported, since the undo began.
         def fresh(when) -> bool:
             return when is not None and when.timestamp() >= since
