@@ -204,3 +204,32 @@ def test_a_measuring_server_is_a_deployment_that_kubernetes_keeps_running_on_its
     assert spec["restartPolicy"] == "Always" and spec["hostNetwork"] and spec["nodeSelector"] == {"kubernetes.io/hostname": "node2"}
     assert spec["volumes"] == [] and not spec["containers"][0]["securityContext"]["privileged"]
     assert spec["containers"][0]["command"][3:] == ["sh", "iperf3", "-s"]  # sh -c SCRIPT sh ARGV...
+
+
+def test_a_cluster_on_another_clusters_kubernetes_goes_down_first_and_after_it_without_an_api():
+    from dfslab import cluster
+    from dfslab.state import clusters_root, cluster_holding, teardown_order
+    host, guest = ClusterState("t-unit-k8s"), ClusterState("t-unit-yours")
+    host.create({"name": host.name})
+    kubeconfig = host.sub("kubernetes") / "admin.kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    spec = parse_spec({**_spec(str(kubeconfig)), "name": guest.name})
+    guest.create({"name": guest.name, "spec": spec.model_dump(mode="json"), "runtime_kind": "kubernetes-existing"})
+    guest.add_resource("k8s_object", {"apiVersion": "v1", "kind": "Namespace", "name": "dfslab"})
+    try:
+        assert cluster_holding(kubeconfig) == host.name
+        assert cluster_holding(clusters_root() / host.name) is None  # the root itself, not a path in it
+        assert cluster_holding("/etc/kubernetes/admin.conf") is None
+        # `down --all` takes the names sorted; the guest must go while its Kubernetes still answers
+        assert teardown_order(sorted([host.name, guest.name])) == [guest.name, host.name]
+        rt = select_runtime(spec, guest)
+        assert not rt.kubernetes_gone()
+        host.destroy()  # its Kubernetes is down: what the guest made there went with it
+        assert rt.kubernetes_gone()
+        result = cluster.down(guest.name)
+        assert result["refused"] == [] and "took them with it" in result["namespaces"][0]
+        assert not guest.exists() and cluster.leftovers(guest.name) == []
+    finally:
+        for state in (guest, host):
+            if state.exists():
+                state.destroy()

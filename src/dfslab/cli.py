@@ -23,7 +23,7 @@ from .backends import BackendError, backend_class
 from .runtime import RuntimeError_
 from .safety import BadName, check_name
 from .spec import SpecError, load_spec
-from .state import list_clusters
+from .state import list_clusters, teardown_order
 from .units import human_bytes
 
 app = typer.Typer(
@@ -221,16 +221,17 @@ def down(
     directories; a name with no state directory is an error (exit 1), never a guess.
     """
     try:
-        names = list_clusters() if all_ else [name or cluster.resolve_name(None)]
+        names = teardown_order(list_clusters()) if all_ else [name or cluster.resolve_name(None)]
     except USER_ERRORS as exc:
         fail(exc)
     failed = False
     for n in names:
         try:
             result = cluster.down(n)
-        except cluster.ClusterError as exc:
-            console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1)
+        except USER_ERRORS as exc:  # the next cluster may still come down
+            console.print(f"[bold red]error:[/] {n}: {exc}", highlight=False, soft_wrap=True)
+            failed = True
+            continue
         left = cluster.leftovers(n) + result["refused"]
         console.print(f"[green]✓[/] {n}: stopped {len(result['killed'])} process(es), removed "
                       f"{len(result['namespaces'])} resource(s) (namespaces, containers, networks)"

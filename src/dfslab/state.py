@@ -129,6 +129,28 @@ def list_clusters() -> list[str]:
                   if valid_name(p.name) and not p.is_symlink() and (p / "state.json").is_file())
 
 
+def cluster_holding(path: str | os.PathLike) -> str | None:
+    """The dfslab cluster whose state directory `path` lies in (a kubeconfig of the local
+    Kubernetes dfslab started), or None for a path of the user's own."""
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(clusters_root())
+    except ValueError:
+        return None
+    return rel.parts[0] if len(rel.parts) > 1 and valid_name(rel.parts[0]) else None
+
+
+def teardown_order(names: list[str]) -> list[str]:
+    """Clusters that run on another cluster's Kubernetes go before it: once that Kubernetes is
+    down, what they made there is gone with it and cannot be checked any more."""
+    def host(name: str) -> str | None:
+        try:
+            kubeconfig = ClusterState(name).read().get("spec", {}).get("kubernetes", {}).get("kubeconfig")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return cluster_holding(kubeconfig) if kubeconfig else None
+    return sorted(names, key=lambda n: host(n) is None)
+
+
 def valid_name(name: str) -> bool:
     try:
         check_name(name, "cluster")

@@ -303,7 +303,7 @@ class RookCephBackend(CephBackend):
     def release(self) -> list[str]:
         """On your Kubernetes: Rook removes Ceph, with its cleanup policy (it wipes dataDirHostPath
         and the OSD devices dfslab was given), before the runtime deletes the rest."""
-        if not self.existing:
+        if not self.existing or self.runtime.kubernetes_gone():
             return []
         api = self.api()
         ours = [o for o in self.state.resources("k8s_object") if o["kind"] in ROOK_CR_ORDER]

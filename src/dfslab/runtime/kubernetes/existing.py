@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ...spec import ClusterSpec
+from ...state import ClusterState, cluster_holding
 from .. import CLIENT, Runtime, RuntimeError_
 from .objects import internal_ip, namespace_object, node_ready
 from .job import is_admin, ship, shipped_module
@@ -147,6 +148,11 @@ class ExistingKubernetesRuntime(Runtime):
         objs = self.state.resources("k8s_object")
         if not objs:
             return []
+        if self.kubernetes_gone():
+            for obj in objs:
+                self.state.remove_resource("k8s_object", obj)
+            return [f"records of {len(objs)} object(s) on the Kubernetes of cluster {self._host_cluster()}, "
+                    "which is down and took them with it"]
         api = self.api()
         removed = []
         for obj in reversed(objs):
@@ -176,6 +182,15 @@ class ExistingKubernetesRuntime(Runtime):
             if obj not in left:
                 self.state.remove_resource("k8s_object", obj)
         return removed
+
+    def _host_cluster(self) -> str | None:
+        return cluster_holding(self.section["kubeconfig"])
+
+    def kubernetes_gone(self) -> bool:
+        """The local Kubernetes of another dfslab cluster, since torn down: every object dfslab
+        made on it went with its etcd, so there is nothing left to delete (or to reach)."""
+        host = self._host_cluster()
+        return host is not None and host != self.state.name and not ClusterState(host).exists()
 
     def leftovers(self) -> list[str]:
         objs = self.state.resources("k8s_object")

@@ -85,8 +85,9 @@ state = "{paths.containerd_state}"
   # root here lacks CAP_SYS_RESOURCE: containers may not lower their OOM score
   restrict_oom_score_adj = true
   disable_apparmor = true
-  # bridge pods' network namespaces under the node's directory, not the host's /run/netns
-  netns_mounts_under = "{paths.root / 'netns'}"
+  # bridge pods' network namespaces under the node's state directory, not the host's /run/netns
+  # (where a killed node would leave their mount points behind)
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
     runtime_type = "io.containerd.runc.v2"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
