@@ -93,6 +93,17 @@ def ratio_ci95(a: Sequence[float], b: Sequence[float]) -> tuple[float, tuple[flo
     return ratio, (math.exp(diff - half), math.exp(diff + half))
 
 
+def run_means(runs: Sequence[Sequence[float]]) -> list[float]:
+    """Each run as one value, the geometric mean of its repetitions: the unit a comparison of
+    several runs per side counts. Repetitions of one run share its cluster (PG placement, the
+    state of its disk images) and its hour on a shared machine: two runs of one spec 30 min apart
+    differed here by up to a third (rados bench seq 0.67, 0.62-0.73 over repetitions) where
+    repetitions of one run differed by a few percent. Pooling repetitions over runs counts them
+    as independent and makes intervals that miss; tests/test_compare_unit.py simulates both."""
+    return [math.exp(statistics.fmean(math.log(v) for v in run)) if min(run) > 0 else statistics.fmean(run)
+            for run in runs]
+
+
 def excludes_one(interval: tuple[float, float] | None) -> bool:
     """Whether a ratio's interval says the two sides differ (no interval: it cannot say)."""
     return bool(interval and (interval[0] > 1 or interval[1] < 1))

@@ -81,9 +81,9 @@ interval of best / runner-up excludes 1; otherwise no setting beat the noise. <c
 </table>{% for f in settings_figures %}<figure>{{ f.svg }}<figcaption>{{ f.caption }}</figcaption></figure>{% endfor %}{% endif %}
 {% if comparison %}<h2>{% set what = comparison.what or "runtime" %}{{ what|capitalize }} {{ comparison.runtime }} against {{ what }} {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
-against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code> (repetitions of one runtime's runs pooled).
+against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code>.
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>{% if comparison.untested %};
-{{ comparison.untested }} could not be tested (fewer than 2 repetitions){% endif %}.
+{{ comparison.untested }} could not be tested (fewer than 2 repetitions or runs){% endif %}.
 The table shows the headline metrics; <code>comparison.json</code> has every one.</p>
 <table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
 <th>B ({{ comparison.runtime }})</th><th>B/A</th><th>95 % interval</th><th></th></tr>
