@@ -1,5 +1,6 @@
 """Comparisons across runs: one run against another, or each runtime's runs pooled (ABBA)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,17 @@ def by_metric(runs: list[Path]) -> dict[int, list[float]]:
         for r in RunDir(run).rows():
             values.setdefault(r["params"]["bs"], []).append(r["value"])
     return values
+
+
+def test_the_cli_compares_several_runs_per_side_over_runs(tmp_path):
+    from typer.testing import CliRunner
+
+    from dfslab.cli import app
+    a = [run_with(tmp_path, f"a{i}", [100 + i, 101 + i, 99 + i]) for i in range(2)]
+    b = [run_with(tmp_path, f"b{i}", [150 + i, 151 + i, 149 + i]) for i in range(2)]
+    res = CliRunner().invoke(app, ["compare", ",".join(map(str, a)), ",".join(map(str, b)), "--json"])
+    assert res.exit_code == 0, res.output
+    [row] = json.loads(res.output)
+    assert row["over"] == "runs" and row["runs_a"] == row["runs_b"] == 2 and row["significant"]
+    res = CliRunner().invoke(app, ["compare", f"{a[0]},{tmp_path / 'missing'}", str(b[0])])
+    assert res.exit_code != 0 and "missing is not a run directory" in res.output

@@ -455,20 +455,32 @@ def runs(
 
 @app.command()
 def compare(
-    run_a: Path = typer.Argument(..., help="baseline run directory"),
-    run_b: Path = typer.Argument(..., help="run to compare with it"),
+    run_a: str = typer.Argument(..., help="baseline run directory, or several runs of the same thing joined by commas "
+                                          "(runs/a1,runs/a2)"),
+    run_b: str = typer.Argument(..., help="run(s) to compare with it, the same way"),
     as_json: bool = typer.Option(False, "--json"),
     all_metrics: bool = typer.Option(False, "--all", help="every metric (latency percentiles, stddevs...), not only the headline ones"),
 ) -> None:
-    """Side by side: B/A per metric with a 95 % interval (Welch t on log values); '*' where it excludes 1."""
+    """Side by side: B/A per metric with a 95 % interval (Welch t on log values); '*' where it excludes 1.
+
+    With one run per side the interval counts that run's repetitions and cannot see how much a fresh cluster at another hour differs; with 2 or more runs per side it counts runs (each run its repetitions' geometric mean), e.g. dfslab compare runs/L1,runs/L2 runs/D1,runs/D2."""
     from .compare import compare_runs
-    for path in (run_a, run_b):
+    side_a, side_b = _run_list(run_a), _run_list(run_b)
+    if as_json:
+        print(json.dumps(compare_runs(side_a, side_b), indent=2))
+        return
+    _print_comparison(side_a, side_b, all_metrics)
+
+
+def _run_list(text: str) -> Path | list[Path]:
+    """'runs/a' or 'runs/a1,runs/a2': one run directory or several, each checked."""
+    paths = [Path(part) for part in text.split(",") if part]
+    if not paths:
+        fail(ValueError("no run directory given: name one (runs/<id>) or several joined by commas"))
+    for path in paths:
         if not (path / "results.csv").exists():
             fail(ValueError(f"{path} is not a run directory with results (no results.csv)"))
-    if as_json:
-        print(json.dumps(compare_runs(run_a, run_b), indent=2))
-        return
-    _print_comparison(run_a, run_b, all_metrics)
+    return paths[0] if len(paths) == 1 else paths
 
 
 def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_metrics: bool = False) -> None:
