@@ -1,4 +1,4 @@
-"""Comparisons across runs: one run against another, or each runtime's runs pooled (ABBA)."""
+"""Comparisons across runs: one run against another, or several runs per side (ABBA), counted per run."""
 
 import json
 from pathlib import Path

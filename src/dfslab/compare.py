@@ -33,10 +33,15 @@ def _per_run(run_rows: list[list[dict[str, Any]]], varying: dict[str, set[str]])
     return out
 
 
+def _flat(runs: list[list[float]]) -> list[float]:
+    """Every repetition of every run, one list."""
+    return [v for run in runs for v in run]
+
+
 def _side(runs: list[list[float]], over_runs: bool) -> list[float]:
     """What an interval counts: each run's geometric mean when both sides have 2 or more runs,
     else the repetitions of the one run (which cannot see run-to-run variation)."""
-    return run_means(runs) if over_runs else [v for run in runs for v in run]
+    return run_means(runs) if over_runs else _flat(runs)
 
 
 def compare_runs(a: Path | list[Path], b: Path | list[Path]) -> list[dict[str, Any]]:
@@ -45,10 +50,11 @@ def compare_runs(a: Path | list[Path], b: Path | list[Path]) -> list[dict[str, A
     ga, gb = _per_run(rows_a, varying), _per_run(rows_b, varying)
     out = []
     for key in sorted(set(ga) & set(gb)):
-        flat_a, flat_b = _side(ga[key], False), _side(gb[key], False)
+        flat_a, flat_b = _flat(ga[key]), _flat(gb[key])
+        ratio, interval = ratio_ci95(flat_a, flat_b)
         over_runs = len(ga[key]) >= 2 and len(gb[key]) >= 2
-        ratio = ratio_ci95(flat_a, flat_b)[0]
-        interval = ratio_ci95(_side(ga[key], over_runs), _side(gb[key], over_runs))[1]
+        if over_runs:
+            interval = ratio_ci95(run_means(ga[key]), run_means(gb[key]))[1]
         workload, params, metric, unit = key
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit,
                     "mean_a": sum(flat_a) / len(flat_a), "mean_b": sum(flat_b) / len(flat_b),
@@ -90,8 +96,9 @@ LOWER_IS_BETTER = ("latency", "time")
 
 def rank_settings(groups: dict[str, list[Path]]) -> list[dict[str, Any]]:
     """For each headline metric, the settings (label -> its runs) from best to worst with mean and
-    95 % interval (over runs when every setting has 2 or more, see `_side`), and a winner only when the best one's ratio to the runner-up has a
-    95 % interval that excludes 1; otherwise no winner (no setting beat the noise)."""
+    95 % interval (over runs when every setting has 2 or more, see `_side`), and a winner only
+    when the best one's ratio to the runner-up has a 95 % interval that excludes 1; otherwise no
+    winner (no setting beat the noise)."""
     rows = {label: _run_rows(runs) for label, runs in groups.items()}
     varying = varying_keys([r for runs in rows.values() for rs in runs for r in rs])
     per_run = {label: _per_run(runs, varying) for label, runs in rows.items()}
