@@ -1,26 +1,41 @@
-# `make demo` and `make test` install what is missing first (scripts/install-deps.sh).
+# `make demo` and `make test` install what is missing first (scripts/install-deps.sh: Debian's
+# packages and the venv). The Kubernetes and Rook build (scripts/build-kubernetes.sh, ~10 min cold,
+# cached after) is only for runtime kubernetes: `make install-deps` runs it, and `make test` runs
+# it in the background beside the tests that do not need it.
 # `make` alone builds the native code: native/cls_dfslab, the object class for query pushdown.
 DFSLAB := .venv/bin/dfslab
-PYTEST := .venv/bin/pytest
+N ?= 3
 
-.PHONY: all native install-deps demo test test-unit clean
+.PHONY: all native install-base install-deps demo test test-unit test-quick test-repeat clean
 
 all: native
 
 native:
 	$(MAKE) -C native/cls_dfslab OUT=$(CURDIR)/build/cls
 
-install-deps:
+install-base:
 	bash scripts/install-deps.sh
 
-demo: install-deps native
+install-deps: install-base
+	bash scripts/build-kubernetes.sh
+
+demo: install-base native
 	$(DFSLAB) run examples/quickstart.yaml
 
-test: install-deps native
-	$(PYTEST) -v -ra tests
+# The whole suite in timed phases, the 30 slowest tests and the totals at the end (docs/testing.md).
+test: install-base native
+	bash scripts/test-suite.sh all
 
-test-unit: install-deps native
-	$(PYTEST) -v -m "not cluster" tests
+# Between changes: the unit tests (under 3 min), or those and one small cluster end to end (under 10).
+test-unit: install-base native
+	bash scripts/test-suite.sh unit
+
+test-quick: install-base native
+	bash scripts/test-suite.sh quick
+
+# The flake hunt: every cluster test N times in a row (default 3); see docs/testing.md.
+test-repeat: install-deps native
+	bash scripts/test-repeat.sh $(N)
 
 clean:
 	-$(DFSLAB) down --all

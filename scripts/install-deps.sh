@@ -54,6 +54,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e '.[test]'
   touch "$stamp"
 fi
-# Kubernetes and Rook binaries (runtime kubernetes): built once from the Go module proxy, cached.
-bash scripts/build-kubernetes.sh
+# The Kubernetes and Rook binaries (runtime kubernetes only) are scripts/build-kubernetes.sh's:
+# `make install-deps` runs it, `make test` runs it beside the tests that do not need it.
 .venv/bin/python -c "import rados, dfslab" && echo "install-deps: ok ($(ceph --version | cut -d' ' -f1-3))"

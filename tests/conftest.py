@@ -15,6 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from leftovers import Snapshot
+
 # Every dfslab process a test starts (CLI subprocesses included) keeps its state here,
 # away from a user's own clusters in /var/lib/dfslab.
 _HOME = tempfile.mkdtemp(prefix="dfslab-test-")
@@ -24,6 +26,9 @@ os.environ["DFSLAB_RUNS"] = str(Path(_HOME) / "runs")
 REPO = Path(__file__).resolve().parent.parent
 DFSLAB = [sys.executable, "-m", "dfslab.cli"]
 _OWNER = Path(_HOME) / "pytest.pid"
+# pytest-xdist's workers run tests; the process that started them checks the machine around them all.
+_CONTROLLER = "PYTEST_XDIST_WORKER" not in os.environ
+_before: Snapshot | None = None
 
 
 def pytest_sessionstart(session):
@@ -45,9 +50,28 @@ def pytest_sessionstart(session):
         subprocess.run([*DFSLAB, "down", "--all"], env=env, cwd=REPO, capture_output=True, timeout=600)
         if not any((home / "clusters").iterdir()):
             shutil.rmtree(home, ignore_errors=True)
+    global _before
+    if _CONTROLLER:
+        _before = Snapshot(_HOME)
 
 
 def pytest_sessionfinish(session, exitstatus):
+    # Whatever a test or fixture started and did not stop fails the session, named (a fixture whose
+    # setup failed is never torn down, so each one must clean up after its own failure).
+    left = _before.left() if _before else {}
+    if left:
+        report = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = [f"the test suite left {sum(map(len, left.values()))} thing(s) behind:"]
+        for kind, items in left.items():
+            lines += [f"  {kind}:"] + [f"    {item}" for item in items]
+        lines.append(f"  (clusters: DFSLAB_HOME={_HOME} dfslab down --all)")
+        if report:
+            report.section("leftovers", sep="=", red=True, bold=True)
+            for line in lines:
+                report.write_line(line)
+        else:
+            print("\n".join(lines), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     # The temporary DFSLAB_HOME goes when no cluster is left in it (a test that failed to tear
     # down keeps its state, so `DFSLAB_HOME=... dfslab down --all` can still clean up).
     clusters = Path(_HOME) / "clusters"
@@ -69,6 +93,17 @@ def dfslab(*args: str, check: bool = True, timeout: float = 600) -> subprocess.C
     if check and res.returncode != 0:
         raise AssertionError(f"dfslab {' '.join(args)} exited {res.returncode}\nstdout:{res.stdout}\nstderr:{res.stderr}")
     return res
+
+
+def up(spec: Path, name: str, *options: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`dfslab up SPEC` for a fixture. dfslab removes a cluster whose bring-up fails, but not one
+    whose CLI this helper killed at its timeout: then `dfslab down NAME` does, before the error
+    goes on (a fixture whose setup raises is never torn down)."""
+    try:
+        return dfslab("up", str(spec), *options, timeout=timeout)
+    except BaseException:
+        dfslab("down", name, check=False, timeout=600)
+        raise
 
 
 def small_spec(name: str, cephfs: bool = True, clients: int = 1) -> str:

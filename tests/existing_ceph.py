@@ -73,6 +73,16 @@ osd memory target = 939524096
 """)
 
     def start(self, timeout: float = 180) -> "ByHandCeph":
+        """Brings the cluster up; if that fails, stops what it started before the error goes on
+        (a fixture whose setup raises is never torn down)."""
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, timeout: float) -> None:
         d = self.dir
         for sub in ("data", "run", "logs"):
             (d / sub).mkdir()
@@ -105,6 +115,12 @@ osd memory target = 939524096
         (d / "data" / "mds.a" / "keyring").write_text(self.ceph("auth", "get-or-create", "mds.a", "mon", "allow profile mds",
                                                                 "osd", "allow *", "mds", "allow", "mgr", "allow profile mds"))
         self._spawn("ceph-mds", "-c", str(self.conf), "-f", "-i", "a")
+        # The pool the MGR's devicehealth module would make by itself once enough OSDs are up,
+        # made here as that module makes it: whether the module makes it, and when, depends on
+        # its timing (a MGR restarted by `mgr module enable` while OSDs were still starting
+        # never tried again), and the tests' "before" inventory must not.
+        self.ceph("osd", "pool", "create", "device_health_metrics", "1")
+        self.ceph("osd", "pool", "application", "enable", "device_health_metrics", "mgr_devicehealth")
         # The site's own data, which dfslab must leave exactly as it is.
         self.ceph("osd", "pool", "create", "site-data", "8")
         self.ceph("osd", "pool", "application", "enable", "site-data", "rbd")
@@ -122,7 +138,6 @@ osd memory target = 939524096
         self.ceph("mgr", "module", "enable", "prometheus")
         self.wait_healthy(timeout)
         self.wait_prometheus(timeout)
-        return self
 
     def wait_prometheus(self, timeout: float) -> None:
         # Enabling the module returns before its HTTP server listens (a CI run once found the port
@@ -145,11 +160,8 @@ osd memory target = 939524096
             status = json.loads(self.ceph("status", "--format", "json", check=False) or "{}")
             pgs = status.get("pgmap", {})
             clean = sum(s["count"] for s in pgs.get("pgs_by_state", []) if s["state_name"] == "active+clean")
-            pools = json.loads(self.ceph("osd", "pool", "ls", "--format", "json", check=False) or "[]")
-            # The MGR makes its device_health_metrics pool by itself a while after it starts: wait for it,
-            # so that a test's "pools before" is the cluster's settled state.
             if status.get("health", {}).get("status") == "HEALTH_OK" and pgs.get("num_pgs") and clean == pgs["num_pgs"] \
-                    and status.get("fsmap", {}).get("up", 0) >= 1 and "device_health_metrics" in pools:
+                    and status.get("fsmap", {}).get("up", 0) >= 1:
                 return
             time.sleep(1)
         raise RuntimeError(f"the by-hand cluster did not become healthy: {self.ceph('status', check=False)}")

@@ -27,12 +27,14 @@ NS = "dfs-t-ext"  # namespaces of this test: dfs-t-ext1, dfs-t-ext2, ...
 @pytest.fixture(scope="module")
 def byhand():
     cluster = ByHandCeph().start()
-    # Data of the site's own, which must come through untouched.
-    for i in range(5):
-        subprocess.run(["rados", "-c", str(cluster.conf), "-k", str(cluster.admin), "-p", "site-data", "put",
-                        f"keep-{i}", "/etc/os-release"], check=True, timeout=60)
-    yield cluster
-    cluster.stop()
+    try:
+        # Data of the site's own, which must come through untouched.
+        for i in range(5):
+            subprocess.run(["rados", "-c", str(cluster.conf), "-k", str(cluster.admin), "-p", "site-data", "put",
+                            f"keep-{i}", "/etc/os-release"], check=True, timeout=60)
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 class Hosts:
@@ -91,16 +93,18 @@ def cephfs_by_hand(byhand, tmp_path_factory):
     mnt = tmp_path_factory.mktemp("cephfs-by-hand")
     proc = subprocess.Popen(["ceph-fuse", "-f", "-c", str(byhand.conf), "-k", str(byhand.admin), str(mnt)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not os.path.ismount(mnt) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert os.path.ismount(mnt)
-    (mnt / "site").mkdir()
-    (mnt / "site" / "results.txt").write_text("the site's own data\n")
-    yield mnt
-    subprocess.run(["fusermount", "-u", "-z", str(mnt)], capture_output=True)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.ismount(mnt) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert os.path.ismount(mnt)
+        (mnt / "site").mkdir()
+        (mnt / "site" / "results.txt").write_text("the site's own data\n")
+        yield mnt
+    finally:
+        subprocess.run(["fusermount", "-u", "-z", str(mnt)], capture_output=True)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
 
 
 def dfslab_run(tmp_path: Path, exp: dict) -> tuple[int, Path | None, str]:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, run_against
+from conftest import dfslab, run_against, up
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.kubernetes]  # needs the Kubernetes and Rook build (scripts/build-kubernetes.sh)
 NAME = "t-k8s"
 
 SPEC = {
@@ -79,7 +79,7 @@ def k8s(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("k8s")
     spec = tmp / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    dfslab("up", str(spec), "--timeout", "900", timeout=1500)
+    up(spec, NAME, "--timeout", "900", timeout=1500)
     state = ClusterState(NAME)
     loops = [loop["device"] for loop in state.resources("loop")]
     files = [loop["file"] for loop in state.resources("loop")]

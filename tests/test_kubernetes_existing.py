@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, run_against
+from conftest import dfslab, run_against, up
 from dfslab.state import ClusterState
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.kubernetes]  # needs the Kubernetes and Rook build (scripts/build-kubernetes.sh)
 HOST = "t-k8s-host"
 NAME = "t-k8s-yours"
 NAMESPACE = "dfslab-yours"
@@ -59,7 +59,7 @@ def _cluster_scoped_names(api) -> set[str]:
 def host(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("k8s-host")
     (tmp / "host.yaml").write_text(yaml.safe_dump(HOST_SPEC))
-    dfslab("up", str(tmp / "host.yaml"), "--timeout", "600", timeout=1200)
+    up(tmp / "host.yaml", HOST, "--timeout", "600", timeout=1200)
     try:
         yield tmp
     finally:
@@ -95,7 +95,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
     before = _cluster_scoped_names(api)
     spec = host / "yours.yaml"
     spec.write_text(yaml.safe_dump(_spec()))
-    dfslab("up", str(spec), "--timeout", "900", timeout=1500)
+    up(spec, NAME, "--timeout", "900", timeout=1500)
     try:
         status = json.loads(dfslab("status", NAME, "--json").stdout)
         assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}, status

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, run_against, status_json
+from conftest import dfslab, run_against, status_json, up
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.kubernetes]  # needs the Kubernetes and Rook build (scripts/build-kubernetes.sh)
 
 
 def spec(name: str, subnet: str, **gluster) -> dict:
@@ -28,7 +28,7 @@ def spec(name: str, subnet: str, **gluster) -> dict:
 def _up(tmp: Path, data: dict):
     path = tmp / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data))
-    dfslab("up", str(path), "--timeout", "600", timeout=1200)
+    up(path, data["name"], "--timeout", "600", timeout=1200)
 
 
 def _down(name: str) -> None:

@@ -75,6 +75,7 @@ def test_specs_without_manifests_are_refused_with_what_to_give(tmp_path, spec, m
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.kubernetes  # Rook's manifests come from the Kubernetes and Rook build
 def test_rook_on_your_cluster_renders_what_up_applies(tmp_path):
     spec = parse_spec(yaml.safe_load(open("examples/rook-yours.yaml")))
     done = render.render(spec, tmp_path / "rook", image="registry.example.org:5000/storage/dfslab-rook:1")

@@ -1,0 +1,98 @@
+"""What the test suite leaves on the machine: the session takes a snapshot before the first test
+and compares after the last (tests/conftest.py). Anything new that is the suite's kind of thing
+fails the session, named: processes, mounts, network namespaces, links of the root namespace,
+loop devices, dfslab clusters still recorded, Kubernetes node state dirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+# What the suite starts, by process name (psutil's name: the first 15 characters of comm).
+DAEMONS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "radosgw", "glusterd", "glusterfsd", "glusterfs",
+           "fio", "iperf3", "mariadbd", "mysqld", "prometheus", "prometheus-node", "node_exporter", "dockerd",
+           "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "kubelet", "kube-apiserver",
+           "kube-controller", "kube-scheduler", "etcd", "rook", "nsenter", "unshare", "sleep")
+
+
+def _netns() -> set[str]:
+    return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+
+
+def _links() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
+
+
+def _mounts() -> set[str]:
+    # mountinfo's fields 5 (mount point) and the file system type after the ' - ' separator
+    # (/run/netns itself is iproute2's: the first `ip netns add` makes it a mount point for good.)
+    points = set()
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        if left.split()[4] != "/run/netns":
+            points.add(f"{left.split()[4]} ({right.split()[0]})")
+    return points
+
+
+def _loops() -> set[str]:
+    out = subprocess.run(["losetup", "--json", "--list"], capture_output=True, text=True).stdout
+    return {f"{d['name']} -> {d.get('back-file')}" for d in (json.loads(out).get("loopdevices", []) if out.strip() else [])}
+
+
+def _k8s_state() -> set[str]:
+    root = Path("/run/dfslab-k8s")
+    return {str(p) for p in root.iterdir()} if root.is_dir() else set()
+
+
+def _processes(since: float, home: str, own: set[int]) -> set[str]:
+    """Processes started after `since` that are the suite's: a daemon kind it starts, or any process
+    that carries the suite's DFSLAB_HOME in its environment (dfslab's CLI and what it spawned)."""
+    found = set()
+    marker = f"DFSLAB_HOME={home}".encode()
+    for proc in psutil.process_iter(["pid", "name", "create_time", "cmdline"]):
+        info = proc.info
+        if info["pid"] in own or (info["create_time"] or 0) < since:
+            continue
+        ours = info["name"] in DAEMONS
+        if not ours:
+            try:
+                ours = marker in Path(f"/proc/{info['pid']}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+        if ours:
+            found.add(f"pid {info['pid']} {' '.join(info['cmdline'] or [info['name']])[:160]}")
+    return found
+
+
+@dataclass
+class Snapshot:
+    home: str
+    started: float = field(default_factory=lambda: psutil.Process().create_time())
+    netns: set[str] = field(default_factory=_netns)
+    links: set[str] = field(default_factory=_links)
+    mounts: set[str] = field(default_factory=_mounts)
+    loops: set[str] = field(default_factory=_loops)
+    k8s_state: set[str] = field(default_factory=_k8s_state)
+
+    def left(self) -> dict[str, list[str]]:
+        """What is there now and was not before, by kind; empty when the suite left nothing."""
+        me = psutil.Process()
+        # pytest-xdist's workers (execnet starts them as `python -c "...sys.stdin.readline()..."`)
+        own = {me.pid} | {c.pid for c in me.children() if "sys.stdin.readline()" in " ".join(c.cmdline())}
+        clusters = Path(self.home) / "clusters"
+        now = {
+            "processes": _processes(self.started, self.home, own),
+            "network namespaces": _netns() - self.netns,
+            "links": _links() - self.links,
+            "mounts": _mounts() - self.mounts,
+            "loop devices": _loops() - self.loops,
+            "Kubernetes node state": _k8s_state() - self.k8s_state,
+            "dfslab clusters": {p.name for p in clusters.iterdir()} if clusters.is_dir() else set(),
+        }
+        return {kind: sorted(items) for kind, items in now.items() if items}
