@@ -21,6 +21,7 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
+t0=$SECONDS
 missing=()
 for pkg in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -42,6 +43,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
   if [ "$own_policy" = 1 ]; then rm -f "$policy"; trap - EXIT; fi
 fi
+echo "=== phase apt: $((SECONDS - t0)) s"
+t0=$SECONDS
 
 # Debian's python3-rados is built for /usr/bin/python3, so the venv must be made from it.
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import rados" 2>/dev/null; then
@@ -54,6 +57,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e '.[test]'
   touch "$stamp"
 fi
+echo "=== phase pip: $((SECONDS - t0)) s"
 # The Kubernetes and Rook binaries (runtime kubernetes only) are scripts/build-kubernetes.sh's:
 # `make install-deps` runs it, `make test` runs it beside the tests that do not need it.
 .venv/bin/python -c "import rados, dfslab" && echo "install-deps: ok ($(ceph --version | cut -d' ' -f1-3))"
