@@ -15,13 +15,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from leftovers import Snapshot
+from leftovers import SESSION_MARK, Snapshot
 
 # Every dfslab process a test starts (CLI subprocesses included) keeps its state here,
 # away from a user's own clusters in /var/lib/dfslab.
 _HOME = tempfile.mkdtemp(prefix="dfslab-test-")
 os.environ["DFSLAB_HOME"] = _HOME
 os.environ["DFSLAB_RUNS"] = str(Path(_HOME) / "runs")
+os.environ.setdefault(SESSION_MARK, _HOME)  # pytest-xdist's workers keep the mark of the session that started them
 
 REPO = Path(__file__).resolve().parent.parent
 DFSLAB = [sys.executable, "-m", "dfslab.cli"]

@@ -1,7 +1,8 @@
 """What the test suite leaves on the machine: the session takes a snapshot before the first test
 and compares after the last (tests/conftest.py). Anything new that is the suite's kind of thing
 fails the session, named: processes, mounts, network namespaces, links of the root namespace,
-loop devices, dfslab clusters still recorded, Kubernetes node state dirs."""
+loop devices, dfslab clusters still recorded, Kubernetes node state dirs. Only what this session
+made counts: processes by the mark they inherit, the rest as the difference of the two snapshots."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ from pathlib import Path
 
 import psutil
 
-# What the suite starts, by process name (psutil's name: the first 15 characters of comm).
-DAEMONS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "radosgw", "glusterd", "glusterfsd", "glusterfs",
-           "fio", "iperf3", "mariadbd", "mysqld", "prometheus", "prometheus-node", "node_exporter", "dockerd",
-           "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "kubelet", "kube-apiserver",
-           "kube-controller", "kube-scheduler", "etcd", "rook", "nsenter", "unshare", "sleep")
+# Every process the suite starts carries this in its environment (tests/conftest.py sets it once,
+# in the process that starts pytest-xdist's workers too; dfslab's daemons, engines and node agents
+# inherit it): it marks this session's processes and no one else's.
+SESSION_MARK = "DFSLAB_TEST_SESSION"
 
 
 def _netns() -> set[str]:
@@ -50,30 +50,25 @@ def _k8s_state() -> set[str]:
     return {str(p) for p in root.iterdir()} if root.is_dir() else set()
 
 
-def _processes(since: float, home: str, own: set[int]) -> set[str]:
-    """Processes started after `since` that are the suite's: a daemon kind it starts, or any process
-    that carries the suite's DFSLAB_HOME in its environment (dfslab's CLI and what it spawned)."""
+def _processes(session: str, own: set[int]) -> set[str]:
+    """Live processes that carry this session's mark, other than pytest's own."""
     found = set()
-    marker = f"DFSLAB_HOME={home}".encode()
-    for proc in psutil.process_iter(["pid", "name", "create_time", "cmdline"]):
-        info = proc.info
-        if info["pid"] in own or (info["create_time"] or 0) < since:
+    marker = f"{SESSION_MARK}={session}".encode()
+    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+        if proc.info["pid"] in own:
             continue
-        ours = info["name"] in DAEMONS
-        if not ours:
-            try:
-                ours = marker in Path(f"/proc/{info['pid']}/environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-        if ours:
-            found.add(f"pid {info['pid']} {' '.join(info['cmdline'] or [info['name']])[:160]}")
+        try:
+            environ = Path(f"/proc/{proc.info['pid']}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ:
+            found.add(f"pid {proc.info['pid']} {' '.join(proc.info['cmdline'] or [proc.info['name']])[:160]}")
     return found
 
 
 @dataclass
 class Snapshot:
     home: str
-    started: float = field(default_factory=lambda: psutil.Process().create_time())
     netns: set[str] = field(default_factory=_netns)
     links: set[str] = field(default_factory=_links)
     mounts: set[str] = field(default_factory=_mounts)
@@ -87,7 +82,7 @@ class Snapshot:
         own = {me.pid} | {c.pid for c in me.children() if "sys.stdin.readline()" in " ".join(c.cmdline())}
         clusters = Path(self.home) / "clusters"
         now = {
-            "processes": _processes(self.started, self.home, own),
+            "processes": _processes(os.environ[SESSION_MARK], own),
             "network namespaces": _netns() - self.netns,
             "links": _links() - self.links,
             "mounts": _mounts() - self.mounts,

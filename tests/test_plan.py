@@ -5,6 +5,7 @@ the same up set for every PG as the cluster reports, before and after an OSD is 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -79,11 +80,18 @@ def test_cli_writes_plan_and_report_and_compares(tmp_path):
     a.write_text(yaml.safe_dump({**SMALL, "failures": [], "add_hosts": 0}))
     b.write_text(yaml.safe_dump({**SMALL, "name": "bigger", "racks": 4, "failures": [], "add_hosts": 0,
                                  "hosts": [{"count": 8, "osds": 2, "osd_size": "4TiB"}]}))
-    out = dfslab("plan", str(a), "--compare", str(b)).stdout
-    report = Path(out.split("report: ")[-1].strip())
+    # As a user runs it: from a directory of their own, DFSLAB_RUNS unset, so the runs go to the
+    # relative default ./runs (a relative runs root once made the scratch MON's removal refuse).
+    env = {k: v for k, v in os.environ.items() if k != "DFSLAB_RUNS"}
+    res = subprocess.run([*DFSLAB, "plan", str(a), "--compare", str(b)], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    report = Path(res.stdout.split("report: ")[-1].strip())
+    assert report.parent.parent == tmp_path / "runs"
     html = report.read_text()
     assert "small" in html and "bigger" in html and "<svg" in html
     assert json.loads((report.parent / "bigger" / "plan.json").read_text())["osds"] == 16
+    assert not [p for p in report.parent.rglob("mon-*")]  # the scratch MONs are gone
 
 
 def test_osdmaptool_maps_pgs_as_the_real_cluster_does(tmp_path):

@@ -36,7 +36,9 @@ COLUMNS = ["workload", "params", "repetition", "metric", "value", "unit", "t", "
 
 
 def runs_root() -> Path:
-    return Path(os.environ.get("DFSLAB_RUNS", "runs"))
+    """Where runs are stored, absolute: paths built under it are removed by dfslab's own checks,
+    which refuse relative ones (the default `runs` is the working directory's)."""
+    return Path(os.environ.get("DFSLAB_RUNS", "runs")).absolute()
 
 
 def _git_revision() -> str:

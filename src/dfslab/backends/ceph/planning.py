@@ -60,7 +60,7 @@ class ScratchMon:
 
     def __init__(self, parent: Path):
         parent.mkdir(parents=True, exist_ok=True)
-        self.dir = Path(tempfile.mkdtemp(prefix="mon-", dir=parent))
+        self.dir = Path(tempfile.mkdtemp(prefix="mon-", dir=parent.absolute()))  # removed by a check that wants it absolute
         self.conf = self.dir / "ceph.conf"
         self.proc: subprocess.Popen | None = None
         self.cluster = None
