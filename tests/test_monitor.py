@@ -8,6 +8,7 @@ import time
 import urllib.parse
 import urllib.request
 
+import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -29,15 +30,22 @@ def procs():
 
 
 def test_sampler_measures_cpu_and_rss_of_tracked_processes(procs, tmp_path):
+    spinner = psutil.Process(procs.get("osd.9").pid)
+    used_before = sum(spinner.cpu_times()[:2])
     sampler = ResourceSampler(procs.all, lambda: {"ceph.health": (0, "0=OK")}, interval=0.3).start()
     time.sleep(1.5)
     sampler.stop()
+    used = sum(spinner.cpu_times()[:2]) - used_before
     names = {series for _, series, _, _ in sampler.rows}
     assert {"cpu.total", "cpu.osd.9", "rss.osd.9", "ceph.health"} <= names
     rss = [v for _, s, v, _ in sampler.rows if s == "rss.osd.9"]
     assert max(rss) > 60  # MiB: the bytearray is resident once the process has started
-    cpu = [v for _, s, v, _ in sampler.rows if s == "cpu.osd.9"]
-    assert max(cpu) > 50  # a spinning loop
+    # The sampled percentages, integrated over their intervals, are the CPU seconds the spinning
+    # loop got (whatever share of a core a loaded machine left it): the first sample is the
+    # baseline, so the integral covers a little less than the window the kernel counted.
+    cpu = [(t, v) for t, s, v, _ in sampler.rows if s == "cpu.osd.9"]
+    sampled = sum(v / 100 * (t - t_prev) for (t_prev, _), (t, v) in zip(cpu, cpu[1:]))
+    assert used > 0.1 and 0.5 * used <= sampled <= 1.1 * used, (sampled, used)
     sampler.write_csv(tmp_path / "ts.csv")
     assert (tmp_path / "ts.csv").read_text().startswith("t,series,value,unit")
 
