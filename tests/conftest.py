@@ -96,7 +96,7 @@ def dfslab(*args: str, check: bool = True, timeout: float = 600) -> subprocess.C
     return res
 
 
-def up(spec: Path, name: str, *options: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def cluster_up(spec: Path, name: str, *options: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """`dfslab up SPEC` for a fixture. dfslab removes a cluster whose bring-up fails, but not one
     whose CLI this helper killed at its timeout: then `dfslab down NAME` does, before the error
     goes on (a fixture whose setup raises is never torn down)."""

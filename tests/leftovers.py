@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,15 +55,19 @@ def _processes(session: str, own: set[int]) -> set[str]:
     """Live processes that carry this session's mark, other than pytest's own."""
     found = set()
     marker = f"{SESSION_MARK}={session}".encode()
-    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
-        if proc.info["pid"] in own:
+    for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status", "create_time"]):
+        info = proc.info
+        if info["pid"] in own:
             continue
         try:
-            environ = Path(f"/proc/{proc.info['pid']}/environ").read_bytes().split(b"\0")
-        except OSError:
+            environ = Path(f"/proc/{info['pid']}/environ").read_bytes().split(b"\0")
+        except OSError:  # gone, or a zombie (its environment went with its memory)
             continue
         if marker in environ:
-            found.add(f"pid {proc.info['pid']} {' '.join(proc.info['cmdline'] or [proc.info['name']])[:160]}")
+            cluster = next((e.decode(errors="replace") for e in environ if e.startswith(b"DFSLAB_CLUSTER=")), "no cluster mark")
+            found.add(f"pid {info['pid']} ({info['status']}, parent {info['ppid']}, started "
+                      f"{time.strftime('%H:%M:%S', time.localtime(info['create_time']))}, {cluster}) "
+                      f"{' '.join(info['cmdline'] or [info['name']])[:160]}")
     return found
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import dfslab, small_spec, status_json, up, write_spec
+from conftest import cluster_up, dfslab, small_spec, status_json, write_spec
 from dfslab import cluster
 from dfslab.state import ClusterState
 
@@ -25,7 +25,7 @@ def root_links() -> set[str]:
 def up_cluster(tmp_path_factory):
     links_before = root_links()
     spec = write_spec(tmp_path_factory.mktemp("spec"), small_spec(NAME, cephfs=True))
-    result = up(spec, NAME)
+    result = cluster_up(spec, NAME)
     yield {"up": result, "links_before": links_before}
     cluster.down(NAME, missing_ok=True)
 
@@ -109,7 +109,7 @@ SIBLING = NAME + "-b"  # its namespaces all start with "dfs-t-int-": a prefix ma
 
 def test_down_leaves_nothing_and_spares_a_sibling_with_a_longer_name(up_cluster, tmp_path):
     spec = write_spec(tmp_path, SIBLING_SPEC)
-    up(spec, SIBLING)
+    cluster_up(spec, SIBLING)
     try:
         sibling_pids = [d["pid"] for d in status_json(SIBLING)["daemons"]]
         down_leaves_nothing(up_cluster)

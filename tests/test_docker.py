@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, small_spec, up, wait_for, write_spec
+from conftest import cluster_up, dfslab, small_spec, wait_for, write_spec
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
 from dfslab.runtime import engine
@@ -41,7 +41,7 @@ def host_before():
 @pytest.fixture(scope="module")
 def dock(tmp_path_factory, host_before):
     tmp = tmp_path_factory.mktemp("dock")
-    up(write_spec(tmp, small_spec(NAME, cephfs=True)), NAME, "--runtime", "docker", timeout=900)
+    cluster_up(write_spec(tmp, small_spec(NAME, cephfs=True)), NAME, "--runtime", "docker", timeout=900)
     attached = cluster.attach(NAME)
     yield attached
     attached.close()
@@ -169,7 +169,7 @@ def test_glusterfs_on_docker_survives_brick_server_and_link_faults(tmp_path_fact
     name = "t-dgl"
     spec = {"name": name, "filesystem": "gluster", "runtime": "docker", "nodes": 3,
             "network": {"subnet": "10.79.0.0/24"}, "gluster": {"volume": "replicate", "replica": 3}}
-    up(write_spec(tmp_path_factory.mktemp(name), yaml.safe_dump(spec)), name, timeout=900)
+    cluster_up(write_spec(tmp_path_factory.mktemp(name), yaml.safe_dump(spec)), name, timeout=900)
     try:
         procs = cluster.attach(name).runtime.procs.all()
         glusterds = [p for p in procs if p.meta.get("kind") == "glusterd"]

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DFSLAB, dfslab, small_spec, status_json, wait_for, write_spec
-from conftest import up as bring_up
+from conftest import DFSLAB, cluster_up, dfslab, small_spec, status_json, wait_for, write_spec
 from dfslab import cluster
 from dfslab.state import ClusterState
 
@@ -20,7 +19,7 @@ NAME = "t-fault"
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory):
-    bring_up(write_spec(tmp_path_factory.mktemp("f"), small_spec(NAME, cephfs=False)), NAME)
+    cluster_up(write_spec(tmp_path_factory.mktemp("f"), small_spec(NAME, cephfs=False)), NAME)
     yield NAME
     cluster.down(NAME, missing_ok=True)
 
@@ -151,7 +150,7 @@ def test_faults_during_load_lose_nothing(up, tmp_path):
 
 def test_the_checker_fails_when_data_is_gone(tmp_path):
     name = "t-lossy"
-    bring_up(write_spec(tmp_path, f"name: {name}\nnodes: 2\nceph: {{replica_size: 1, osd_size: 2GiB, cephfs: false}}\n"), name)
+    cluster_up(write_spec(tmp_path, f"name: {name}\nnodes: 2\nceph: {{replica_size: 1, osd_size: 2GiB, cephfs: false}}\n"), name)
     try:
         manifest = tmp_path / "manifest.json"
         dfslab("exec", name, "--", sys.executable, "-m", "dfslab.chaos.integrity", "seed", str(manifest), "8", "rados:dfslab")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, status_json, up, write_spec
+from conftest import cluster_up, dfslab, status_json, write_spec
 from dfslab import cluster
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
@@ -24,7 +24,7 @@ def gluster_spec(name: str, nodes: int, **gluster) -> str:
 
 
 def bring_up(tmp_path_factory, name: str, nodes: int, **gluster):
-    up(write_spec(tmp_path_factory.mktemp(name), gluster_spec(name, nodes, **gluster)), name)
+    cluster_up(write_spec(tmp_path_factory.mktemp(name), gluster_spec(name, nodes, **gluster)), name)
     return name
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, run_against, up
+from conftest import cluster_up, dfslab, run_against
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
 
@@ -79,7 +79,7 @@ def k8s(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("k8s")
     spec = tmp / "spec.yaml"
     spec.write_text(yaml.safe_dump(SPEC))
-    up(spec, NAME, "--timeout", "900", timeout=1500)
+    cluster_up(spec, NAME, "--timeout", "900", timeout=1500)
     state = ClusterState(NAME)
     loops = [loop["device"] for loop in state.resources("loop")]
     files = [loop["file"] for loop in state.resources("loop")]

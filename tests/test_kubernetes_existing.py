@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, run_against, up
+from conftest import cluster_up, dfslab, run_against
 from dfslab.state import ClusterState
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kubernetes]  # needs the Kubernetes and Rook build (scripts/build-kubernetes.sh)
@@ -59,7 +59,7 @@ def _cluster_scoped_names(api) -> set[str]:
 def host(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("k8s-host")
     (tmp / "host.yaml").write_text(yaml.safe_dump(HOST_SPEC))
-    up(tmp / "host.yaml", HOST, "--timeout", "600", timeout=1200)
+    cluster_up(tmp / "host.yaml", HOST, "--timeout", "600", timeout=1200)
     try:
         yield tmp
     finally:
@@ -95,7 +95,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
     before = _cluster_scoped_names(api)
     spec = host / "yours.yaml"
     spec.write_text(yaml.safe_dump(_spec()))
-    up(spec, NAME, "--timeout", "900", timeout=1500)
+    cluster_up(spec, NAME, "--timeout", "900", timeout=1500)
     try:
         status = json.loads(dfslab("status", NAME, "--json").stdout)
         assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}, status

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import dfslab, run_against, status_json, up
+from conftest import cluster_up, dfslab, run_against, status_json
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
 
@@ -28,7 +28,7 @@ def spec(name: str, subnet: str, **gluster) -> dict:
 def _up(tmp: Path, data: dict):
     path = tmp / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data))
-    up(path, data["name"], "--timeout", "600", timeout=1200)
+    cluster_up(path, data["name"], "--timeout", "600", timeout=1200)
 
 
 def _down(name: str) -> None:

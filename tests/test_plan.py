@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DFSLAB, REPO, dfslab, up, write_spec
+from conftest import DFSLAB, REPO, cluster_up, dfslab, write_spec
 from dfslab.backends.ceph import plan_maps
 from dfslab.plan.analysis import plan
 from dfslab.plan.layout import Layout
@@ -97,7 +97,7 @@ def test_cli_writes_plan_and_report_and_compares(tmp_path):
 def test_osdmaptool_maps_pgs_as_the_real_cluster_does(tmp_path):
     """On a real cluster's own OSD map, the planner's mapping equals the PG map the cluster reports."""
     spec = write_spec(tmp_path, "name: t-plan\nnodes: 3\nceph: {replica_size: 2, pg_num: 16, osd_size: 1GiB, cephfs: false}\n")
-    up(spec, "t-plan")
+    cluster_up(spec, "t-plan")
     try:
         planning = plan_maps()
         def real_up() -> dict[str, list[int]]:

@@ -11,7 +11,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conftest import dfslab, small_spec, status_json, up, write_spec
+from conftest import cluster_up, dfslab, small_spec, status_json, write_spec
 from dfslab import cluster
 from dfslab.pushdown import ENGINE, Engine
 from dfslab.pushdown.columnar import encode
@@ -27,7 +27,7 @@ TABLE = arrow_table(ROWS, OBJECTS, SEED)
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    up(write_spec(tmp_path_factory.mktemp("p"), small_spec(NAME, cephfs=False)), NAME)
+    cluster_up(write_spec(tmp_path_factory.mktemp("p"), small_spec(NAME, cephfs=False)), NAME)
     res = dfslab("data", "load", NAME, "--rows", str(ROWS), "--objects", str(OBJECTS), "--seed", str(SEED))
     assert f"{ROWS} rows in {OBJECTS} objects" in res.stderr
     argv, env = cluster.client_command(NAME, ENGINE)

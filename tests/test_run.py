@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import dfslab, small_spec, up, write_spec
+from conftest import cluster_up, dfslab, small_spec, write_spec
 from dfslab import cluster
 
 pytestmark = pytest.mark.cluster
@@ -54,7 +54,7 @@ def load_rows(run: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run")
-    up(write_spec(tmp, small_spec(NAME, cephfs=True, clients=2)), NAME)
+    cluster_up(write_spec(tmp, small_spec(NAME, cephfs=True, clients=2)), NAME)
     exp = tmp / "exp.yaml"
     exp.write_text(yaml.safe_dump(EXPERIMENT))
     try:

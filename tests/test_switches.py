@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import dfslab, status_json, up, write_spec
+from conftest import cluster_up, dfslab, status_json, write_spec
 from dfslab import cluster
 from dfslab.spec import ClusterSpec
 
@@ -41,7 +41,7 @@ def test_every_switch_value_is_covered_somewhere():
 @pytest.mark.parametrize("name", list(SPECS))
 def test_switch_comes_up_healthy(tmp_path, name):
     spec = write_spec(tmp_path, f"name: {name}\n" + SPECS[name])
-    up(spec, name)
+    cluster_up(spec, name)
     try:
         info = status_json(name)
         assert info["health"] == "HEALTH_OK", info.get("checks")
