@@ -1,62 +1,74 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite in timed phases, so that its budget (CI gives a run 90 minutes;
-# the suite, installs included, must stay under 45) shows in every log.
-#   build       the Kubernetes and Rook build (scripts/build-kubernetes.sh, ~10 min of CPU cold,
-#               nothing once cached) runs in the background at the lowest CPU and I/O priority,
-#               beside the phases that do not need it, instead of before them
-#   unit        tests without a cluster, on both cores (pytest-xdist)
-#   cluster     cluster tests on the local and docker runtimes, one at a time (they measure)
-#   kubernetes  waits for the build, then the cluster tests on runtime kubernetes
-# Then the 30 slowest tests of all phases and one closing line with the totals. Exit 0 only when
-# every phase passed and left nothing behind (tests/leftovers.py).
+# the suite, installs included, must stay under 45) shows in every log. docs/testing.md says why
+# the phases are laid out so:
+#   build        the Kubernetes and Rook build (scripts/build-kubernetes.sh, ~5 min of CPU cold,
+#                nothing once cached), in the background at the lowest CPU and I/O priority
+#   unit         tests without a cluster, on both cores (pytest-xdist)
+#   cluster-a    the cluster tests that use the docker engine or compare the root namespace's
+#                links before and after (test_docker, test_crash_cleanup, test_cluster): alone
+#   kubernetes   once the build is there, in the background: the cluster tests on runtime
+#                kubernetes, beside
+#   cluster-b    the other cluster tests on the local runtime
+# Every pytest session checks its own processes and clusters; the machine (namespaces, links,
+# mounts, loop devices) is checked once around all the phases (tests/leftovers.py). Then the
+# 30 slowest tests, the time of each module and one closing line with the totals.
 #
-# Usage: scripts/test-suite.sh [unit|quick|cluster|kubernetes|all] [PYTEST ARGS...]
+# Usage: scripts/test-suite.sh [all|unit|quick|cluster|kubernetes] [PYTEST ARGS...]
 #   quick: the unit tests and one small cluster end to end (tests/test_cluster.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 shift || true
 PYTEST=(.venv/bin/python -m pytest -ra -p no:cacheprovider "$@")
+SERIAL_A=(tests/test_cluster.py tests/test_crash_cleanup.py tests/test_docker.py)
 out=$(mktemp -d /tmp/dfslab-suite-XXXXXX)
 start=$(date +%s)
-status=0
-build_pid=
+export DFSLAB_SUITE_MACHINE_CHECK=outside
 
 elapsed() { local s=$(( $(date +%s) - $1 )); printf '%d:%02d' $((s / 60)) $((s % 60)); }
 
-stop_build() {
-  # The build runs in its own session (setsid): its process group is exactly what it started.
-  if [ -n "$build_pid" ] && kill -0 "$build_pid" 2>/dev/null; then kill -- "-$build_pid" 2>/dev/null; fi
+background=()
+stop_background() {
+  # Each background job runs in its own session (setsid): its process group is what it started.
+  local pid
+  for pid in "${background[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then kill -- "-$pid" 2>/dev/null; fi
+  done
 }
-trap stop_build EXIT
+trap stop_background EXIT
 trap 'exit 130' INT TERM
 
-phase() {  # phase NAME PYTEST-ARGS...: one pytest run, its junit XML kept for the summary
+phase() {  # phase NAME PYTEST-ARGS...: one pytest session; its junit XML and exit code kept
   local name=$1; shift
   local t=$(date +%s)
   echo "=== phase $name: started at +$(elapsed "$start")"
   "${PYTEST[@]}" --junitxml="$out/$name.xml" "$@"
   local rc=$?
-  echo "=== phase $name: $(elapsed "$t") (exit $rc; total $(elapsed "$start"))"
-  [ $rc = 0 ] || status=1
+  echo "$rc" >"$out/$name.rc"
+  echo "=== phase $name: $(elapsed "$t") (exit $rc; at +$(elapsed "$start"))"
 }
 
 start_build() {
   echo "=== phase build: started in the background at +$(elapsed "$start") (log: $out/build.log)"
-  setsid nice -n 19 ionice -c 3 bash scripts/build-kubernetes.sh >"$out/build.log" 2>&1 &
-  build_pid=$!
+  setsid bash -c 'nice -n 19 ionice -c 3 bash scripts/build-kubernetes.sh >"$1/build.log" 2>&1; echo $? >"$1/build.rc"' \
+    build "$out" &
+  background+=($!)
 }
 
-wait_build() {
+kubernetes_phase() {  # waits for the build, then the kubernetes phase (or its failure)
   local t=$(date +%s)
-  wait "$build_pid"
-  local rc=$?
-  build_pid=
-  echo "=== phase build: waited $(elapsed "$t") for it (exit $rc); its log ends:"
+  while [ ! -f "$out/build.rc" ]; do sleep 1; done
+  echo "=== phase build: done at +$(elapsed "$start"), waited $(elapsed "$t") for it (exit $(cat "$out/build.rc")); its log ends:"
   tail -n 3 "$out/build.log" | sed 's/^/    /'
-  return $rc
+  if [ "$(cat "$out/build.rc")" = 0 ]; then
+    phase kubernetes -m kubernetes tests
+  else
+    echo 1 >"$out/kubernetes.rc"
+  fi
 }
 
+.venv/bin/python tests/leftovers.py snapshot "$out/machine.json"
 case $what in
   unit)
     phase unit -n 2 -m "not cluster and not kubernetes" tests ;;
@@ -67,16 +79,26 @@ case $what in
     phase cluster -m "cluster and not kubernetes" tests ;;
   kubernetes)
     start_build
-    if wait_build; then phase kubernetes -m kubernetes tests; else status=1; fi ;;
+    kubernetes_phase ;;
   all)
     start_build
     phase unit -n 2 -m "not cluster and not kubernetes" tests
-    phase cluster -m "cluster and not kubernetes" tests
-    if wait_build; then phase kubernetes -m kubernetes tests; else status=1; fi ;;
+    phase cluster-a -m "cluster and not kubernetes" "${SERIAL_A[@]}"
+    echo "=== phase kubernetes: runs beside cluster-b; its output follows when it ends (log: $out/kubernetes.log)"
+    setsid bash -c "$(declare -f elapsed phase kubernetes_phase); $(declare -p PYTEST out start); kubernetes_phase" \
+      >"$out/kubernetes.log" 2>&1 &
+    kube=$!
+    background+=("$kube")
+    phase cluster-b -m "cluster and not kubernetes" "${SERIAL_A[@]/#/--ignore=}" tests
+    wait "$kube"
+    cat "$out/kubernetes.log" ;;
   *)
-    echo "usage: scripts/test-suite.sh [unit|quick|cluster|kubernetes|all] [PYTEST ARGS...]" >&2; exit 2 ;;
+    echo "usage: scripts/test-suite.sh [all|unit|quick|cluster|kubernetes] [PYTEST ARGS...]" >&2; exit 2 ;;
 esac
 
+status=0
+for rc in "$out"/*.rc; do [ "$(cat "$rc")" = 0 ] || status=1; done
+.venv/bin/python tests/leftovers.py check "$out/machine.json" || status=1
 echo "=== the suite took $(elapsed "$start")"
 .venv/bin/python scripts/suite_summary.py "$out"/*.xml || status=1  # its last line: the totals
 exit $status

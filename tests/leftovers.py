@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,11 @@ def _processes(session: str, own: set[int]) -> set[str]:
 
 @dataclass
 class Snapshot:
+    """The machine as the suite found it. `left()` is this session's processes and clusters, and
+    (unless `machine=False`: scripts/test-suite.sh, whose phases run side by side, checks those
+    once around them all) what is on the machine now that was not then."""
     home: str
+    machine: bool = True
     netns: set[str] = field(default_factory=_netns)
     links: set[str] = field(default_factory=_links)
     mounts: set[str] = field(default_factory=_mounts)
@@ -88,11 +93,33 @@ class Snapshot:
         clusters = Path(self.home) / "clusters"
         now = {
             "processes": _processes(os.environ[SESSION_MARK], own),
-            "network namespaces": _netns() - self.netns,
-            "links": _links() - self.links,
-            "mounts": _mounts() - self.mounts,
-            "loop devices": _loops() - self.loops,
-            "Kubernetes node state": _k8s_state() - self.k8s_state,
             "dfslab clusters": {p.name for p in clusters.iterdir()} if clusters.is_dir() else set(),
         }
+        if self.machine:
+            now.update(self.machine_left())
         return {kind: sorted(items) for kind, items in now.items() if items}
+
+    def machine_left(self) -> dict[str, set[str]]:
+        return {"network namespaces": _netns() - self.netns, "links": _links() - self.links,
+                "mounts": _mounts() - self.mounts, "loop devices": _loops() - self.loops,
+                "Kubernetes node state": _k8s_state() - self.k8s_state}
+
+
+def main(argv: list[str]) -> int:
+    """`leftovers.py snapshot FILE` before the phases, `leftovers.py check FILE` after them."""
+    command, path = argv
+    if command == "snapshot":
+        snap = Snapshot(home="")
+        Path(path).write_text(json.dumps({"netns": sorted(snap.netns), "links": sorted(snap.links),
+                                          "mounts": sorted(snap.mounts), "loops": sorted(snap.loops),
+                                          "k8s_state": sorted(snap.k8s_state)}))
+        return 0
+    before = Snapshot(home="", **{k: set(v) for k, v in json.loads(Path(path).read_text()).items()})
+    left = {kind: sorted(items) for kind, items in before.machine_left().items() if items}
+    for kind, items in left.items():
+        print(f"the test suite left {kind}:" + "".join(f"\n    {item}" for item in items))
+    return 1 if left else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
