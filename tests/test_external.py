@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DFSLAB, REPO
+from conftest import DFSLAB, REPO, wait_for
 from existing_ceph import PROMETHEUS_PORT, ByHandCeph
 
 pytestmark = pytest.mark.cluster
@@ -62,6 +62,11 @@ class Hosts:
         self.procs.append(subprocess.Popen(["nsenter", f"--net=/run/netns/{NS}{n}", *argv],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
 
+    def listening(self, n: int, port: int) -> bool:
+        out = subprocess.run(["nsenter", f"--net=/run/netns/{NS}{n}", "ss", "-Hltn", f"sport = :{port}"],
+                             capture_output=True, text=True).stdout
+        return bool(out.strip())
+
     def close(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
@@ -81,7 +86,8 @@ def hosts():
         h.start(2, "fio", "--server=ip:10.79.2.2,8765")
         h.start(3, "iperf3", "-s", "-B", "10.79.3.2", "-p", "5201")
         h.start(3, "prometheus-node-exporter", "--web.listen-address=10.79.3.2:9100")
-        time.sleep(1.5)
+        for n, port in ((1, 8765), (2, 8765), (3, 5201), (3, 9100)):  # each listening, not a guess at when
+            wait_for(lambda: h.listening(n, port), 30, f"a server on port {port} in {NS}{n}", interval=0.1)
         yield h
     finally:
         h.close()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
 from dfslab.backends.external.mounts import mount_of
 from dfslab.spec import SpecError, parse_spec
 from dfslab.workloads import Runner, WorkloadError
@@ -64,11 +64,19 @@ def fio_servers():
     ports = [_free_port(), _free_port()]
     procs = [subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{p}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for p in ports]
-    time.sleep(1)
-    yield [f"127.0.0.1,{p}" for p in ports]
-    for proc in procs:
-        proc.terminate()
-        proc.wait(timeout=10)
+    try:
+        for port in ports:  # listening, not a guess at how long that takes
+            wait_for(lambda: _listening(port), 30, f"fio --server on port {port}", interval=0.1)
+        yield [f"127.0.0.1,{p}" for p in ports]
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _runner(tmp_path: Path) -> Runner:
