@@ -4,7 +4,8 @@
 # the phases are laid out so:
 #   build        the Kubernetes and Rook build (scripts/build-kubernetes.sh, ~5 min of CPU cold,
 #                nothing once cached), in the background at the lowest CPU and I/O priority
-#   unit         tests without a cluster, on both cores (pytest-xdist)
+#   unit         tests without a cluster, on both cores (pytest-xdist), a file's tests in one worker:
+#                a file's tests share a cluster name, and dfslab finds a cluster's processes by it
 #   cluster-a    the cluster tests that use the docker engine or compare the root namespace's
 #                links before and after (test_docker, test_crash_cleanup, test_cluster): alone
 #   kubernetes   once the build is there, in the background: the cluster tests on runtime
@@ -71,9 +72,9 @@ kubernetes_phase() {  # waits for the build, then the kubernetes phase (or its f
 .venv/bin/python tests/leftovers.py snapshot "$out/machine.json"
 case $what in
   unit)
-    phase unit -n 2 -m "not cluster and not kubernetes" tests ;;
+    phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests ;;
   quick)
-    phase unit -n 2 -m "not cluster and not kubernetes" tests
+    phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests
     phase cluster tests/test_cluster.py ;;
   cluster)
     phase cluster -m "cluster and not kubernetes" tests ;;
@@ -82,7 +83,7 @@ case $what in
     kubernetes_phase ;;
   all)
     start_build
-    phase unit -n 2 -m "not cluster and not kubernetes" tests
+    phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests
     phase cluster-a -m "cluster and not kubernetes" "${SERIAL_A[@]}"
     echo "=== phase kubernetes: runs beside cluster-b; its output follows when it ends (log: $out/kubernetes.log)"
     setsid bash -c "$(declare -f elapsed phase kubernetes_phase); $(declare -p PYTEST out start); kubernetes_phase" \
