@@ -57,9 +57,11 @@ def pytest_sessionstart(session):
         _before = Snapshot(_HOME, machine=os.environ.get("DFSLAB_SUITE_MACHINE_CHECK") != "outside")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     # Whatever a test or fixture started and did not stop fails the session, named (a fixture whose
-    # setup failed is never torn down, so each one must clean up after its own failure).
+    # setup failed is never torn down, so each one must clean up after its own failure). Last of
+    # the hooks: after Ctrl-C, pytest's own sessionfinish tears the fixtures down that are still up.
     left = _before.left() if _before else {}
     if left:
         report = session.config.pluginmanager.get_plugin("terminalreporter")

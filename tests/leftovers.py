@@ -52,6 +52,13 @@ def _k8s_state() -> set[str]:
     return {str(p) for p in root.iterdir()} if root.is_dir() else set()
 
 
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:  # gone, or a zombie (a child killed by Ctrl-C, not reaped yet)
+        return []
+
+
 def _processes(session: str, own: set[int]) -> set[str]:
     """Live processes that carry this session's mark, other than pytest's own."""
     found = set()
@@ -89,7 +96,7 @@ class Snapshot:
         """What is there now and was not before, by kind; empty when the suite left nothing."""
         me = psutil.Process()
         # pytest-xdist's workers (execnet starts them as `python -c "...sys.stdin.readline()..."`)
-        own = {me.pid} | {c.pid for c in me.children() if "sys.stdin.readline()" in " ".join(c.cmdline())}
+        own = {me.pid} | {c.pid for c in me.children() if "sys.stdin.readline()" in " ".join(_cmdline(c))}
         clusters = Path(self.home) / "clusters"
         now = {
             "processes": _processes(os.environ[SESSION_MARK], own),
