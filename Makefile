@@ -1,5 +1,5 @@
 # `make demo` and `make test` install what is missing first (scripts/install-deps.sh: Debian's
-# packages and the venv). The Kubernetes and Rook build (scripts/build-kubernetes.sh, ~10 min cold,
+# packages and the venv). The Kubernetes and Rook build (scripts/build-kubernetes.sh, 5-11 min cold,
 # cached after) is only for runtime kubernetes: `make install-deps` runs it, and `make test` runs
 # it in the background beside the tests that do not need it.
 # `make` alone builds the native code: native/cls_dfslab, the object class for query pushdown.

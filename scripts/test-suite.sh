@@ -69,12 +69,14 @@ kubernetes_phase() {  # waits for the build, then the kubernetes phase (or its f
   fi
 }
 
+unit_phase() { phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests; }
+
 .venv/bin/python tests/leftovers.py snapshot "$out/machine.json"
 case $what in
   unit)
-    phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests ;;
+    unit_phase ;;
   quick)
-    phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests
+    unit_phase
     phase cluster tests/test_cluster.py ;;
   cluster)
     phase cluster -m "cluster and not kubernetes" tests ;;
@@ -83,7 +85,7 @@ case $what in
     kubernetes_phase ;;
   all)
     start_build
-    phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests
+    unit_phase
     phase cluster-a -m "cluster and not kubernetes" "${SERIAL_A[@]}"
     echo "=== phase kubernetes: runs beside cluster-b; its output follows when it ends (log: $out/kubernetes.log)"
     setsid bash -c "$(declare -f elapsed phase kubernetes_phase); $(declare -p PYTEST out start); kubernetes_phase" \

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,25 @@ def run_against(experiment: Path, cluster_name: str, timeout: float = 900) -> tu
 
 def status_json(name: str) -> dict:
     return json.loads(dfslab("status", name, "--json").stdout)
+
+
+def listening(port: int, netns: str | None = None) -> bool:
+    """A TCP server listens on `port` (in network namespace `netns`, else this one): what a
+    fixture waits for after starting a server, instead of a guess at how long that takes."""
+    enter = ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
+    out = subprocess.run([*enter, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    return bool(out.strip())
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """Kill a server a test started with start_new_session=True, and everything it forked: fio
+    --server forks a child per job, which outlives a terminated parent (the leftover check saw
+    one with parent 1). The group is killed even when its leader has already exited."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
 
 
 def wait_for(pred, timeout: float, what: str, interval: float = 0.05):

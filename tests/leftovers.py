@@ -26,7 +26,8 @@ def _netns() -> set[str]:
     return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
 
 
-def _links() -> set[str]:
+def root_links() -> set[str]:
+    """The links of the root network namespace, by name (a veth's '@peer' suffix dropped)."""
     out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
 
@@ -62,21 +63,29 @@ def _cmdline(proc: psutil.Process) -> list[str]:
 def _processes(session: str, own: set[int]) -> set[str]:
     """Live processes that carry this session's mark, other than pytest's own."""
     found = set()
-    marker = f"{SESSION_MARK}={session}".encode()
     for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status", "create_time"]):
         info = proc.info
         if info["pid"] in own:
             continue
         try:
-            environ = Path(f"/proc/{info['pid']}/environ").read_bytes().split(b"\0")
-        except OSError:  # gone, or a zombie (its environment went with its memory)
+            environ = proc.environ()
+        except psutil.Error:  # gone, or a zombie (its environment went with its memory)
             continue
-        if marker in environ:
-            cluster = next((e.decode(errors="replace") for e in environ if e.startswith(b"DFSLAB_CLUSTER=")), "no cluster mark")
+        if environ.get(SESSION_MARK) == session:
             found.add(f"pid {info['pid']} ({info['status']}, parent {info['ppid']}, started "
-                      f"{time.strftime('%H:%M:%S', time.localtime(info['create_time']))}, {cluster}) "
+                      f"{time.strftime('%H:%M:%S', time.localtime(info['create_time']))}, "
+                      f"{environ.get('DFSLAB_CLUSTER', 'no')} cluster mark) "
                       f"{' '.join(info['cmdline'] or [info['name']])[:160]}")
     return found
+
+
+# What the machine holds, by kind: a snapshot before and after, compared.
+MACHINE = {"network namespaces": _netns, "links": root_links, "mounts": _mounts, "loop devices": _loops,
+           "Kubernetes node state": _k8s_state}
+
+
+def machine_state() -> dict[str, set[str]]:
+    return {kind: read() for kind, read in MACHINE.items()}
 
 
 @dataclass
@@ -86,11 +95,7 @@ class Snapshot:
     once around them all) what is on the machine now that was not then."""
     home: str
     machine: bool = True
-    netns: set[str] = field(default_factory=_netns)
-    links: set[str] = field(default_factory=_links)
-    mounts: set[str] = field(default_factory=_mounts)
-    loops: set[str] = field(default_factory=_loops)
-    k8s_state: set[str] = field(default_factory=_k8s_state)
+    before: dict[str, set[str]] = field(default_factory=machine_state)
 
     def left(self) -> dict[str, list[str]]:
         """What is there now and was not before, by kind; empty when the suite left nothing."""
@@ -107,21 +112,16 @@ class Snapshot:
         return {kind: sorted(items) for kind, items in now.items() if items}
 
     def machine_left(self) -> dict[str, set[str]]:
-        return {"network namespaces": _netns() - self.netns, "links": _links() - self.links,
-                "mounts": _mounts() - self.mounts, "loop devices": _loops() - self.loops,
-                "Kubernetes node state": _k8s_state() - self.k8s_state}
+        return {kind: items - self.before[kind] for kind, items in machine_state().items()}
 
 
 def main(argv: list[str]) -> int:
     """`leftovers.py snapshot FILE` before the phases, `leftovers.py check FILE` after them."""
     command, path = argv
     if command == "snapshot":
-        snap = Snapshot(home="")
-        Path(path).write_text(json.dumps({"netns": sorted(snap.netns), "links": sorted(snap.links),
-                                          "mounts": sorted(snap.mounts), "loops": sorted(snap.loops),
-                                          "k8s_state": sorted(snap.k8s_state)}))
+        Path(path).write_text(json.dumps({kind: sorted(items) for kind, items in machine_state().items()}))
         return 0
-    before = Snapshot(home="", **{k: set(v) for k, v in json.loads(Path(path).read_text()).items()})
+    before = Snapshot(home="", before={kind: set(items) for kind, items in json.loads(Path(path).read_text()).items()})
     left = {kind: sorted(items) for kind, items in before.machine_left().items() if items}
     for kind, items in left.items():
         print(f"the test suite left {kind}:" + "".join(f"\n    {item}" for item in items))

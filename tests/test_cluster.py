@@ -1,7 +1,6 @@
 """A real 3-node Ceph cluster: up → HEALTH_OK → objects round-trip → status → down → nothing left."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -9,16 +8,12 @@ import psutil
 import pytest
 
 from conftest import cluster_up, dfslab, small_spec, status_json, write_spec
+from leftovers import root_links
 from dfslab import cluster
 from dfslab.state import ClusterState
 
 pytestmark = pytest.mark.cluster
 NAME = "t-int"
-
-
-def root_links() -> set[str]:
-    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    return {line.split(":")[1].strip() for line in out.splitlines()}
 
 
 @pytest.fixture(scope="module")

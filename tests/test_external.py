@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DFSLAB, REPO, wait_for
+from conftest import DFSLAB, REPO, listening, stop_group, wait_for
 from existing_ceph import PROMETHEUS_PORT, ByHandCeph
 
 pytestmark = pytest.mark.cluster
@@ -62,16 +61,9 @@ class Hosts:
         self.procs.append(subprocess.Popen(["nsenter", f"--net=/run/netns/{NS}{n}", *argv],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
 
-    def listening(self, n: int, port: int) -> bool:
-        out = subprocess.run(["nsenter", f"--net=/run/netns/{NS}{n}", "ss", "-Hltn", f"sport = :{port}"],
-                             capture_output=True, text=True).stdout
-        return bool(out.strip())
-
     def close(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+            stop_group(proc)
         for ns in self.names:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
@@ -87,7 +79,7 @@ def hosts():
         h.start(3, "iperf3", "-s", "-B", "10.79.3.2", "-p", "5201")
         h.start(3, "prometheus-node-exporter", "--web.listen-address=10.79.3.2:9100")
         for n, port in ((1, 8765), (2, 8765), (3, 5201), (3, 9100)):  # each listening, not a guess at when
-            wait_for(lambda: h.listening(n, port), 30, f"a server on port {port} in {NS}{n}", interval=0.1)
+            wait_for(lambda: listening(port, f"{NS}{n}"), 30, f"a server on port {port} in {NS}{n}", interval=0.1)
         yield h
     finally:
         h.close()
@@ -109,8 +101,7 @@ def cephfs_by_hand(byhand, tmp_path_factory):
         yield mnt
     finally:
         subprocess.run(["fusermount", "-u", "-z", str(mnt)], capture_output=True)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        stop_group(proc)
 
 
 def dfslab_run(tmp_path: Path, exp: dict) -> tuple[int, Path | None, str]:

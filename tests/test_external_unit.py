@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_for
+from conftest import listening, stop_group, wait_for
 from dfslab.backends.external.mounts import mount_of
 from dfslab.spec import SpecError, parse_spec
 from dfslab.workloads import Runner, WorkloadError
@@ -62,21 +62,15 @@ def fio_servers():
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (scripts/install-deps.sh)")
     ports = [_free_port(), _free_port()]
-    procs = [subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{p}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for p in ports]
+    procs = [subprocess.Popen(["fio", f"--server=ip:127.0.0.1,{p}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True) for p in ports]
     try:
         for port in ports:  # listening, not a guess at how long that takes
-            wait_for(lambda: _listening(port), 30, f"fio --server on port {port}", interval=0.1)
+            wait_for(lambda: listening(port), 30, f"fio --server on port {port}", interval=0.1)
         yield [f"127.0.0.1,{p}" for p in ports]
     finally:
         for proc in procs:
-            proc.terminate()
-            proc.wait(timeout=10)
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+            stop_group(proc)
 
 
 def _runner(tmp_path: Path) -> Runner:
