@@ -23,27 +23,68 @@ from dfslab.workloads import Measurement, WorkloadError
 from dfslab.workloads.fio import fio_argv, parse_json
 
 
-@pytest.fixture(scope="module")
-def fio_output(tmp_path_factory) -> str:
+def _fio(directory: Path, **options) -> str:
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (scripts/install-deps.sh)")
-    d = tmp_path_factory.mktemp("fio")
-    argv = fio_argv("unit", directory=str(d), rw="randrw", bs="4k", size="4M", runtime=1, time_based=True,
-                    ioengine="psync")
+    argv = fio_argv("unit", directory=str(directory), bs="4k", size="8M", runtime=1, time_based=True, **options)
     return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+@pytest.fixture(scope="module")
+def fio_output(tmp_path_factory) -> str:
+    """Buffered libaio (the engine dfslab runs on files): the I/O happens at submission, so
+    completion latency alone is a small part of an I/O's time (with psync, where the parser's
+    choice would not show, fio measures no submission at all)."""
+    return _fio(tmp_path_factory.mktemp("fio"), rw="randrw", ioengine="libaio", iodepth=1, direct=0)
+
+
+def _by(rows):
+    return {(r.params["op"], r.metric): r for r in rows}
 
 
 def test_fio_json_gives_a_row_per_direction_and_metric(fio_output):
     rows = parse_json(fio_output, "fio", {"bs": 4096}, 2)
-    by = {(r.params["op"], r.metric): r for r in rows}
+    by = _by(rows)
+    job = json.loads(fio_output)["jobs"][0]
     for op in ("read", "write"):
         assert by[(op, "bandwidth")].value > 0 and by[(op, "bandwidth")].unit == "MB/s"
-        assert by[(op, "iops")].value > 0 and by[(op, "latency_avg")].unit == "ms"
-        assert (op, "latency_p99") in by
+        assert by[(op, "iops")].value > 0
+        assert all(by[(op, m)].unit == "ms" for m in ("latency_avg", "latency_p99", "clat_avg", "slat_avg", "clat_p99"))
+        # latency is fio's total (lat_ns), its parts are their own metrics
+        assert by[(op, "latency_avg")].value == pytest.approx(job[op]["lat_ns"]["mean"] / 1e6)
+        assert by[(op, "latency_p99")].value == pytest.approx(job[op]["lat_ns"]["percentile"]["99.000000"] / 1e6)
+        assert by[(op, "slat_avg")].value == pytest.approx(job[op]["slat_ns"]["mean"] / 1e6)
+        assert by[(op, "latency_avg")].value == pytest.approx(by[(op, "slat_avg")].value + by[(op, "clat_avg")].value,
+                                                              rel=0.05)
     assert all(r.repetition == 2 and r.params["bs"] == 4096 for r in rows)
     # fio's own numbers, converted: bandwidth is bytes/s over 1e6.
-    job = json.loads(fio_output)["jobs"][0]
     assert by[("read", "bandwidth")].value == pytest.approx(job["read"]["bw_bytes"] / 1e6)
+
+
+def test_fio_latency_agrees_with_littles_law_at_the_depth_really_run(fio_output, tmp_path):
+    """In flight = IOPS x latency: one job at iodepth 1 keeps about one I/O in flight, split
+    between its reads and writes; completion latency alone would put it at a few percent."""
+    by = _by(parse_json(fio_output, "fio", {}, 0))
+    in_flight = sum(by[(op, "iops")].value * by[(op, "latency_avg")].value / 1e3 for op in ("read", "write"))
+    assert 0.5 <= in_flight <= 2 and by[("read", "depth")].value == pytest.approx(in_flight)
+    # O_DIRECT libaio on this machine's disk is truly asynchronous: the depth asked for is the one run.
+    deep = _by(parse_json(_fio(tmp_path, rw="randread", ioengine="libaio", iodepth=8, direct=1), "fio", {}, 0))
+    assert 4 <= deep[("read", "iops")].value * deep[("read", "latency_avg")].value / 1e3 <= 16
+    assert 4 <= deep[("read", "depth")].value <= 16
+
+
+def test_a_synchronous_engine_at_depth_is_counted_at_depth_1(tmp_path):
+    """fio runs psync one I/O at a time whatever the iodepth and says so only in its text."""
+    out = _fio(tmp_path, rw="randread", ioengine="psync", iodepth=8, numjobs=2, group_reporting=True)
+    assert "capped at 1" in out
+    assert _by(parse_json(out, "fio", {}, 0))[("read", "depth")].value == 2
+
+
+def test_buffered_files_at_depth_are_refused_naming_the_fix():
+    from dfslab.workloads.fio import FioParams
+    with pytest.raises(ValueError, match="direct: true, or iodepth: 1 with numjobs: 16"):
+        FioParams(target="fs", direct=False, iodepth=16)
+    assert FioParams(target="fs").direct and FioParams(target="rbd", direct=False, iodepth=16).iodepth == 16
 
 
 def test_fio_json_after_warnings_and_without_json(fio_output):

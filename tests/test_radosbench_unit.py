@@ -36,6 +36,18 @@ def test_bandwidth_is_in_decimal_megabytes_as_the_tool_counted_them():
     assert bandwidth.value == pytest.approx(647 * 4194304 / 5.02843 / 1e6, rel=1e-4)  # 539.7, not 514.7
     # each second's sample: the objects finished in that second, 4 MiB each
     assert rows[("bandwidth_sample", 2)].value == pytest.approx((240 - 114) * 4194304 / 1e6)
-    # IOPS and latency are counts and seconds: as printed, and Little's law holds between them
+    # IOPS as printed; latency printed in s, stored in ms as every workload's; Little's law holds
     assert rows[("iops", None)].value == 128
-    assert 16 / rows[("latency_avg", None)].value == pytest.approx(128, rel=0.02)
+    assert rows[("latency_avg", None)].unit == "ms" and rows[("latency_avg", None)].value == pytest.approx(124.005)
+    assert 16 / (rows[("latency_avg", None)].value / 1e3) == pytest.approx(128, rel=0.02)
+    # each second's "last lat" (one operation's latency) is its own metric, in ms
+    assert rows[("latency_last", 2)].value == pytest.approx(122.671) and ("latency_sample", 2) not in rows
+
+
+def test_one_unit_per_metric_name_whatever_the_workload():
+    from dfslab.workloads import Measurement
+    with pytest.raises(ValueError, match="every latency_avg is in ms"):
+        Measurement("radosbench", "latency_avg", 0.124, "s")
+    with pytest.raises(ValueError, match="every disk_read_bandwidth is in MB/s"):
+        Measurement("baseline", "disk_read_bandwidth", 500, "MiB/s")
+    assert Measurement("sql", "time_avg", 0.2, "s").unit == "s"

@@ -104,6 +104,33 @@ def test_every_workload_measured_with_units(run_dir):
         {(c, op) for c in (1, 2) for op in ("write", "read")}
 
 
+def test_parquet_latencies_are_the_tools_own_in_one_unit(run_dir):
+    """results.parquet read as a user would (pyarrow for the schema, DuckDB for the rows): every
+    latency row is in ms, and each fio and rados bench mean latency is the one in its raw output."""
+    import duckdb
+    schema = pq.read_schema(run_dir / "results.parquet")
+    assert schema.field("bs").metadata == {b"unit": b"B"} and schema.field("t").metadata == {b"unit": b"s"}
+    assert json.loads(schema.metadata[b"metric_units"])["latency_avg"] == "ms"
+    rows = duckdb.sql(f"SELECT workload, metric, value, unit, step, target, rw, bs, iodepth, numjobs, repetition, mode,"
+                      f" object_size, threads FROM '{run_dir / 'results.parquet'}' WHERE metric LIKE '%latency%'").fetchall()
+    assert rows and {r[3] for r in rows} == {"ms"} and all(r[4] for r in rows)  # every row names its step
+    checked = 0
+    for workload, metric, value, _, _, target, rw, bs, iodepth, numjobs, rep, mode, size, threads in rows:
+        if metric != "latency_avg":
+            continue
+        if workload == "fio":
+            job = json.loads((run_dir / "raw" / f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}.txt").read_text())
+            op = "read" if "read" in rw else "write"
+            assert value == pytest.approx(job["jobs"][0][op]["lat_ns"]["mean"] / 1e6), (target, rw)
+        elif workload == "radosbench":
+            raw = (run_dir / "raw" / f"radosbench-{size}-{threads}t-r{rep}-{mode}.txt").read_text()
+            assert value == pytest.approx(float(re.search(r"Average Latency\(s\):\s+([\d.]+)", raw).group(1)) * 1000)
+        else:
+            continue
+        checked += 1
+    assert checked >= 2 * (6 + 1 + 2)  # fio 3 targets x 2 rw + rados, radosbench write + seq; 2 repetitions
+
+
 def test_filegrid_reads_through_a_client_that_did_not_write_the_files(run_dir):
     """The writing ceph-fuse keeps the files' data in its own cache (drop_caches leaves it): the
     read goes through a second, new ceph-fuse on the client, unmounted after each read."""

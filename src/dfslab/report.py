@@ -103,6 +103,7 @@ writes count every replica against the one disk) and of the machine's CPU while 
 {% for r in lines %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td>
 {% for m, head in columns %}<td>{{ r.cells.get(m, '') }}</td>{% endfor %}<td>{{ r.n }}</td></tr>{% endfor %}
 </table>{% endif %}{% endfor %}
+{% if shallow %}<p class="warn"><b>Queue depth not reached:</b></p><ul>{% for line in shallow %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
 <h2>Cluster at the end</h2>
 <table><tr><th class="l">daemon</th><th class="l">node</th><th class="l">address</th><th>pid</th><th>RSS MiB</th></tr>
@@ -155,6 +156,22 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict
             out.append({"workload": workload, "params": params, "cells": cells, "n": max(len(v) for v in metrics.values())})
     used = sorted(heads, key=lambda k: (columns.index(heads[k][0]), heads[k][1]))
     return out, [(k, k.replace("_", " ")) for k in used]
+
+
+def shallow_depths(rows: list[dict[str, Any]]) -> list[str]:
+    """The fio rows whose storage saw fewer than half the I/Os in flight their parameters ask
+    for (`depth`, see workloads.fio.effective_depth): their latency and IOPS are those of a
+    shallower queue, so the report says so beside the table."""
+    varying = varying_keys(rows)
+    out = []
+    for r in rows:
+        p = r["params"]
+        asked = int(p.get("iodepth") or 1) * int(p.get("numjobs") or 1) * int(p.get("clients") or 1)
+        if r["metric"] == "depth" and r["t"] is None and r["value"] < asked / 2:
+            out.append(f"{r['workload']} {params_label(p, varying[r['workload']])} {p.get('op', '')}: "
+                       f"{r['value']:.1f} I/Os in flight of {asked} asked; each I/O completed inside its submit call "
+                       f"(this client does not queue them): for concurrency use numjobs (one thread each) with iodepth: 1")
+    return out
 
 
 def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
@@ -257,21 +274,21 @@ def _latency_figures(rows, varying) -> list[dict]:
             ax.plot([str(x) for x in xs], [sum(points[x]) / len(points[x]) for x in xs], marker="o", label=label)
         ax.set_yscale("log")
         ax.set_xlabel("percentile")
-        ax.set_ylabel("completion latency (ms)")
+        ax.set_ylabel("latency, submission + completion (ms)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        figs.append({"svg": _svg(fig), "caption": "fio completion-latency percentiles"})
-    samples = [r for r in rows if r["metric"] == "latency_sample"]
+        figs.append({"svg": _svg(fig), "caption": "fio latency percentiles (total: submission + completion)"})
+    samples = [r for r in rows if r["metric"] == "latency_last"]
     if samples:
         groups: dict[str, list[float]] = defaultdict(list)
         for r in samples:
-            groups[params_label(r["params"], varying[r["workload"]])].append(r["value"] * 1000)
+            groups[params_label(r["params"], varying[r["workload"]])].append(r["value"])
         fig, ax = plt.subplots(figsize=(9, 3.2))
         labels = sorted(groups)
         ax.boxplot([groups[k] for k in labels], vert=False)
         ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=7)
         ax.set_xlabel("latency of the last op each second (ms)")
-        figs.append({"svg": _svg(fig), "caption": "rados bench latency distribution (per-second samples)"})
+        figs.append({"svg": _svg(fig), "caption": "rados bench: the latency of the last operation to complete in each second (one operation per second, not a per-second mean)"})
     return figs
 
 
@@ -465,7 +482,7 @@ def build(run_path: Path) -> Path:
     replicas = status.get("write_amplification") or 1
     varying = varying_keys(rows)
     workloads_rows = [r for r in rows if r["workload"] != "baseline"]
-    tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS)),
+    tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS + ["depth"])),
               ("Baselines", *summarize([r for r in rows if r["workload"] == "baseline"], BASELINE_METRICS))]
     faults = run.read_json("faults.json") or []
     integrity = run.read_json("integrity.json") or None
@@ -499,7 +516,7 @@ def build(run_path: Path) -> Path:
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
-        bottlenecks=bottleneck_lines(rows, intervals, series, replicas),
+        bottlenecks=bottleneck_lines(rows, intervals, series, replicas), shallow=shallow_depths(workloads_rows),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
         status_summary=status.get("summary", []), status_tables=status.get("tables", []),
     )

@@ -161,12 +161,24 @@ class RunDir:
             "unit": pa.array([r["unit"] for r in raw], pa.string()),
             "repetition": pa.array([int(r["repetition"]) for r in raw], pa.int64()),
             "t": pa.array([float(r["t"]) if r["t"] not in ("", None) else None for r in raw], pa.float64()),
+            "step": pa.array([r.get("step") or None for r in raw], pa.string()),
         }
+        # Each column's unit in its field metadata (`unit`), where it has one: the value's is
+        # its row's `unit`, one per metric (schema metadata `metric_units`).
+        units = {"t": "s"}
+        for workload_units in (self.read_json("units.json") or {}).values():
+            units.update(workload_units)
         for key in sorted({k for p in params for k in p}):
             name = f"param_{key}" if key in columns else key
             columns[name] = _typed_column([p.get(key) for p in params])
+            if key in units:
+                units[name] = units[key]
+        fields = [pa.field(name, col.type, metadata={"unit": units[name]} if name in units else None)
+                  for name, col in columns.items()]
+        metric_units = {r["metric"]: r["unit"] for r in raw}
+        schema = pa.schema(fields, metadata={"metric_units": json.dumps(metric_units, sort_keys=True)})
         path = self.path / "results.parquet"
-        pq.write_table(pa.table(columns), path)
+        pq.write_table(pa.table(list(columns.values()), schema=schema), path)
         return path
 
 

@@ -9,6 +9,7 @@ registered in `WORKLOADS`.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from abc import ABC, abstractmethod
@@ -31,6 +32,22 @@ def cluster_target(target: str) -> str | None:
     return None if target == "local" else {"cephfs": "fs"}.get(target, target)
 
 
+# One unit per metric name, whatever the workload (docs/results.md): a `groupby("metric")` over
+# results.parquet never mixes seconds and milliseconds. Checked when a row is made.
+METRIC_UNITS = [
+    (r"(^|_)(latency|clat|slat)_", "ms"),
+    (r"(^|_)bandwidth($|_)|^scan_rate$", "MB/s"),
+    (r"(^|_)iops($|_)|^ops$|^qps$", "op/s"),
+    (r"^time($|_)|(^|_)duration$", "s"),
+    (r"(^|_)depth$", "I/Os"),
+]
+
+
+def metric_unit(metric: str) -> str | None:
+    """The one unit rows of `metric` are in (None: a metric of its own kind, any unit)."""
+    return next((unit for pattern, unit in METRIC_UNITS if re.search(pattern, metric)), None)
+
+
 @dataclass
 class Measurement:
     workload: str
@@ -40,6 +57,11 @@ class Measurement:
     params: dict[str, Any] = field(default_factory=dict)
     repetition: int = 0
     t: float | None = None  # seconds into the run, for per-second samples
+
+    def __post_init__(self) -> None:
+        expected = metric_unit(self.metric)
+        if expected is not None and self.unit != expected:
+            raise ValueError(f"{self.workload} row {self.metric} in {self.unit!r}: every {self.metric} is in {expected}")
 
     def row(self) -> dict[str, Any]:
         row = asdict(self)

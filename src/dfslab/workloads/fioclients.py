@@ -46,7 +46,7 @@ def run_on_clients(runner: Runner, servers: list[str], tag: str, options: dict[s
     jobs = runner.raw_dir / f"{tag}-jobs"
     jobs.mkdir(parents=True, exist_ok=True)
     for host in hosts:
-        opts = {**options, "group_reporting": True}
+        opts = {**options, "group_reporting": True, "lat_percentiles": 1}
         if "directory" in opts:
             # The servers mount the same file system at the same path: one subdirectory per host.
             sub = f"{opts['directory']}/{_safe(host)}"
@@ -88,6 +88,7 @@ def parse_clients(text: str, hosts: list[str], workload: str, labels: dict[str, 
     for (op, metric), value in sorted(totals.items()):
         rows.append(Measurement(workload, metric, value, "MB/s" if metric == "bandwidth" else "op/s",
                                 {**aggregate, "op": op}, repetition))
-    latency = parse_json(json.dumps({"jobs": [everyone]}), workload, aggregate, repetition)
-    rows += [r for r in latency if r.metric.startswith("latency")]
+    jobs = int(labels.get("numjobs") or labels.get("threads") or 1) * len(hosts)  # per host, summed
+    latency = parse_json(json.dumps({"jobs": [everyone]}), workload, aggregate, repetition, jobs=jobs)
+    rows += [r for r in latency if r.metric.startswith(("latency", "clat", "slat", "depth"))]
     return rows

@@ -14,16 +14,17 @@ from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 # of 4 MiB in 5.028 s print 514.7, i.e. 539.7 MB/s). dfslab's MB/s is 10^6 bytes, as fio's rows
 # (bw_bytes / 1e6): its values are converted, or the two tools' rows differ by 4.9 % for nothing.
 MIB_IN_MB = 2**20 / 1e6
-SUMMARY = {
-    "Bandwidth (MB/sec)": ("bandwidth", "MB/s"),
-    "Stddev Bandwidth": ("bandwidth_stddev", "MB/s"),
-    "Average IOPS": ("iops", "op/s"),
-    "Stddev IOPS": ("iops_stddev", "op/s"),
-    "Average Latency(s)": ("latency_avg", "s"),
-    "Stddev Latency(s)": ("latency_stddev", "s"),
-    "Max latency(s)": ("latency_max", "s"),
-    "Min latency(s)": ("latency_min", "s"),
-    "Total time run": ("duration", "s"),
+MS_IN_S = 1000  # latencies are ms in every workload's rows (rados bench prints seconds)
+SUMMARY = {  # rados bench's label -> (metric, unit, factor from its unit)
+    "Bandwidth (MB/sec)": ("bandwidth", "MB/s", MIB_IN_MB),
+    "Stddev Bandwidth": ("bandwidth_stddev", "MB/s", MIB_IN_MB),
+    "Average IOPS": ("iops", "op/s", 1),
+    "Stddev IOPS": ("iops_stddev", "op/s", 1),
+    "Average Latency(s)": ("latency_avg", "ms", MS_IN_S),
+    "Stddev Latency(s)": ("latency_stddev", "ms", MS_IN_S),
+    "Max latency(s)": ("latency_max", "ms", MS_IN_S),
+    "Min latency(s)": ("latency_min", "ms", MS_IN_S),
+    "Total time run": ("duration", "s", 1),
 }
 # "  sec Cur ops   started  finished  avg MB/s  cur MB/s last lat(s)  avg lat(s)"
 SAMPLE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.e-]+|-)\s+([\d.e-]+)\s*$")
@@ -43,9 +44,9 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
     for line in output.splitlines():
         key, sep, value = line.partition(":")
         if sep and key.strip() in SUMMARY:
-            metric, unit = SUMMARY[key.strip()]
+            metric, unit, factor = SUMMARY[key.strip()]
             try:
-                number = float(value) * (MIB_IN_MB if unit == "MB/s" else 1)
+                number = float(value) * factor
             except ValueError:
                 continue
             rows.append(Measurement("radosbench", metric, number, unit, params, repetition))
@@ -54,8 +55,9 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
             if sec > 0:  # second 0 is the header row of zeros
                 rows.append(Measurement("radosbench", "bandwidth_sample", float(m.group(6)) * MIB_IN_MB, "MB/s", params,
                                         repetition, t=sec))
-                if m.group(7) != "-":
-                    rows.append(Measurement("radosbench", "latency_sample", float(m.group(7)), "s", params, repetition, t=sec))
+                if m.group(7) != "-":  # "last lat": the one operation that completed last in that second
+                    rows.append(Measurement("radosbench", "latency_last", float(m.group(7)) * MS_IN_S, "ms", params,
+                                            repetition, t=sec))
     return rows
 
 
