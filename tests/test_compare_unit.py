@@ -1,34 +1,75 @@
-"""Comparisons across runs: one run against another, or several runs per side (ABBA), counted per run."""
+"""Comparisons across runs (`dfslab compare`, the runtime comparison): one run against another,
+or several runs per side, counted per run; the CLI's regression gate."""
 
 import json
+import math
+import random
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from dfslab.cli import app
 from dfslab.compare import compare_runs, verdict
 from dfslab.results import RunDir
 from dfslab.run import runtime_pairs
 from dfslab.workloads import Measurement
 
 
-def run_with(tmp_path: Path, name: str, values: list[float]) -> Path:
+def run_with(tmp_path: Path, name: str, values: list[float], metric: str = "bandwidth", unit: str = "MB/s") -> Path:
     path = tmp_path / name
     path.mkdir()
-    RunDir(path).add(Measurement("radosbench", "bandwidth", v, "MB/s", {"mode": "write"}, rep) for rep, v in enumerate(values))
+    RunDir(path).add(Measurement("radosbench", metric, v, unit, {"mode": "write"}, rep) for rep, v in enumerate(values))
     return path
 
 
-def test_runs_of_one_runtime_are_pooled(tmp_path):
+def test_two_runs_per_side_are_tested_over_runs(tmp_path):
     a1, a2 = run_with(tmp_path, "a1", [100, 102]), run_with(tmp_path, "a2", [98, 100])
     b1, b2 = run_with(tmp_path, "b1", [150, 152]), run_with(tmp_path, "b2", [148, 150])
     [row] = compare_runs([a1, a2], [b1, b2])
-    assert row["n_a"] == 4 and row["n_b"] == 4 and row["runs_a"] == 2 and row["over"] == "runs"
-    assert row["mean_a"] == pytest.approx(100) and row["mean_b"] == pytest.approx(150)
-    assert row["ratio"] == pytest.approx(1.5) and row["significant"]
-    [single] = compare_runs(a1, b1)  # one run each still works
-    assert single["n_a"] == 2 and single["ratio"] == pytest.approx(151 / 101)
-    assert single["over"] == "repetitions" and "do not see run-to-run variation" in verdict([single])
-    assert "intervals over runs (2 and 2 per side" in verdict([row])
+    assert row["reps_a"] == 4 and row["runs_a"] == row["runs_b"] == 2 and row["over"] == "runs"
+    assert row["mean_a"] == pytest.approx(100, rel=1e-3) and row["mean_b"] == pytest.approx(150, rel=1e-3)
+    # the ratio shown is the one the interval is for: of geometric means, B's over A's
+    assert row["ratio"] == pytest.approx(row["mean_b"] / row["mean_a"]) and row["low"] < row["ratio"] < row["high"]
+    assert row["verdict"] == "different" and row["significant"] and "over runs (2 and 2)" in row["why"]
+    assert "tested over runs (2 and 2 runs per side" in verdict([row])
+
+
+def test_one_run_per_side_shows_an_interval_within_the_run_and_claims_nothing(tmp_path):
+    a, b = run_with(tmp_path, "a", [100, 101, 99]), run_with(tmp_path, "b", [150, 152, 149])
+    [row] = compare_runs(a, b)
+    assert row["over"] == "one run" and row["low"] > 1.4  # the repetitions agree...
+    assert row["verdict"] == "can't tell" and not row["significant"]  # ...but runs were not compared
+    assert "within one run" in row["why"] and "--runs 3" in row["why"]
+    assert "no difference is claimed" in verdict([row])
+
+
+def test_two_runs_against_one_are_tested_over_runs_not_pooled(tmp_path):
+    a = [run_with(tmp_path, f"a{i}", [100 + i, 101 + i]) for i in range(2)]
+    b = run_with(tmp_path, "b", [150, 151])
+    [row] = compare_runs(a, b)
+    assert row["over"] == "runs" and row["runs_a"] == 2 and row["runs_b"] == 1
+    assert row["verdict"] == "different" and "over runs (2 and 1)" in row["why"]
+
+
+def test_identical_values_and_zeros_get_no_mark_and_say_why(tmp_path):
+    same = [run_with(tmp_path, f"s{i}", [100, 100]) for i in range(4)]
+    [row] = compare_runs(same[:2], same[2:])
+    assert row["low"] is None and row["verdict"] == "can't tell" and "same value" in row["why"]
+    zeros = [run_with(tmp_path, f"z{i}", [0, 0], "iops", "op/s") for i in range(2)]
+    [row] = compare_runs(zeros[0], zeros[1])
+    assert row["ratio"] is None and row["low"] is None and "0 or below" in row["why"]  # not inf
+    [row] = compare_runs(run_with(tmp_path, "one-a", [100]), run_with(tmp_path, "one-b", [300, 310]))
+    assert row["low"] is None and "1 repetition" in row["why"]
+
+
+def test_the_ratio_lies_in_its_own_interval(tmp_path):
+    rng = random.Random(3)
+    for trial in range(200):
+        a = [run_with(tmp_path, f"r{trial}a{i}", [rng.lognormvariate(4, 0.3) for _ in range(3)]) for i in range(2)]
+        b = [run_with(tmp_path, f"r{trial}b{i}", [rng.lognormvariate(4.2, 0.3) for _ in range(2)]) for i in range(3)]
+        [row] = compare_runs(a, b)
+        assert row["low"] <= row["ratio"] <= row["high"]
 
 
 def test_runtime_pairs_group_an_abba_order_by_runtime():
@@ -38,108 +79,7 @@ def test_runtime_pairs_group_an_abba_order_by_runtime():
     assert runtime_pairs(["docker", "local"], paths[:2]) == [("docker", "local", [Path("r1")], [Path("r2")])]
 
 
-# -- Does the interval keep its promise? Simulated through `compare_runs`, the code `dfslab
-# compare` and the runtime comparison use, on run directories like real ones.
-import math
-import random
-
-from dfslab.analysis import ratio_ci95
-
-METRICS = 200
-
-
-def simulated_runs(tmp_path: Path, label: str, n: int, rng: random.Random, cv: float, factor_b: float = 1.0):
-    """Two run directories with METRICS bandwidth metrics of n repetitions each: log-normal
-    noise of coefficient of variation `cv`; B's true value is factor_b times A's."""
-    sigma = math.sqrt(math.log(1 + cv * cv))
-    dirs = []
-    for side, factor in (("a", 1.0), ("b", factor_b)):
-        path = tmp_path / f"{label}-{side}"
-        path.mkdir()
-        RunDir(path).add(Measurement("fio", "bandwidth", 100 * factor * rng.lognormvariate(0, sigma), "MB/s",
-                                     {"bs": m}, rep) for m in range(METRICS) for rep in range(n))
-        dirs.append(path)
-    return dirs
-
-
-@pytest.mark.parametrize("n", [2, 3, 5, 10])
-def test_null_comparisons_are_flagged_at_the_nominal_rate(tmp_path, n):
-    rng = random.Random(n)
-    flagged = tested = 0
-    for trial in range(10):  # 2000 null comparisons per n
-        a, b = simulated_runs(tmp_path, f"t{trial}", n, rng, cv=0.15)
-        rows = compare_runs(a, b)
-        assert len(rows) == METRICS and all(r["low"] is not None for r in rows)
-        flagged += sum(r["significant"] for r in rows)
-        tested += len(rows)
-    # 5 % nominal; three binomial standard errors of 2000 draws is 1.5 points.
-    assert flagged / tested <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / tested), flagged / tested
-
-
-def test_a_real_twenty_percent_difference_is_found_at_n5(tmp_path):
-    rng = random.Random(7)
-    a, b = simulated_runs(tmp_path, "real", 5, rng, cv=0.05, factor_b=1.2)
-    rows = compare_runs(a, b)
-    found = sum(r["significant"] and r["low"] > 1 for r in rows) / len(rows)
-    assert found >= 0.95, found
-    assert all(0.9 < r["low"] and r["high"] < 1.5 for r in rows)
-
-
-def test_no_interval_without_two_repetitions_per_side(tmp_path):
-    a, b = run_with(tmp_path, "one-a", [100]), run_with(tmp_path, "one-b", [300, 310])
-    [row] = compare_runs(a, b)
-    assert row["low"] is None and not row["significant"]
-
-
-# -- Runs of one spec differ by more than the repetitions of one run (each run is a fresh cluster
-# at another hour of a shared machine). Simulated: a run effect as large as the repetition noise.
-
-def runs_with_a_run_effect(tmp_path: Path, label: str, runs: int, reps: int, rng: random.Random,
-                           run_sigma: float, rep_sigma: float) -> list[Path]:
-    dirs = []
-    for r in range(runs):
-        path = tmp_path / f"{label}-{r}"
-        path.mkdir()
-        shift = [rng.gauss(0, run_sigma) for _ in range(METRICS)]  # this run's cluster and hour, per metric
-        RunDir(path).add(Measurement("fio", "bandwidth", 100 * math.exp(shift[m] + rng.gauss(0, rep_sigma)), "MB/s",
-                                     {"bs": m}, rep) for m in range(METRICS) for rep in range(reps))
-        dirs.append(path)
-    return dirs
-
-
-@pytest.mark.parametrize("runs", [2, 3])
-def test_null_comparisons_over_runs_keep_their_rate_where_pooled_repetitions_do_not(tmp_path, runs):
-    rng = random.Random(runs)
-    flagged = pooled_flagged = tested = 0
-    for trial in range(5):  # 1000 null comparisons per number of runs
-        a = runs_with_a_run_effect(tmp_path, f"a{trial}", runs, 3, rng, run_sigma=0.1, rep_sigma=0.1)
-        b = runs_with_a_run_effect(tmp_path, f"b{trial}", runs, 3, rng, run_sigma=0.1, rep_sigma=0.1)
-        rows = compare_runs(a, b)
-        assert all(r["over"] == "runs" and r["runs_a"] == runs for r in rows)
-        flagged += sum(r["significant"] for r in rows)
-        tested += len(rows)
-        # What the comparison did before: every repetition of every run as one independent value.
-        values_a, values_b = by_metric(a), by_metric(b)
-        pooled = [ratio_ci95(values_a[m], values_b[m])[1] for m in range(METRICS)]
-        pooled_flagged += sum(lo > 1 or hi < 1 for lo, hi in pooled)
-    bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / tested)
-    print(f"runs {runs}: over runs {flagged / tested:.3f}, pooled repetitions {pooled_flagged / tested:.3f}")
-    assert flagged / tested <= bound, flagged / tested
-    assert pooled_flagged / tested > bound, pooled_flagged / tested  # why runs are the unit
-
-
-def by_metric(runs: list[Path]) -> dict[int, list[float]]:
-    values: dict[int, list[float]] = {}
-    for run in runs:
-        for r in RunDir(run).rows():
-            values.setdefault(r["params"]["bs"], []).append(r["value"])
-    return values
-
-
 def test_the_cli_compares_several_runs_per_side_over_runs(tmp_path):
-    from typer.testing import CliRunner
-
-    from dfslab.cli import app
     a = [run_with(tmp_path, f"a{i}", [100 + i, 101 + i, 99 + i]) for i in range(2)]
     b = [run_with(tmp_path, f"b{i}", [150 + i, 151 + i, 149 + i]) for i in range(2)]
     res = CliRunner().invoke(app, ["compare", ",".join(map(str, a)), ",".join(map(str, b)), "--json"])
@@ -148,3 +88,71 @@ def test_the_cli_compares_several_runs_per_side_over_runs(tmp_path):
     assert row["over"] == "runs" and row["runs_a"] == row["runs_b"] == 2 and row["significant"]
     res = CliRunner().invoke(app, ["compare", f"{a[0]},{tmp_path / 'missing'}", str(b[0])])
     assert res.exit_code != 0 and "missing is not a run directory" in res.output
+    res = CliRunner().invoke(app, ["compare", str(a[0]), str(b[0]), "--margin", "ten"])
+    assert res.exit_code != 0 and "--margin" in res.output
+
+
+def test_fail_if_worse_gates_on_the_metrics_own_direction(tmp_path):
+    """Bandwidth down or latency up by more than the threshold, shown by an interval, fails."""
+    def side(name: str, bw: float, lat: float) -> list[Path]:
+        out = []
+        for i in range(2):
+            path = tmp_path / f"{name}{i}"
+            path.mkdir()
+            RunDir(path).add([Measurement("fio", "bandwidth", bw * (1 + 0.01 * i + 0.002 * r), "MB/s", {}, r) for r in range(2)]
+                             + [Measurement("fio", "latency_avg", lat * (1 + 0.01 * i + 0.002 * r), "ms", {}, r) for r in range(2)])
+            out.append(path)
+        return out
+
+    base = ",".join(map(str, side("base", 100, 2.0)))
+    faster = ",".join(map(str, side("fast", 130, 1.5)))   # better in both directions
+    slower = ",".join(map(str, side("slow", 100, 2.6)))   # latency 30 % up, bandwidth the same
+    ok = CliRunner().invoke(app, ["compare", base, faster, "--fail-if-worse", "5%"])
+    assert ok.exit_code == 0 and "no headline metric is worse" in ok.output, ok.output
+    bad = CliRunner().invoke(app, ["compare", base, slower, "--fail-if-worse", "5%"])
+    assert bad.exit_code == 1 and "latency_avg" in bad.output and "worse by more than 5 %" in bad.output
+    assert "bandwidth" not in bad.output.split("worse by more than")[1]
+    # one run per side: the gate still reads the interval it has (within one run), and says so
+    one = CliRunner().invoke(app, ["compare", base.split(",")[0], slower.split(",")[0], "--fail-if-worse", "5%"])
+    assert one.exit_code == 1 and "one run" in one.output
+
+
+def test_null_comparisons_over_runs_keep_their_rate(tmp_path):
+    """Through compare_runs on run directories: a run effect as large as the repetition noise,
+    no real difference, 2 runs per side and 2 against 1: 'different' at most at the nominal 5 %;
+    one run per side never claims it."""
+    rng = random.Random(5)
+    metrics = 300
+
+    def runs(label: str, n: int) -> list[Path]:
+        out = []
+        for r in range(n):
+            path = tmp_path / f"{label}-{r}"
+            path.mkdir()
+            shift = [rng.gauss(0, 0.1) for _ in range(metrics)]
+            RunDir(path).add(Measurement("fio", "bandwidth", 100 * math.exp(shift[m] + rng.gauss(0, 0.1)), "MB/s",
+                                         {"bs": m}, rep) for m in range(metrics) for rep in range(3))
+            out.append(path)
+        return out
+
+    for sides in ((2, 2), (2, 1), (1, 1)):
+        flagged = tested = 0
+        for trial in range(4):
+            rows = compare_runs(runs(f"{sides}a{trial}", sides[0]), runs(f"{sides}b{trial}", sides[1]))
+            flagged += sum(r["significant"] for r in rows)
+            tested += len(rows)
+        bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / tested)
+        assert flagged / tested <= (bound if sides != (1, 1) else 0), (sides, flagged / tested)
+
+
+def test_runs_interleave_the_sides_so_a_drift_falls_on_both():
+    from dfslab.run import interleaved
+    order = interleaved(["local", "docker"], 3)
+    assert order == ["local", "docker", "docker", "local", "local", "docker"]
+    [(_, _, a, b)] = runtime_pairs(order, [Path(f"r{i}") for i in range(6)])
+    assert [p.name for p in a] == ["r0", "r3", "r4"] and [p.name for p in b] == ["r1", "r2", "r5"]
+
+
+def test_runs_with_an_existing_cluster_is_refused(tmp_path):
+    res = CliRunner().invoke(app, ["run", "examples/quickstart.yaml", "--runs", "2", "--cluster", "small"])
+    assert res.exit_code != 0 and "--runs makes a fresh cluster for each run" in res.output

@@ -153,13 +153,14 @@ def test_same_experiment_on_both_runtimes_is_compared(tmp_path):
     assert cluster.leftovers("t-both") == []
     reports = [Path(line.split("report: ")[1]) for line in res.stdout.splitlines() if line.startswith("report: ")]
     assert len(reports) == 2 and "t-both-local" in reports[0].parent.name and "t-both-docker" in reports[1].parent.name
-    assert "differ significantly" in res.stdout and "by chance alone" in res.stdout
+    assert "headline metrics" in res.stdout and "no difference is claimed" in res.stdout  # one run per side
     comparison = json.loads((reports[1].parent / "comparison.json").read_text())
     assert comparison["baseline_runtime"] == "local" and comparison["runtime"] == "docker"
     bw = [r for r in comparison["rows"] if r["metric"] == "bandwidth"]
-    assert len(bw) == 2 and all(r["n_a"] == 2 and r["n_b"] == 2 and r["low"] is not None for r in bw)
+    assert len(bw) == 2 and all(r["reps_a"] == r["reps_b"] == 2 and r["over"] == "one run" and r["low"] is not None
+                                for r in bw)
     html = reports[1].read_text()
-    assert "Runtime docker against runtime local" in html and "differ significantly" in html
+    assert "Runtime docker against runtime local" in html and "no difference is claimed" in html
     status = json.loads((reports[1].parent / "status.json").read_text())
     assert status["runtime"] == "docker"
 

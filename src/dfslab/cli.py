@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
 
@@ -24,7 +25,7 @@ from .runtime import RuntimeError_
 from .safety import BadName, check_name
 from .spec import SpecError, load_spec
 from .state import list_clusters, teardown_order
-from .units import human_bytes
+from .units import UnitError, human_bytes, parse_percent
 
 app = typer.Typer(
     help="Deploy, measure and break distributed filesystems from one declarative file.\n\n"
@@ -291,6 +292,9 @@ def run(
     runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
     resume: bool = typer.Option(False, "--resume", help="EXPERIMENT is an interrupted run directory: keep its "
                                 "completed steps, run the rest on a fresh cluster, append them to it"),
+    runs: Optional[int] = typer.Option(None, "--runs", min=1, max=20,
+                                       help="the whole experiment N times on fresh clusters (the experiment's `runs:`); "
+                                            "swept runtimes or settings interleaved A B B A..., compared over runs"),
 ) -> None:
     """Deploy → baselines → workloads (with a resource sampler) → report → teardown.
 
@@ -298,13 +302,18 @@ def run(
     results.csv, timeseries.csv and report.html. Exits 1 if any workload failed.
     """
     from .experiment import load_experiment, load_run
-    from .run import ResumeError, provenance_changes, run_across_runtimes, run_experiment
+    from .run import (ResumeError, provenance_changes, run_across_runtimes, run_experiment, run_repeated,
+                      runtime_order, settings_order)
     original = experiment if experiment.is_dir() else None
+    if runs is not None and (resume or cluster_name):
+        fail(ValueError("--runs makes a fresh cluster for each run: drop --cluster / --resume"))
     if resume and (original is None or cluster_name or runtime):
         fail(ValueError("--resume takes a run directory (runs/<id>/) and no --cluster or --runtime: the rest of the "
                         "run goes on a fresh cluster of the run's own spec"))
     try:
         exp = load_run(original, runtime) if original else load_experiment(experiment, runtime)
+        if runs is not None:
+            exp = replace(exp, file=exp.file.model_copy(update={"runs": runs}))
         if resume:
             with LiveProgress() as progress:
                 outcome = run_experiment(exp, progress, resume=original)
@@ -319,15 +328,13 @@ def run(
         for notice in exp.notices:
             console.print(f"[yellow]note:[/] {notice}")
         across = exp.file.runtimes and runtime is None
-        if (across or exp.variants) and cluster_name:
-            fail(ValueError(f"{experiment}: swept runtimes or cluster settings make a fresh cluster each; "
-                            "drop --cluster (or pick one runtime with --runtime)"))
-        settings_runs = len(exp.variants) * (2 if exp.file.mirrored else 1)
-        times = len(exp.file.runtimes) if across else settings_runs or 1
+        if (across or exp.variants or exp.file.runs > 1) and cluster_name:
+            fail(ValueError(f"{experiment}: swept runtimes or cluster settings, or runs: {exp.file.runs}, make a fresh "
+                            "cluster each; drop --cluster (or pick one runtime with --runtime)"))
+        order = runtime_order(exp) if across else [v.label for v in settings_order(exp)]
+        times = len(order) or exp.file.runs
         console.print(f"{exp.name}: {len(exp.steps)} combination(s) × {exp.file.repetitions} repetition(s)"
-                      + (f" × runtimes {', '.join(exp.file.runtimes)}" if across else "")
-                      + (f" × {len(exp.variants)} cluster settings" + (" (mirrored)" if exp.file.mirrored else "")
-                         if exp.variants else "")
+                      + (f" × runs {', '.join(order)}" if order else f" × {times} runs" if times > 1 else "")
                       + f", about {times * exp.estimate() / 60:.1f} min of workloads")
         with LiveProgress() as progress:
             if across:
@@ -335,6 +342,8 @@ def run(
             elif exp.variants:
                 from .run import run_across_settings
                 outcomes = run_across_settings(exp, progress)
+            elif exp.file.runs > 1:
+                outcomes = run_repeated(exp, progress)
             else:
                 outcomes = [run_experiment(exp, progress, cluster_name, keep=keep)]
     except (*USER_ERRORS, ResumeError) as exc:
@@ -348,11 +357,13 @@ def run(
         for failure in outcome.failures:
             console.print(f"[red]failed:[/] {failure}")
         failed = failed or bool(outcome.failures)
-    if len(outcomes) > 1:
+    if len(outcomes) > 1 and order:
         from .run import runtime_pairs
-        labels = exp.file.runtimes if across else [v.label for v in exp.variants + (exp.variants[::-1] if exp.file.mirrored else [])]
-        for _, _, runs_a, runs_b in runtime_pairs(labels, [o.path for o in outcomes]):
+        for _, _, runs_a, runs_b in runtime_pairs(order, [o.path for o in outcomes]):
             _print_comparison(runs_a, runs_b)
+    elif len(outcomes) > 1:
+        print(f"{len(outcomes)} runs, one side of a comparison over runs: dfslab compare "
+              f"{','.join(str(o.path) for o in outcomes)} OTHER_RUNS")  # unwrapped: a command to copy
     if original:
         _print_comparison(original, outcomes[-1].path)
     for outcome in outcomes:
@@ -364,7 +375,7 @@ def run(
 @app.command()
 def quickstart(spec_file: Path = typer.Argument(Path("examples/quickstart.yaml"), help="experiment file")) -> None:
     """What `make demo` runs: the quickstart experiment (same as `dfslab run examples/quickstart.yaml`)."""
-    run(spec_file, None, False, None)
+    run(spec_file, None, False, None, resume=False, runs=None)
 
 
 @app.command()
@@ -416,9 +427,9 @@ def tune(
     c = outcome.confirmation
     interval = f"95 % interval {c['low']:.3f} – {c['high']:.3f}" if c["low"] is not None else "no interval"
     best = ", ".join(f"{k}={v}" for k, v in outcome.best.settings.items())
-    verdict = "a real difference" if c["significant"] else "not distinguishable from the default at this many repetitions"
-    console.print(f"best: [bold]{best}[/] · measured again beside the default: best/default = "
-                  f"{c['best_over_default']:.3f}, {interval}: {verdict}")
+    verdict = {"different": "a real difference", "same": "the same as the default"}.get(c["verdict"], "can't tell")
+    console.print(f"best: [bold]{best}[/] · measured again beside the default, runs interleaved: best/default = "
+                  f"{c['best_over_default']:.3f}, {interval}: {verdict} ({c['why']})")
     for failure in outcome.failures:
         console.print(f"[red]failed:[/] {failure}")
     print(f"spec to reproduce: {(outcome.run / 'best-spec.yaml').resolve()}")
@@ -460,16 +471,39 @@ def compare(
     run_b: str = typer.Argument(..., help="run(s) to compare with it, the same way"),
     as_json: bool = typer.Option(False, "--json"),
     all_metrics: bool = typer.Option(False, "--all", help="every metric (latency percentiles, stddevs...), not only the headline ones"),
+    margin: str = typer.Option("10%", help="what counts as the same: B/A within ±MARGIN (two one-sided tests)"),
+    fail_if_worse: Optional[str] = typer.Option(
+        None, "--fail-if-worse", metavar="PERCENT",
+        help="a CI gate: exit 1 when an interval shows B worse than A by more than PERCENT in a headline metric's own "
+             "direction (bandwidth, IOPS down; latency, time up), naming the metrics"),
 ) -> None:
-    """Side by side: B/A per metric with a 95 % interval (Welch t on log values); '*' where it excludes 1.
+    """B/A per metric with a 95 % interval and a verdict: different (*), the same within ±10 % (=), or can't tell.
 
-    With one run per side the interval counts that run's repetitions and cannot see how much a fresh cluster at another hour differs; with 2 or more runs per side it counts runs (each run its repetitions' geometric mean), e.g. dfslab compare runs/L1,runs/L2 runs/D1,runs/D2."""
-    from .compare import compare_runs
+    The unit is the run: runs of one spec on fresh clusters differ by more than the repetitions inside one run. With
+    one run per side the interval is within that run and no difference is claimed; with 2 or more runs on a side
+    (2 vs 2, 2 vs 1, 3 vs 2) each run is one value and the test is over runs, e.g.
+    dfslab compare runs/L1,runs/L2 runs/D1,runs/D2. `dfslab run EXP --runs 3` makes such runs. A "can't tell"
+    says how many runs per side would decide it."""
+    from .compare import compare_runs, regressions
+    try:
+        share = parse_percent(margin) / 100
+        worse = parse_percent(fail_if_worse) / 100 if fail_if_worse is not None else None
+    except UnitError as exc:
+        fail(ValueError(f"--margin / --fail-if-worse: {exc}"))
     side_a, side_b = _run_list(run_a), _run_list(run_b)
+    rows = compare_runs(side_a, side_b, share)
     if as_json:
-        print(json.dumps(compare_runs(side_a, side_b), indent=2))
-        return
-    _print_comparison(side_a, side_b, all_metrics)
+        print(json.dumps(rows, indent=2))
+    else:
+        _print_comparison(side_a, side_b, all_metrics, share, rows)
+    if worse is not None:
+        bad = regressions(rows, worse)
+        for r in bad:
+            console.print(f"[red]worse by more than {worse * 100:g} %:[/] {r['workload']} {r['params']} {r['metric']} "
+                          f"B/A {r['ratio']:.3f} (95 % interval {r['low']:.3f}-{r['high']:.3f}, {r['over']})")
+        if bad:
+            raise typer.Exit(1)
+        console.print(f"no headline metric is worse by more than {worse * 100:g} % (--fail-if-worse)")
 
 
 def _run_list(text: str) -> Path | list[Path]:
@@ -483,19 +517,24 @@ def _run_list(text: str) -> Path | list[Path]:
     return paths[0] if len(paths) == 1 else paths
 
 
-def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_metrics: bool = False) -> None:
+MARKS = {"different": "*", "same": "="}
+
+
+def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_metrics: bool = False,
+                      margin: float = 0.10, rows: list | None = None) -> None:
     from .compare import compare_runs, headline, verdict
-    rows = compare_runs(run_a, run_b)
+    rows = rows if rows is not None else compare_runs(run_a, run_b, margin)
     shown = rows if all_metrics else headline(rows)
     names = lambda runs: " + ".join(p.name for p in (runs if isinstance(runs, list) else [runs]))  # noqa: E731
-    table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", box=None,
+    table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", "why", box=None,
                   title=f"A = {names(run_a)} · B = {names(run_b)}")
     for r in shown:
-        interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "n<2"
-        table.add_row(r["workload"], r["params"], r["metric"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}",
-                      f"{r['ratio']:.3f}", interval, "*" if r["significant"] else "")
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
-    print(verdict(rows) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
+        interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "none"
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
+        table.add_row(r["workload"], r["params"], r["metric"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}", ratio,
+                      interval, MARKS.get(r["verdict"], ""), r["why"] if r["over"] != "one run" else "within one run")
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    print(verdict(rows, margin) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
 
 
 @app.command()

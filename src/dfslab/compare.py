@@ -1,4 +1,6 @@
-"""`dfslab compare A B`: every summary metric both runs measured, B/A with a 95 % interval."""
+"""`dfslab compare A B`: every metric both sides measured, B/A with a 95 % interval and a verdict
+(different / same within a margin / can't tell, see dfslab.ratios), a regression gate, and the
+ranking of swept settings, all counting runs the same way."""
 
 from __future__ import annotations
 
@@ -6,8 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .analysis import excludes_one, mean_ci95, ratio_ci95, run_means
+from .analysis import mean_ci95
 from .labels import SUMMARY_METRICS, params_label, varying_keys
+from .ratios import geometric_mean, ratio_test, run_values
 from .results import RunDir
 
 
@@ -33,36 +36,28 @@ def _per_run(run_rows: list[list[dict[str, Any]]], varying: dict[str, set[str]])
     return out
 
 
-def _flat(runs: list[list[float]]) -> list[float]:
-    """Every repetition of every run, one list."""
-    return [v for run in runs for v in run]
-
-
-def _side(runs: list[list[float]], over_runs: bool) -> list[float]:
-    """What an interval counts: each run's geometric mean when both sides have 2 or more runs,
-    else the repetitions of the one run (which cannot see run-to-run variation)."""
-    return run_means(runs) if over_runs else _flat(runs)
-
-
-def compare_runs(a: Path | list[Path], b: Path | list[Path]) -> list[dict[str, Any]]:
+def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.10) -> list[dict[str, Any]]:
+    """Every metric both sides measured: B/A with its interval and verdict (see dfslab.ratios:
+    over runs where a side has 2 or more, within one run otherwise)."""
     rows_a, rows_b = _run_rows(a), _run_rows(b)
     varying = varying_keys([r for rows in rows_a + rows_b for r in rows])
     ga, gb = _per_run(rows_a, varying), _per_run(rows_b, varying)
     out = []
     for key in sorted(set(ga) & set(gb)):
-        flat_a, flat_b = _flat(ga[key]), _flat(gb[key])
-        ratio, interval = ratio_ci95(flat_a, flat_b)
-        over_runs = len(ga[key]) >= 2 and len(gb[key]) >= 2
-        if over_runs:
-            interval = ratio_ci95(run_means(ga[key]), run_means(gb[key]))[1]
+        test = ratio_test(ga[key], gb[key], margin)
         workload, params, metric, unit = key
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit,
-                    "mean_a": sum(flat_a) / len(flat_a), "mean_b": sum(flat_b) / len(flat_b),
-                    "n_a": len(flat_a), "n_b": len(flat_b), "runs_a": len(ga[key]), "runs_b": len(gb[key]),
-                    "over": "runs" if over_runs else "repetitions", "ratio": ratio,
-                    "low": interval[0] if interval else None, "high": interval[1] if interval else None,
-                    "significant": excludes_one(interval)})
+                    "mean_a": _centre(ga[key]), "mean_b": _centre(gb[key]),
+                    "reps_a": sum(map(len, ga[key])), "reps_b": sum(map(len, gb[key])),
+                    "runs_a": len(ga[key]), "runs_b": len(gb[key]), **test.fields()})
     return out
+
+
+def _centre(runs: list[list[float]]) -> float:
+    """A side's value as its ratio counts it: the geometric mean of its runs' geometric means
+    (the arithmetic mean where a value is 0 or below, which has no ratio)."""
+    values = [v for run in runs for v in run]
+    return geometric_mean(run_values(runs)) if min(values) > 0 else sum(values) / len(values)
 
 
 def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,44 +65,54 @@ def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["metric"] in SUMMARY_METRICS]
 
 
-def verdict(rows: list[dict[str, Any]]) -> str:
-    """How many differences are significant, next to how many chance alone would flag."""
-    top = headline(rows)
-    tested = [r for r in rows if r["low"] is not None]
-    return (f"{sum(r['significant'] for r in top)} of {len(top)} headline metrics and "
-            f"{sum(r['significant'] for r in rows)} of {len(rows)} metrics in all differ significantly "
-            f"(95 % interval of B/A excludes 1, marked *); with {len(tested)} intervals at 95 %, "
-            f"about {len(tested) / 20:.0f} would by chance alone; {_unit(tested)}")
+def verdict(rows: list[dict[str, Any]], margin: float = 0.10) -> str:
+    """The verdicts counted over the headline metrics, and what the intervals counted."""
+    top = headline(rows) or rows
+    different, same, unsure = (sum(r["verdict"] == v for r in top) for v in ("different", "same", "can't tell"))
+    over_runs = [r for r in top if r["over"] == "runs"]
+    text = (f"of {len(top)} headline metrics: {different} different (95 % interval of B/A excludes 1, *), "
+            f"{same} the same within ±{margin * 100:g} % (=), {unsure} can't tell")
+    if not over_runs:
+        return text + ("; one run per side: intervals are within one run and cannot see run-to-run variation, so "
+                       "no difference is claimed (compare 2 or more runs per side: dfslab run EXP --runs 3)")
+    sides = ", ".join(sorted({f"{r['runs_a']} and {r['runs_b']}" for r in over_runs}))
+    needed = [r["runs_needed"] for r in top if r["runs_needed"]]
+    more = f"; about {max(needed)} runs per side would decide every can't tell" if needed else ""
+    return text + f"; tested over runs ({sides} runs per side, each run its repetitions' geometric mean){more}"
 
 
-def _unit(tested: list[dict[str, Any]]) -> str:
-    """What the intervals counted, so a reader knows what they can see."""
-    if tested and all(r.get("over") == "runs" for r in tested):
-        runs = sorted({(r["runs_a"], r["runs_b"]) for r in tested})
-        sides = ", ".join(f"{a} and {b}" for a, b in runs)
-        return f"intervals over runs ({sides} per side, each run its repetitions' geometric mean)"
-    return ("intervals over the repetitions of one run per side: they do not see run-to-run variation, "
-            "which on a shared machine can be larger (compare several runs per side, e.g. runtimes: [a, b, b, a])")
+def regressions(rows: list[dict[str, Any]], worse_by: float) -> list[dict[str, Any]]:
+    """Headline metrics whose interval shows B worse than A by more than `worse_by` (0.05: 5 %)
+    in the metric's own direction: bandwidth or IOPS down, latency or time up."""
+    out = []
+    for r in headline(rows):
+        if r["low"] is None:
+            continue
+        if (r["high"] < 1 / (1 + worse_by)) if not lower_is_better(r["metric"]) else (r["low"] > 1 + worse_by):
+            out.append(r)
+    return out
 
 
 # Lower is better for these; higher for every other headline metric (bandwidth, IOPS, ops, qps).
 LOWER_IS_BETTER = ("latency", "time")
 
 
+def lower_is_better(metric: str) -> bool:
+    return metric.startswith(LOWER_IS_BETTER)
+
+
 def rank_settings(groups: dict[str, list[Path]]) -> list[dict[str, Any]]:
-    """For each headline metric, the settings (label -> its runs) from best to worst with mean and
-    95 % interval (over runs when every setting has 2 or more, see `_side`), and a winner only
-    when the best one's ratio to the runner-up has a 95 % interval that excludes 1; otherwise no
-    winner (no setting beat the noise)."""
+    """For each headline metric, the settings (label -> its runs) from best to worst, and a
+    winner only when best / runner-up is "different" by `ratio_test`: over runs, so one run per
+    setting names no winner (with a run effect, one run per setting gave 19-36 % false winners)."""
     rows = {label: _run_rows(runs) for label, runs in groups.items()}
     varying = varying_keys([r for runs in rows.values() for rs in runs for r in rs])
-    per_run = {label: _per_run(runs, varying) for label, runs in rows.items()}
-    over_runs = all(len(runs) >= 2 for runs in groups.values())
-    return rank({label: {key: _side(values, over_runs) for key, values in g.items()} for label, g in per_run.items()})
+    return rank({label: _per_run(runs, varying) for label, runs in rows.items()})
 
 
-def rank(grouped: dict[str, dict[tuple, list[float]]]) -> list[dict[str, Any]]:
-    """`rank_settings` on values already grouped: {setting: {(workload, params, metric, unit): values}}."""
+def rank(grouped: dict[str, dict[tuple, list[list[float]]]]) -> list[dict[str, Any]]:
+    """`rank_settings` on values already grouped: {setting: {(workload, params, metric, unit): runs}},
+    each run a list of repetitions."""
     labels = list(grouped)
     keys = sorted(set.intersection(*(set(g) for g in grouped.values()))) if grouped else []
     out = []
@@ -115,17 +120,25 @@ def rank(grouped: dict[str, dict[tuple, list[float]]]) -> list[dict[str, Any]]:
         workload, params, metric, unit = key
         if metric not in SUMMARY_METRICS:
             continue
-        lower = metric.startswith(LOWER_IS_BETTER)
-        ranked = sorted(labels, key=lambda lab: sum(grouped[lab][key]) / len(grouped[lab][key]), reverse=not lower)
-        entries = []
-        for lab in ranked:
-            mean, half = mean_ci95(grouped[lab][key])
-            entries.append({"settings": lab, "mean": mean, "ci95": half, "n": len(grouped[lab][key])})
+        ranked = sorted(labels, key=lambda lab: _centre(grouped[lab][key]), reverse=not lower_is_better(metric))
+        entries = [_entry(lab, grouped[lab][key]) for lab in ranked]
         winner = effect = None
+        why = "one setting"
         if len(ranked) > 1:
-            ratio, interval = ratio_ci95(grouped[ranked[1]][key], grouped[ranked[0]][key])  # best / runner-up
-            if excludes_one(interval):
-                winner, effect = ranked[0], ratio
+            test = ratio_test(grouped[ranked[1]][key], grouped[ranked[0]][key])  # best / runner-up
+            why = test.why
+            if test.verdict == "different":
+                winner, effect = ranked[0], test.ratio
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit, "ranking": entries,
-                    "winner": winner, "best_over_runner_up": effect})
+                    "winner": winner, "best_over_runner_up": effect, "why": why})
     return out
+
+
+def _entry(label: str, runs: list[list[float]]) -> dict[str, Any]:
+    """A setting's mean and 95 % half-width: over its runs' values when it has 2 or more runs,
+    else over the repetitions of its one run (labelled so)."""
+    over_runs = len(runs) >= 2
+    values = run_values(runs) if over_runs and min(min(r) for r in runs) > 0 else [v for r in runs for v in r]
+    mean, half = mean_ci95(values)
+    return {"settings": label, "mean": mean, "ci95": half, "n": len(values),
+            "over": "runs" if over_runs else "repetitions of one run"}

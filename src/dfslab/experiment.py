@@ -55,6 +55,10 @@ class ExperimentFile(Strict):
     workloads: list[dict[str, Any]] = Field(min_length=1)
     faults: list[FaultEntry] = Field(default_factory=list)
     integrity: Integrity = Field(default_factory=Integrity)
+    runs: int = Field(1, ge=1, le=20, description="run the whole experiment this many times, each on a fresh cluster; "
+                                                 "with runtimes or cluster settings swept, interleaved (A B B A A B...) "
+                                                 "so comparisons are tested over runs, which repetitions inside one run "
+                                                 "cannot stand in for (dfslab run --runs N sets it too)")
     mirrored: bool = Field(False, description="with cluster settings swept: run the combinations forward, then "
                                               "backward (A B B A), so a drift over time cancels out")
     runtimes: list[Literal["local", "docker", "kubernetes"]] = Field(

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .labels import SUMMARY_METRICS, params_label, varying_keys  # noqa: E402
 from .analysis import Limits, bottleneck, bottleneck_line, busiest_cpu, cpu_during, mean_ci95  # noqa: E402
-from .compare import headline, verdict  # noqa: E402
+from .compare import compare_runs, headline, verdict  # noqa: E402
 from .results import RunDir  # noqa: E402
 from .units import human_bytes, to_display  # noqa: E402
 from .workloads import direction  # noqa: E402
@@ -62,9 +62,9 @@ the longest time in that window in which dfslab's checksummed writer (one write 
 settings ({{ tune.search.sampler }}; {{ tune.search.pruner }}); stopped: {{ tune.search.stopped }}, after
 {{ '%.1f' % (tune.elapsed_seconds / 60) }} of {{ '%.1f' % (tune.budget_seconds / 60) }} min.
 Best: <b>{% for k, v in tune.best.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}</b>.
-Measured afresh beside the default ({% for k, v in tune.default.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}),
+Measured afresh beside the default, in runs default, best, best, default ({% for k, v in tune.default.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}),
 best / default = <b>{{ '%.3f' % c.best_over_default }}</b>{% if c.low is not none %}, 95 % interval {{ '%.3f' % c.low }} – {{ '%.3f' % c.high }}:
-<b class="{{ 'ok' if c.significant else 'warn' }}">{{ 'a real difference' if c.significant else 'not distinguishable from the default at this many repetitions' }}</b>{% else %} (no interval: fewer than 2 repetitions){% endif %}.
+<b class="{{ 'ok' if c.significant else 'warn' }}">{{ {'different': 'a real difference', 'same': 'the same as the default'}.get(c.verdict, "can't tell") }}</b>{% endif %} ({{ c.why }}).
 To reproduce: <code>{{ tune.reproduce }}</code> in this run's directory.</p>
 <table><tr><th>setting</th><th class="l">values</th><th>repetitions</th><th>mean {{ c.metric }}</th><th class="l">state</th><th class="l">applied</th><th class="l">run</th></tr>
 {% for t in tune.trials %}<tr><td>{{ t.number }}</td><td class="l p">{% for k, v in t.settings.items() %}{{ k }}={{ v }}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
@@ -73,24 +73,24 @@ To reproduce: <code>{{ tune.reproduce }}</code> in this run's directory.</p>
 </table>{% endif %}
 {% if ranking %}<h2>Settings ranked</h2>
 <p>Each headline metric with every setting's mean and 95 % interval, best first. A winner is named only when the
-interval of best / runner-up excludes 1; otherwise no setting beat the noise. <code>settings.json</code> has it all.</p>
+interval of best / runner-up, over runs, excludes 1: with one run per setting none is (the interval within one run cannot
+see run-to-run variation; <code>runs: 3</code> gives each setting runs). <code>settings.json</code> has it all.</p>
 <table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th class="l">ranking (mean ± 95 %)</th><th class="l">winner</th></tr>
 {% for r in ranking %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
 <td class="l">{% for e in r.ranking %}{{ e.settings }}: {{ '%.4g' % e.mean }}{% if e.ci95 is not none %} ± {{ '%.2g' % e.ci95 }}{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
-<td class="l">{% if r.winner %}<b>{{ r.winner }}</b> ({{ '%.3f' % r.best_over_runner_up }}× the runner-up){% else %}none beat the noise{% endif %}</td></tr>{% endfor %}
+<td class="l">{% if r.winner %}<b>{{ r.winner }}</b> ({{ '%.3f' % r.best_over_runner_up }}× the runner-up){% else %}no winner: {{ r.why or 'none beat the noise' }}{% endif %}</td></tr>{% endfor %}
 </table>{% for f in settings_figures %}<figure>{{ f.svg }}<figcaption>{{ f.caption }}</figcaption></figure>{% endfor %}{% endif %}
 {% if comparison %}<h2>{% set what = comparison.what or "runtime" %}{{ what|capitalize }} {{ comparison.runtime }} against {{ what }} {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code>.
-<b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>{% if comparison.untested %};
-{{ comparison.untested }} could not be tested (fewer than 2 repetitions or runs){% endif %}.
+<b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>.
 The table shows the headline metrics; <code>comparison.json</code> has every one.</p>
 <table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
-<th>B ({{ comparison.runtime }})</th><th>B/A</th><th>95 % interval</th><th></th></tr>
+<th>B ({{ comparison.runtime }})</th><th>B/A</th><th>95 % interval</th><th class="l">verdict</th></tr>
 {% for r in comparison.headline %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
-<td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio }}</td>
-<td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% else %}n&lt;2{% endif %}</td>
-<td class="{{ 'warn' if r.significant else '' }}">{{ 'significant' if r.significant else '' }}</td></tr>{% endfor %}
+<td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio if r.ratio is not none else '-' }}</td>
+<td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% if r.over == 'one run' %} (within one run){% endif %}{% else %}none{% endif %}</td>
+<td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}</td></tr>{% endfor %}
 </table>{% endif %}
 {% if bottlenecks %}<h2>Bottlenecks</h2>
 <p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio;
@@ -467,8 +467,10 @@ def _comparison(run: RunDir) -> dict[str, Any] | None:
     if not comp:
         return None
     rows = comp["rows"]
+    if rows and "verdict" not in rows[0]:  # made before verdicts: compare its runs again
+        rows = compare_runs([run.path.parent / n for n in comp["baseline_runs"]], [run.path.parent / n for n in comp["runs"]])
     return {**comp, "significant": [r for r in rows if r["significant"]], "headline": headline(rows),
-            "verdict": verdict(rows), "untested": sum(1 for r in rows if r["low"] is None)}
+            "verdict": verdict(rows)}
 
 
 def build(run_path: Path) -> Path:

@@ -330,19 +330,42 @@ def _clock_text(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
+def interleaved(order: list[Any], runs: int) -> list[Any]:
+    """`order` `runs` times, every other time backwards (A B, B A, A B...): a drift over the
+    whole session (the machine warming, its page cache filling) falls on every side alike."""
+    return [item for i in range(runs) for item in (order if i % 2 == 0 else order[::-1])]
+
+
+def runtime_order(exp: Experiment) -> list[str]:
+    return interleaved(list(exp.file.runtimes), exp.file.runs)
+
+
+def settings_order(exp: Experiment) -> list[Any]:
+    return interleaved(exp.variants + (exp.variants[::-1] if exp.file.mirrored else []), exp.file.runs)
+
+
+def run_repeated(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:
+    """`runs: N` with nothing swept: N runs of the experiment, each on a fresh cluster, to compare
+    as one side with several runs (dfslab compare runs/a1,runs/a2,runs/a3 runs/b1,...)."""
+    outcomes = []
+    for i in range(1, exp.file.runs + 1):
+        progress("run", f"run {i}/{exp.file.runs} of the experiment")
+        outcomes.append(run_experiment(exp, progress, runs_root=runs_root, label=f"{exp.name}-run{i}"))
+    return outcomes
+
+
 def run_across_runtimes(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:
     """The experiment once per entry of `runtimes:`, in that order, each on a fresh cluster. The
     runs of each later runtime are compared with the first runtime's (runs of one runtime pooled,
     so [local, docker, docker, local] cancels a drift over time): the last run of each gets
     comparison.json (B/A per metric, 95 % intervals) and a report section on significance."""
-    return _run_across(exp, [(rt, exp.on_runtime(rt), None) for rt in exp.file.runtimes], "runtime", progress, runs_root)
+    return _run_across(exp, [(rt, exp.on_runtime(rt), None) for rt in runtime_order(exp)], "runtime", progress, runs_root)
 
 
 def run_across_settings(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:
     """The experiment once per combination of the cluster's swept settings, each on a fresh
     cluster (forward, then backward too with `mirrored: true`), each compared with the first."""
-    order = exp.variants + (exp.variants[::-1] if exp.file.mirrored else [])
-    return _run_across(exp, [(v.label, replace(exp, cluster=v.cluster, variants=[]), v.settings) for v in order],
+    return _run_across(exp, [(v.label, replace(exp, cluster=v.cluster, variants=[]), v.settings) for v in settings_order(exp)],
                        "settings", progress, runs_root)
 
 

@@ -1,6 +1,7 @@
 """`dfslab tune`: search an experiment's swept cluster settings for the one that maximizes (or
 minimizes) one metric of one workload step, within a time budget, then measure the winner again
-beside the default configuration and compare the two with a 95 % interval.
+beside the default configuration, in interleaved runs (default, best, best, default), and compare
+the two over runs with a 95 % interval.
 
 Optuna runs the search (a maintained library: its SuccessiveHalvingPruner is asynchronous
 successive halving, its GridSampler walks a small space once and its TPE sampler searches spaces
@@ -27,9 +28,9 @@ from pydantic import ValidationError
 
 from . import report
 from .backends import Progress
-from .analysis import excludes_one, ratio_ci95
 from .compare import compare_runs
 from .experiment import Experiment, Step, cluster_axes, set_at, parse_experiment
+from .ratios import ratio_test
 from .results import RunDir
 from .run import SettingsCluster, run_experiment
 from .spec import SpecError, parse_spec, read_yaml
@@ -37,6 +38,10 @@ from .workloads import Measurement, current_name
 
 FRESH_CLUSTER_GUESS = 60.0  # seconds to bring a cluster up, until the first one is timed
 GRID_LIMIT = 64  # up to this many combinations the grid is walked; beyond, TPE samples it
+
+# The default and the best measured afresh as runs, interleaved (a drift over them cancels), so
+# the confirmation is tested over runs: one run each could not see run-to-run variation.
+CONFIRMATION = ("default", "best", "best", "default")
 
 
 class TuneError(ValueError):
@@ -253,7 +258,7 @@ def _prepare(path: Path, objective: Objective, budget: float, reps: int, runs_ro
     data = exp.file.cluster if isinstance(exp.file.cluster, dict) else read_yaml(base_dir / exp.file.cluster)
     search = _Search(exp, objective.step_of(exp), objective, data, cluster_axes(data), reps, budget, source, base_dir,
                      runs_root)
-    need = 3 * search.setting_cost() + 20  # one setting, then the default and the winner again
+    need = (1 + len(CONFIRMATION)) * search.setting_cost() + 20  # one setting, then the confirmation runs
     if budget < need:
         raise SpecError([("--budget", f"{budget / 60:.1f} min is too small for one setting and the final comparison "
                                       f"(about {need / 60:.1f} min here); give more, or fewer --reps")], source)
@@ -271,22 +276,24 @@ def tune(path: Path, objective: Objective, budget: float, progress: Progress, re
         best = (max if objective.maximize else min)(complete, key=lambda t: t.mean or 0.0)
         default_shown, default_data = default_settings(search.data, search.axes, search.source)
         best_data = search.cluster_with(best.settings)
-        measured = {}
-        for role, cluster_data, shown in (("default", default_data, default_shown), ("best", best_data, best.settings)):
-            progress("confirming", f"the {role} configuration afresh, {reps} repetitions: {_shown(shown)}")
-            values, outcome, _, _ = search.measure(switcher, progress, cluster_data, role, shown)
-            measured[role] = (values, outcome.path)
+        configs = {"default": (default_data, default_shown), "best": (best_data, best.settings)}
+        measured: dict[str, tuple[list[list[float]], list[Path]]] = {"default": ([], []), "best": ([], [])}
+        for i, role in enumerate(CONFIRMATION, 1):
+            progress("confirming", f"run {i}/{len(CONFIRMATION)}: the {role} configuration afresh, {reps} repetitions: "
+                                   f"{_shown(configs[role][1])}")
+            values, outcome, _, _ = search.measure(switcher, progress, configs[role][0], f"{role}-{i}", configs[role][1])
+            measured[role][0].append(values)
+            measured[role][1].append(outcome.path)
             failures += [f"{role}: {f}" for f in outcome.failures]
-    ratio, interval = ratio_ci95(measured["default"][0], measured["best"][0])
+    test = ratio_test(measured["default"][0], measured["best"][0])
     confirmation = {"metric": objective.metric, "default": measured["default"][0], "best": measured["best"][0],
-                    "best_over_default": ratio, "low": interval[0] if interval else None,
-                    "high": interval[1] if interval else None,
-                    "significant": excludes_one(interval)}
-    target = RunDir(measured["best"][1])
+                    "best_over_default": test.ratio, "low": test.low, "high": test.high,
+                    "significant": test.significant, "verdict": test.verdict, "why": test.why}
+    target = RunDir(measured["best"][1][-1])
     target.write_json("comparison.json", {
         "what": "settings", "baseline_runtime": f"default ({_shown(default_shown)})",
-        "baseline_runs": [measured["default"][1].name], "runtime": f"best ({_shown(best.settings)})",
-        "runs": [target.path.name], "rows": compare_runs(measured["default"][1], target.path)})
+        "baseline_runs": [p.name for p in measured["default"][1]], "runtime": f"best ({_shown(best.settings)})",
+        "runs": [p.name for p in measured["best"][1]], "rows": compare_runs(measured["default"][1], measured["best"][1])})
     target.write_spec(parse_spec(best_data, search.source).model_dump(mode="json"), "best-spec.yaml")
     target.write_spec({**search.exp.raw, "cluster": best_data}, "best-experiment.yaml")
     target.write_json("tune.json", {
@@ -308,7 +315,7 @@ class _SettingFailed(Exception):
 def _search(search: _Search, switcher: SettingsCluster, progress: Progress, reduction: int,
             seed: int) -> tuple[list[Trial], list[str], dict[str, Any]]:
     """Optuna's study over the settings, stopped when every combination was measured or the
-    budget no longer holds one more setting and the final two runs."""
+    budget no longer holds one more setting and the confirmation runs."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -349,7 +356,7 @@ def _search(search: _Search, switcher: SettingsCluster, progress: Progress, redu
         return statistics.fmean(trial.values)
 
     def budget(study: Any, _: Any) -> None:
-        if search.left() < 3 * search.setting_cost() + 20 and len(seen) < combinations:
+        if search.left() < (1 + len(CONFIRMATION)) * search.setting_cost() + 20 and len(seen) < combinations:
             stopped["why"] = "time budget"
             study.stop()
 

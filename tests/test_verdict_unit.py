@@ -1,0 +1,71 @@
+"""Each verdict of dfslab.ratios keeps its error rate at the run counts users use, simulated
+through the project's own code with a run effect (each run a fresh cluster at another hour) as
+large as the noise between repetitions: 'different' when nothing differs, 'same' when B is 1.2x
+A or exactly at the margin. And 'can't tell' names a number of runs that mostly does decide."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from dfslab.ratios import ratio_test
+
+TRIALS = 1000
+
+
+def runs(rng: random.Random, n: int, factor: float = 1.0, run_sd: float = 0.1, rep_sd: float = 0.1, reps: int = 3):
+    out = []
+    for _ in range(n):
+        shift = rng.gauss(0, run_sd)
+        out.append([100 * factor * math.exp(shift + rng.gauss(0, rep_sd)) for _ in range(reps)])
+    return out
+
+
+def rate(rng: random.Random, verdict: str, n_a: int, n_b: int, factor: float, **kw) -> float:
+    return sum(ratio_test(runs(rng, n_a, **kw), runs(rng, n_b, factor, **kw)).verdict == verdict
+               for _ in range(TRIALS)) / TRIALS
+
+
+NOMINAL = 0.05 + 3 * math.sqrt(0.05 * 0.95 / TRIALS)  # 5 % and three binomial standard errors
+
+
+def test_different_when_nothing_differs_at_most_5_percent():
+    rng = random.Random(1)
+    for n_a, n_b in ((2, 2), (3, 3), (5, 5), (2, 1), (3, 2)):
+        assert rate(rng, "different", n_a, n_b, 1.0) <= NOMINAL, (n_a, n_b)
+
+
+def test_same_when_b_is_1_2x_or_at_the_margin_at_most_5_percent():
+    rng = random.Random(2)
+    for n in (2, 3, 5, 10):
+        assert rate(rng, "same", n, n, 1.2) <= NOMINAL, n
+        assert rate(rng, "same", n, n, 1.1, run_sd=0.02, rep_sd=0.02) <= NOMINAL, n  # the margin itself
+
+
+def test_same_is_reachable_when_runs_agree():
+    """Not an error rate: equivalence must be possible to show, or the verdict would be useless."""
+    rng = random.Random(3)
+    assert rate(rng, "same", 3, 3, 1.0, run_sd=0.02, rep_sd=0.02) > 0.8
+    assert rate(rng, "different", 3, 3, 1.5) > 0.7
+
+
+def test_the_runs_a_cant_tell_asks_for_mostly_decide_it():
+    """Two runs per side that could not tell; as many runs as the verdict asked for, afresh:
+    they decide (different or same) more often than not, B equal to A, inside the margin or beyond it."""
+    rng = random.Random(4)
+    for factor in (1.0, 1.05, 1.15):
+        decided = asked = 0
+        while asked < 100:
+            first = ratio_test(runs(rng, 2), runs(rng, 2, factor))
+            if first.verdict != "can't tell" or first.runs_needed is None:
+                continue
+            asked += 1
+            n = first.runs_needed
+            decided += ratio_test(runs(rng, n), runs(rng, n, factor)).verdict != "can't tell"
+        assert decided / asked > 0.5, (factor, decided / asked)
+
+
+def test_the_smallest_detectable_ratio_shrinks_with_runs():
+    rng = random.Random(5)
+    few, many = (ratio_test(runs(rng, n), runs(rng, n)).detectable for n in (2, 8))
+    assert few > many > 1
