@@ -1,7 +1,8 @@
 """`down` on the local Kubernetes removes its containers' cgroups (runc leaves a killed
 container's behind) even when a killed process is still in one for a moment, and a cgroup
-that stays is recorded, named as left over, and removed by the next `down`. A real cgroup
-(v1 pids controller) with a real process in it."""
+that stays is recorded, named as left over, and removed by the next `down`. A real cgroup with
+a real process in it, in every kind of cgroup tree this machine has: a v1 controller (pids) and
+the v2 tree (at /sys/fs/cgroup on Debian 12's default, at /sys/fs/cgroup/unified on a hybrid)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,27 @@ import pytest
 from dfslab.runtime.kubernetes import KubernetesRuntime
 from dfslab.state import ClusterState
 
-PIDS = Path("/sys/fs/cgroup/pids")
+def _trees() -> dict[str, Path]:
+    """Where this machine mounts cgroup trees a container's cgroup can be made in."""
+    found = {}
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, where, kind, options, *_ = line.split()
+        if kind == "cgroup2":
+            found["v2"] = Path(where)
+        elif kind == "cgroup" and "pids" in options.split(","):
+            found["v1 pids"] = Path(where)
+    return found
 
 
-@pytest.fixture
-def container_cgroup():
-    if not PIDS.is_dir():
-        pytest.skip("no cgroup v1 pids controller here")
-    parent = PIDS / "k8s.io"
+TREES = _trees()
+
+
+@pytest.fixture(params=sorted(TREES) or ["none"])
+def container_cgroup(request):
+    if request.param == "none":
+        pytest.skip("no cgroup tree is mounted here")
+    tree = TREES[request.param]
+    parent = tree / "k8s.io"
     made_parent = not parent.exists()
     cgroup = parent / secrets.token_hex(32)  # a container id's shape
     cgroup.mkdir(parents=True)
@@ -30,7 +44,7 @@ def container_cgroup():
     finally:
         if cgroup.exists():
             for pid in (cgroup / "cgroup.procs").read_text().split():
-                (PIDS / "cgroup.procs").write_text(pid)
+                (tree / "cgroup.procs").write_text(pid)
             cgroup.rmdir()
         if made_parent:
             parent.rmdir()

@@ -40,7 +40,8 @@ warnings.filterwarnings("ignore", message=r"urllib3 .* doesn't match a supported
 
 API_PORT = 6443
 # Where runc (cgroupfs driver, no per-QoS tree) puts each container of the k8s.io namespace.
-CGROUP_MEMORY = Path("/sys/fs/cgroup/memory/k8s.io")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_MEMORY = CGROUP_ROOT / "memory" / "k8s.io"
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
 
 
@@ -329,7 +330,10 @@ class KubernetesRuntime(LocalNetnsRuntime):
 
     @staticmethod
     def _cgroups(container_id: str) -> list[Path]:
-        return [c / "k8s.io" / container_id for c in Path("/sys/fs/cgroup").iterdir() if (c / "k8s.io" / container_id).is_dir()]
+        """A container's cgroups: under each v1 controller (and a hybrid system's `unified`
+        v2 tree), or the one v2 tree mounted at /sys/fs/cgroup itself (Debian 12's default)."""
+        trees = [CGROUP_ROOT, *(c for c in CGROUP_ROOT.iterdir() if c.is_dir())]
+        return [t / "k8s.io" / container_id for t in trees if (t / "k8s.io" / container_id).is_dir()]
 
     def _remove_cgroups(self, containers: list[str], timeout: float = 15.0) -> None:
         """runc leaves a killed container's cgroups behind: remove dfslab's own. A process killed a
@@ -339,7 +343,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
         pending = [cg for cid in containers for cg in self._cgroups(cid)]
         # only ever a container's cgroup (the state file may have been edited by hand)
         pending += [Path(cg) for cg in self.state.resources("cgroup")
-                    if re.fullmatch(r"/sys/fs/cgroup/[a-z_,]+/k8s\.io/[0-9a-f]{64}", cg) and Path(cg).is_dir()
+                    if re.fullmatch(r"/sys/fs/cgroup(/[a-z_,]+)?/k8s\.io/[0-9a-f]{64}", cg) and Path(cg).is_dir()
                     and Path(cg) not in pending]
         deadline = time.monotonic() + timeout
         while pending:
