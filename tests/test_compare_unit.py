@@ -156,3 +156,15 @@ def test_runs_interleave_the_sides_so_a_drift_falls_on_both():
 def test_runs_with_an_existing_cluster_is_refused(tmp_path):
     res = CliRunner().invoke(app, ["run", "examples/quickstart.yaml", "--runs", "2", "--cluster", "small"])
     assert res.exit_code != 0 and "--runs makes a fresh cluster for each run" in res.output
+
+
+def test_compare_takes_run_ids_shows_units_and_refuses_nothing_in_common(tmp_path, monkeypatch):
+    monkeypatch.setenv("DFSLAB_RUNS", str(tmp_path))
+    a, b = run_with(tmp_path, "20261125-000001-a", [100, 101]), run_with(tmp_path, "20261125-000002-b", [120, 121])
+    res = CliRunner().invoke(app, ["compare", a.name, b.name])  # ids, as `dfslab runs` prints them
+    assert res.exit_code == 0 and "MB/s" in res.output, res.output
+    other = run_with(tmp_path, "20261125-000003-c", [5.0, 5.1], metric="latency_avg", unit="ms")
+    (other / "results.csv").write_text((other / "results.csv").read_text().replace("radosbench", "fio"))
+    res = CliRunner().invoke(app, ["compare", a.name, other.name])
+    assert res.exit_code == 1 and "nothing in common" in res.output
+    assert "radosbench (bandwidth)" in res.output and "fio (latency_avg)" in res.output

@@ -112,23 +112,28 @@ def test_parquet_latencies_are_the_tools_own_in_one_unit(run_dir):
     assert schema.field("bs").metadata == {b"unit": b"B"} and schema.field("t").metadata == {b"unit": b"s"}
     assert json.loads(schema.metadata[b"metric_units"])["latency_avg"] == "ms"
     rows = duckdb.sql(f"SELECT workload, metric, value, unit, step, target, rw, bs, iodepth, numjobs, repetition, mode,"
-                      f" object_size, threads FROM '{run_dir / 'results.parquet'}' WHERE metric LIKE '%latency%'").fetchall()
+                      f" object_size, threads FROM '{run_dir / 'results.parquet'}' WHERE regexp_matches(metric, '(latency|clat|slat)_')").fetchall()
     assert rows and {r[3] for r in rows} == {"ms"} and all(r[4] for r in rows)  # every row names its step
     checked = 0
+    fio_parts = {"latency": "lat_ns", "clat": "clat_ns", "slat": "slat_ns"}
+    rados_labels = {"latency_avg": "Average Latency", "latency_stddev": "Stddev Latency", "latency_max": "Max latency",
+                    "latency_min": "Min latency"}
     for workload, metric, value, _, _, target, rw, bs, iodepth, numjobs, rep, mode, size, threads in rows:
-        if metric != "latency_avg":
-            continue
         if workload == "fio":
             job = json.loads((run_dir / "raw" / f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}.txt").read_text())
-            op = "read" if "read" in rw else "write"
-            assert value == pytest.approx(job["jobs"][0][op]["lat_ns"]["mean"] / 1e6), (target, rw)
-        elif workload == "radosbench":
+            part, _, stat = metric.partition("_")
+            ns = job["jobs"][0]["read" if "read" in rw else "write"][fio_parts[part]]
+            raw = ns["mean"] if stat == "avg" else ns["percentile"][f"{float(stat[1:]):.6f}"]
+            assert value == pytest.approx(raw / 1e6), (target, rw, metric)
+        elif workload == "radosbench" and metric in rados_labels:
             raw = (run_dir / "raw" / f"radosbench-{size}-{threads}t-r{rep}-{mode}.txt").read_text()
-            assert value == pytest.approx(float(re.search(r"Average Latency\(s\):\s+([\d.]+)", raw).group(1)) * 1000)
+            found = re.search(rados_labels[metric] + r"\(s\):\s+([\d.]+)", raw)
+            assert value == pytest.approx(float(found.group(1)) * 1000), (mode, metric)
         else:
             continue
         checked += 1
-    assert checked >= 2 * (6 + 1 + 2)  # fio 3 targets x 2 rw + rados, radosbench write + seq; 2 repetitions
+    # fio: 3 targets x 2 rw + rados, 3 parts, mean + 4 percentiles (slat where measured); rados bench: 4 per mode
+    assert checked >= 2 * (7 * 10 + 2 * 4), checked
 
 
 def test_filegrid_reads_through_a_client_that_did_not_write_the_files(run_dir):

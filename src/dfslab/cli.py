@@ -75,9 +75,10 @@ RUNTIME_HELP = ("override the spec's runtime: local (network namespaces) or dock
 USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_, BadName)
 
 
-def fail(exc: Exception) -> None:
+def fail(exc: Exception, code: int = 2) -> None:
+    """One line naming what is wrong; exit 2 (bad input) unless a finding (1) says otherwise."""
     console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 class LiveProgress:
@@ -492,6 +493,9 @@ def compare(
         fail(ValueError(f"--margin / --fail-if-worse: {exc}"))
     side_a, side_b = _run_list(run_a), _run_list(run_b)
     rows = compare_runs(side_a, side_b, share)
+    if not rows:
+        fail(ValueError(f"nothing in common to compare: A measured {_measured(side_a)}; B measured {_measured(side_b)}"),
+             code=1)
     if as_json:
         print(json.dumps(rows, indent=2))
     else:
@@ -507,17 +511,35 @@ def compare(
 
 
 def _run_list(text: str) -> Path | list[Path]:
-    """'runs/a' or 'runs/a1,runs/a2': one run directory or several, each checked."""
-    paths = [Path(part) for part in text.split(",") if part]
+    """'runs/a', a run id as `dfslab runs` and compare's title print it, or several joined by
+    commas: each checked."""
+    from .results import runs_root
+    paths = []
+    for part in (p for p in text.split(",") if p):
+        path = Path(part)
+        if not path.exists() and "/" not in part and (runs_root() / part).exists():
+            path = runs_root() / part  # a run id
+        if not (path / "results.csv").exists():
+            fail(ValueError(f"{part} is not a run directory with results (no results.csv); give runs/<id>, a run id "
+                            f"from `dfslab runs`, or several joined by commas"))
+        paths.append(path)
     if not paths:
         fail(ValueError("no run directory given: name one (runs/<id>) or several joined by commas"))
-    for path in paths:
-        if not (path / "results.csv").exists():
-            fail(ValueError(f"{path} is not a run directory with results (no results.csv)"))
     return paths[0] if len(paths) == 1 else paths
 
 
 MARKS = {"different": "*", "same": "="}
+
+
+def _measured(runs: Path | list[Path]) -> str:
+    """What a side of a comparison has: its workloads and their summary metrics."""
+    from .results import RunDir
+    found: dict[str, set[str]] = {}
+    for run in runs if isinstance(runs, list) else [runs]:
+        for r in RunDir(run).rows():
+            if r["t"] is None:
+                found.setdefault(r["workload"], set()).add(r["metric"])
+    return "; ".join(f"{w} ({', '.join(sorted(m)[:6])}{', ...' if len(m) > 6 else ''})" for w, m in sorted(found.items())) or "nothing"
 
 
 def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_metrics: bool = False,
@@ -526,12 +548,12 @@ def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_me
     rows = rows if rows is not None else compare_runs(run_a, run_b, margin)
     shown = rows if all_metrics else headline(rows)
     names = lambda runs: " + ".join(p.name for p in (runs if isinstance(runs, list) else [runs]))  # noqa: E731
-    table = Table("workload", "parameters", "metric", "A", "B", "B/A", "95 % interval", "", "why", box=None,
+    table = Table("workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why", box=None,
                   title=f"A = {names(run_a)} · B = {names(run_b)}")
     for r in shown:
         interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "none"
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        table.add_row(r["workload"], r["params"], r["metric"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}", ratio,
+        table.add_row(r["workload"], r["params"], r["metric"], r["unit"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}", ratio,
                       interval, MARKS.get(r["verdict"], ""), r["why"] if r["over"] != "one run" else "within one run")
     Console(width=None if sys.stdout.isatty() else 200).print(table)
     print(verdict(rows, margin) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
