@@ -106,34 +106,41 @@ def test_every_workload_measured_with_units(run_dir):
 
 def test_parquet_latencies_are_the_tools_own_in_one_unit(run_dir):
     """results.parquet read as a user would (pyarrow for the schema, DuckDB for the rows): every
-    latency row is in ms, and each fio and rados bench mean latency is the one in its raw output."""
+    latency row is in ms, and each one fio or rados bench measured (fio, filegrid, radosbench,
+    servers) is the one in its raw output."""
     import duckdb
     schema = pq.read_schema(run_dir / "results.parquet")
     assert schema.field("bs").metadata == {b"unit": b"B"} and schema.field("t").metadata == {b"unit": b"s"}
     assert json.loads(schema.metadata[b"metric_units"])["latency_avg"] == "ms"
     rows = duckdb.sql(f"SELECT workload, metric, value, unit, step, target, rw, bs, iodepth, numjobs, repetition, mode,"
-                      f" object_size, threads FROM '{run_dir / 'results.parquet'}' WHERE regexp_matches(metric, '(latency|clat|slat)_')").fetchall()
+                      f" object_size, threads, file_size, op, servers FROM '{run_dir / 'results.parquet'}'"
+                      f" WHERE regexp_matches(metric, '(latency|clat|slat)_') AND t IS NULL").fetchall()
     assert rows and {r[3] for r in rows} == {"ms"} and all(r[4] for r in rows)  # every row names its step
     checked = 0
     fio_parts = {"latency": "lat_ns", "clat": "clat_ns", "slat": "slat_ns"}
     rados_labels = {"latency_avg": "Average Latency", "latency_stddev": "Stddev Latency", "latency_max": "Max latency",
                     "latency_min": "Min latency"}
-    for workload, metric, value, _, _, target, rw, bs, iodepth, numjobs, rep, mode, size, threads in rows:
-        if workload == "fio":
-            job = json.loads((run_dir / "raw" / f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}.txt").read_text())
+    for workload, metric, value, _, _, target, rw, bs, iodepth, numjobs, rep, mode, size, threads, file_size, op, servers \
+            in rows:
+        if workload in ("fio", "filegrid"):
+            name = (f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}" if workload == "fio"
+                    else f"filegrid-{target}-{file_size}-t{threads}-{op}-r{rep}")
+            job = json.loads((run_dir / "raw" / f"{name}.txt").read_text())
             part, _, stat = metric.partition("_")
-            ns = job["jobs"][0]["read" if "read" in rw else "write"][fio_parts[part]]
+            ns = job["jobs"][0][op][fio_parts[part]]
             raw = ns["mean"] if stat == "avg" else ns["percentile"][f"{float(stat[1:]):.6f}"]
-            assert value == pytest.approx(raw / 1e6), (target, rw, metric)
-        elif workload == "radosbench" and metric in rados_labels:
-            raw = (run_dir / "raw" / f"radosbench-{size}-{threads}t-r{rep}-{mode}.txt").read_text()
+            assert value == pytest.approx(raw / 1e6), (name, metric)
+        elif workload in ("radosbench", "servers") and metric in rados_labels:
+            name = f"radosbench-{size}-{threads}t-r{rep}-{mode}" if workload == "radosbench" else f"servers-{servers}-r{rep}-{rw}"
+            raw = (run_dir / "raw" / f"{name}.txt").read_text()
             found = re.search(rados_labels[metric] + r"\(s\):\s+([\d.]+)", raw)
-            assert value == pytest.approx(float(found.group(1)) * 1000), (mode, metric)
+            assert value == pytest.approx(float(found.group(1)) * 1000), (name, metric)
         else:
             continue
         checked += 1
-    # fio: 3 targets x 2 rw + rados, 3 parts, mean + 4 percentiles (slat where measured); rados bench: 4 per mode
-    assert checked >= 2 * (7 * 10 + 2 * 4), checked
+    # per repetition: fio 3 targets x 2 rw + rados and filegrid's 8 cells, lat and clat mean + 4 percentiles, slat
+    # mean; rados bench 4 per mode, 2 modes; servers 4 at 1 and 2 servers
+    assert checked >= 2 * (15 * 10 + 2 * 4 + 2 * 4), checked
 
 
 def test_filegrid_reads_through_a_client_that_did_not_write_the_files(run_dir):
