@@ -480,11 +480,7 @@ def compare(
 ) -> None:
     """B/A per metric with a 95 % interval and a verdict: different (*), the same within ±10 % (=), or can't tell.
 
-    The unit is the run: runs of one spec on fresh clusters differ by more than the repetitions inside one run. With
-    one run per side the interval is within that run and no difference is claimed; with 2 or more runs on a side
-    (2 vs 2, 2 vs 1, 3 vs 2) each run is one value and the test is over runs, e.g.
-    dfslab compare runs/L1,runs/L2 runs/D1,runs/D2. `dfslab run EXP --runs 3` makes such runs. A "can't tell"
-    says how many runs per side would decide it."""
+    The unit is the run: runs of one spec on fresh clusters differ by more than the repetitions inside one run. With one run per side the interval is within that run and no difference is claimed; with 2 or more runs on a side (2 vs 2, 2 vs 1, 3 vs 2) each run is one value and the test is over runs, e.g. dfslab compare runs/L1,runs/L2 runs/D1,runs/D2. `dfslab run EXP --runs 3` makes such runs. A "can't tell" says how many runs per side would decide it."""
     from .compare import compare_runs, regressions
     try:
         share = parse_percent(margin) / 100
