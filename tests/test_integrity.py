@@ -26,7 +26,7 @@ def test_never_acknowledged_objects_promise_nothing(tmp_path):
     assert expected(journal(tmp_path, [entry("intent", "b", "9")])) == []
 
 
-def test_write_latency_buckets_acks_per_second_and_weights_the_mean():
+def test_write_latency_buckets_acks_per_second_and_counts_blocked_writes():
     from dfslab.chaos.schedule import mean_latency, write_latency
     acks = [{"start": 100.0, "ack": 100.010}, {"start": 100.5, "ack": 100.530},   # second 100: 10 and 30 ms
             {"start": 101.2, "ack": 104.2}]                                        # issued in 101, blocked 3 s
@@ -35,9 +35,13 @@ def test_write_latency_buckets_acks_per_second_and_weights_the_mean():
     t, mean, peak, n = per_second[0]
     assert abs(mean - 20) < 1e-6 and abs(peak - 30) < 1e-6 and n == 2
     assert abs(per_second[1][2] - 3000) < 1e-6
-    assert abs(mean_latency(per_second, 100, 105) - (10 + 30 + 3000) / 3) < 1e-6
-    assert abs(mean_latency(per_second, 101, 102) - 3000) < 1e-6  # counted where it was issued
-    assert mean_latency(per_second, 102, 105) is None
+    assert abs(mean_latency(acks, 100, 105) - (10 + 30 + 3000) / 3) < 1e-6
+    assert abs(mean_latency(acks, 101, 102) - 3000) < 1e-6
+    # a window in which the one write in flight was blocked throughout: its whole wait, not "no latency"
+    assert abs(mean_latency(acks, 102, 104) - 3000) < 1e-6
+    assert mean_latency(acks, 104.5, 106) is None  # nothing in flight
+    # before a fault: only writes issued and acknowledged inside the window
+    assert abs(mean_latency(acks, 100, 102, completed=True) - 20) < 1e-6
 
 
 def test_dir_store_round_trips_and_replaces_atomically(tmp_path):

@@ -84,8 +84,9 @@ class FaultRun:
                 during = throughput(samples, held_from, undo_at)
                 ev.update(throughput_before=before, throughput_during=during,
                           throughput_fraction=(during / before) if before and during is not None else None,
-                          latency_before_ms=mean_latency(latency, max(ev["workload_start"] + 3, inject_at - 10), inject_at),
-                          latency_during_ms=mean_latency(latency, held_from, undo_at))
+                          latency_before_ms=mean_latency(acks, max(ev["workload_start"] + 3, inject_at - 10), inject_at,
+                                                         completed=True),
+                          latency_during_ms=mean_latency(acks, held_from, undo_at))
             ev["write_latency"] = latency
             ev["acknowledged_writes"] = len(acks)
             self.events.append(ev)

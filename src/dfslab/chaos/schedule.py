@@ -149,11 +149,17 @@ def longest_stall(acks: list[dict[str, Any]], start: float, end: float) -> float
     return max(b - a for a, b in zip(edges, edges[1:]))
 
 
-def mean_latency(per_second: list[tuple[float, float, float, int]], start: float, end: float) -> float | None:
-    """Write-weighted mean latency (ms) of the writes issued in [start, end)."""
-    chosen = [(mean, n) for t, mean, _, n in per_second if start <= t < end]
-    writes = sum(n for _, n in chosen)
-    return sum(mean * n for mean, n in chosen) / writes if writes else None
+def mean_latency(acks: list[dict[str, Any]], start: float, end: float, completed: bool = False) -> float | None:
+    """Mean latency (ms) of the checksummed writer's writes in flight at any time in [start, end):
+    a write blocked across the whole window counts with its whole wait (the writer has one write
+    in flight at a time, so a fault that blocks it leaves no write issued inside the window; CI
+    once saw exactly that, an OSD kill's 6 s with no latency at all). `completed`: only writes
+    issued and acknowledged inside the window (the steady state before a fault)."""
+    if completed:
+        chosen = [a for a in acks if start <= a["start"] and a["ack"] < end]
+    else:
+        chosen = [a for a in acks if a["start"] < end and a["ack"] >= start]
+    return sum((a["ack"] - a["start"]) * 1000 for a in chosen) / len(chosen) if chosen else None
 
 
 def detection(samples: list[tuple[float, str, float, str]], inject_at: float) -> float | None:
