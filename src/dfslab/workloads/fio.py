@@ -32,7 +32,7 @@ class FioParams(WorkloadParams):
     @model_validator(mode="after")
     def _depth_is_real(self) -> "FioParams":
         # Buffered libaio submits synchronously: measured on ceph-fuse and the GlusterFS FUSE
-        # client at iodepth 16, each job's IOPS x submission latency was 0.98-0.99 (one I/O at a
+        # client at iodepth 16, each job's IOPS x submission latency was 0.97-0.99 (one I/O at a
         # time) while fio's depth histogram still said 16.
         if self.target in ("fs", "cephfs", "local") and not self.direct and self.iodepth > 1:
             raise ValueError(f"iodepth {self.iodepth} with direct: false on target {self.target} would run at depth 1 "
@@ -95,8 +95,9 @@ def effective_depth(job: dict[str, Any], jobs: int) -> float:
     keeps 8, shared by its reads and writes), by Little's law (IOPS x total latency), unless
     the jobs spent most of their time inside the submit call: then every I/O completed there,
     one at a time per job, and fio's own depth counts I/Os only waiting to be reaped. Measured
-    on ceph-fuse at iodepth 16, buffered or O_DIRECT, libaio or io_uring: IOPS x submission
-    latency 0.99-1.00 per job; on the GlusterFS FUSE client with O_DIRECT: reads 0.07, writes
+    on ceph-fuse at iodepth 16 (4 KiB): IOPS x submission latency 0.97-1.00 per job with libaio,
+    buffered or O_DIRECT, and with io_uring O_DIRECT (io_uring's buffered writes, into the page
+    cache through its workers, 0.05); on the GlusterFS FUSE client with O_DIRECT: reads 0.07, writes
     0.80; fio's gfapi_async engine 0.54 at 2.2x the IOPS of depth 1 (truly asynchronous, all three)."""
     directions = [job[op] for op in ("read", "write") if job.get(op, {}).get("io_bytes")]
     submitting = sum(d["iops"] * (d.get("slat_ns") or {}).get("mean", 0) / 1e9 for d in directions)
