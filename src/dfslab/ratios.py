@@ -98,9 +98,14 @@ def _welch(la: Sequence[float], lb: Sequence[float]) -> tuple[float, float, floa
     return diff, math.sqrt(va + vb), df
 
 
+def _within_ss(la: Sequence[float], lb: Sequence[float]) -> float:
+    """Sum of squared deviations of each side's values from that side's own mean."""
+    return sum((x - mean) ** 2 for side in (la, lb) for mean in (statistics.fmean(side),) for x in side)
+
+
 def _pooled(la: Sequence[float], lb: Sequence[float]) -> tuple[float, float, float]:
     """As _welch, for a side with one run: the spread of runs comes from the side that has several."""
-    ss = sum((x - statistics.fmean(side)) ** 2 for side in (la, lb) for x in side)
+    ss = _within_ss(la, lb)
     df = len(la) + len(lb) - 2
     se = math.sqrt(ss / df * (1 / len(la) + 1 / len(lb)))
     return statistics.fmean(lb) - statistics.fmean(la), se, df
@@ -138,8 +143,7 @@ def _run_sd(la: Sequence[float], lb: Sequence[float]) -> float:
     """Run-to-run standard deviation of log values, pooled over both sides: its upper 70 %
     confidence bound (chi-square), so that the runs it sizes mostly do decide."""
     df = len(la) + len(lb) - 2
-    ss = sum((x - statistics.fmean(side)) ** 2 for side in (la, lb) for x in side)
-    return math.sqrt(ss / stats.chi2.ppf(1 - SD_UPPER, df))
+    return math.sqrt(_within_ss(la, lb) / stats.chi2.ppf(1 - SD_UPPER, df))
 
 
 def runs_to_decide(diff: float, sd: float, bound: float) -> int | None:
