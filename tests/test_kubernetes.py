@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -121,8 +122,18 @@ def test_rook_brings_ceph_to_health_ok_with_every_osd_on_its_own_node(k8s):
     pods = client.CoreV1Api(api).list_namespaced_pod("rook-ceph", label_selector="app=rook-ceph-osd").items
     assert sorted(p.spec.node_name for p in pods) == ["node1", "node2", "node3"]
     # status shows the Rook objects' phases and each daemon pod with its node and memory
+    # Rook copies Ceph's health into the CR every 10 s (the status interval dfslab sets): once it
+    # has, status shows it, with the time of Rook's check.
+    for _ in range(60):
+        cr = custom.get_namespaced_custom_object("ceph.rook.io", "v1", "rook-ceph", "cephclusters", "dfslab")
+        if cr["status"]["ceph"]["health"] == "HEALTH_OK":
+            break
+        time.sleep(1)
+    status = json.loads(dfslab("status", NAME, "--json").stdout)
     tables = {t["title"]: t for t in status["tables"]}
-    assert ["CephCluster", "dfslab", "Ready", "HEALTH_OK"] in tables["Rook objects"]["rows"]
+    rows = {tuple(r[:4]): r[4] for r in tables["Rook objects"]["rows"]}
+    checked = rows.get(("CephCluster", "dfslab", "Ready", "HEALTH_OK"))
+    assert checked and checked >= cr["status"]["ceph"]["lastChecked"], (rows, cr["status"]["ceph"])  # RFC 3339, UTC
     osd_rows = [r for r in tables["pods"]["rows"] if r[0].startswith("rook-ceph-osd-") and "prepare" not in r[0]]
     assert sorted(r[1] for r in osd_rows) == ["node1", "node2", "node3"]
     assert all(r[2] == "running" and r[4].endswith("MiB") and float(r[4].split()[0]) > 10 for r in osd_rows), osd_rows

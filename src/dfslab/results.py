@@ -80,7 +80,11 @@ class RunDir:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def write_json(self, name: str, data: Any) -> None:
-        (self.path / name).write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+        """Whole or not at all (a kill -9 mid-write must not leave half a file for --resume to read)."""
+        path = self.path / name
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+        os.replace(tmp, path)
 
     def read_json(self, name: str) -> Any:
         path = self.path / name

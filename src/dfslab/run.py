@@ -60,7 +60,7 @@ def _interval(label: str, kind: str, rep: int, start: float, rows: list[Measurem
 
 
 def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progress, intervals: list,
-               done: set[str]) -> list[str]:
+               done: set[str], attempt: int) -> list[str]:
     """Measure the limits; a baseline that cannot run is skipped, and why is returned for the report."""
     b = exp.file.baselines
     skipped = []
@@ -78,19 +78,34 @@ def _baselines(exp: Experiment, runner: Runner, run_dir: RunDir, progress: Progr
             continue
         if not rows:
             skipped.append(f"baseline {kind}: nothing to measure here (no nodes of dfslab's, no endpoints listed)")
-        run_dir.add(rows, step=f"baseline {kind}")
-        intervals.append(_interval(f"baseline {kind}", "baseline", 0, start, rows, []))
+        _record(run_dir, intervals, _interval(f"baseline {kind}", "baseline", 0, start, rows, []), rows,
+                f"baseline {kind}", attempt)
     return skipped
 
 
-def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir) -> tuple[dict[str, Any], list[Measurement]]:
+def _record(run_dir: RunDir, intervals: list, interval: dict[str, Any], rows: list[Measurement], step: str,
+            attempt: int) -> None:
+    """A step's interval on disk first, then its rows: the rows are the commit (a step is done when
+    they are in results.csv), so a kill between the two leaves an interval whose rows never landed,
+    which a resume drops and measures again, never rows without their interval."""
+    interval.update(step=step, attempt=attempt)
+    intervals.append(interval)
+    run_dir.write_json("intervals.json", intervals)
+    if rows:
+        run_dir.add(rows, step=step)
+
+
+def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list,
+              attempt: int) -> tuple[dict[str, Any], list[Measurement]]:
     start = time.time()
     try:
         rows = step.workload.run(runner, step.params, rep)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
-        return _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc)), []
-    run_dir.add(rows, step=step_id(step, rep))
-    return _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows)), rows
+        rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc))
+    else:
+        interval = _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
+    _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
+    return interval, rows
 
 
 def step_id(step: Step, rep: int) -> str:
@@ -182,7 +197,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
             progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
         runner = attached.runner(run_dir.raw_dir)
-        outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done)
+        outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done, attempt)
 
         faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
         if faults:
@@ -208,8 +223,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 continue
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
-            interval, rows = _run_step(step, rep, runner, run_dir)
-            intervals.append(interval)
+            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt)
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
                 stopped.add(id(step))
             if timed:
@@ -219,7 +233,6 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
                 progress("warning", f"{step.label} rep {rep} failed: {interval['error']}")
             clock.advance(planned)
-            _save_intervals(run_dir, intervals, first_new, attempt)
         if outcome.skipped:
             progress("warning", f"{len(outcome.skipped)} step(s) skipped: " + "; ".join(outcome.skipped)[:300])
         if faults:
@@ -249,7 +262,6 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         for handle in (sampler_backend, attached):
             if handle is not None:
                 handle.close()
-        _save_intervals(run_dir, intervals, first_new, attempt)
         if owned and not keep:
             progress("tearing down", name)
             cluster.down(name, missing_ok=True)
@@ -289,12 +301,6 @@ def _with_scrapes(backend, runtime) -> Any:
     return sample
 
 
-def _save_intervals(run_dir: RunDir, intervals: list, first_new: int, attempt: int) -> None:
-    for iv in intervals[first_new:]:
-        iv.setdefault("attempt", attempt)
-    run_dir.write_json("intervals.json", intervals)
-
-
 class ResumeError(ValueError):
     """A run directory that cannot be resumed; the message says why and what to do instead."""
 
@@ -320,9 +326,18 @@ def _resumed(path: Path, exp: Experiment, name: str, progress: Progress) -> tupl
                               f"stop that run first")
         progress("removing", f"cluster {name} left by the interrupted attempt")
         cluster.down(name)
-    intervals = list(earlier)  # kept as they were (failed steps too, which run again): the resumed ones follow
+    # Failed steps are kept as they were (they run again); a measured step's interval only with its
+    # rows (a kill between the two leaves the interval alone, and the step runs again).
+    intervals = [iv for iv in earlier if iv.get("error") or _interval_step(iv) in done]
     progress("resuming", f"{path.name}: {len(done)} step(s) done, attempt {attempt}")
     return run_dir, done, intervals, attempt
+
+
+def _interval_step(interval: dict[str, Any]) -> str:
+    """The step an interval belongs to (runs made before intervals named it: from label and repetition)."""
+    if "step" in interval:
+        return interval["step"]
+    return interval["label"] if interval["workload"] == "baseline" else f"{interval['label']} rep {interval['repetition']}"
 
 
 def _clock_text(seconds: float) -> str:

@@ -103,7 +103,10 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, devices: d
             "network": {"provider": "host"},
             "placement": {"all": server},
             "disruptionManagement": {"managePodBudgets": False},
-            "healthCheck": {"daemonHealth": {"mon": {"interval": "10s"}, "osd": {"interval": "10s"}}},
+            # status: how often Rook copies `ceph status` into the CR (its default 60 s left
+            # `kubectl get cephcluster` saying HEALTH_WARN for a minute after Ceph was HEALTH_OK).
+            "healthCheck": {"daemonHealth": {"mon": {"interval": "10s"}, "osd": {"interval": "10s"},
+                                             "status": {"interval": "10s"}}},
             "storage": {"useAllNodes": False, "useAllDevices": False,
                         "nodes": [{"name": node, "devices": [{"name": dev} for dev in devs]}
                                   for node, devs in devices.items()]},
@@ -471,6 +474,8 @@ def rook_objects_table(api, namespace: str) -> dict:
     for plural in ROOK_KINDS:
         for obj in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]:
             st = obj.get("status") or {}
+            ceph = st.get("ceph") or {}
             rows.append([obj["kind"], obj["metadata"]["name"], st.get("phase", "Pending"),
-                         (st.get("ceph") or {}).get("health") or st.get("message", "")])
-    return table("Rook objects", ["kind", "name", "phase", "health / message"], rows)
+                         ceph.get("health") or st.get("message", ""), ceph.get("lastChecked", "")])
+    # Rook's copy of Ceph's health lags Ceph's own by up to its status interval: the time says how old it is.
+    return table("Rook objects", ["kind", "name", "phase", "health / message", "Rook checked at"], rows)
