@@ -51,3 +51,16 @@ def test_the_disk_limit_is_one_disk_or_the_nodes_disks_summed():
     assert limits.disk_write == 1000.0 and limits.disk_read is None
     # three replicas of 300 MB/s land on three nodes' disks: 90 % of what they take together
     assert bottleneck(300.0, "MB/s", "write", 10.0, limits)["fractions"]["disk"] == pytest.approx(0.9)
+
+
+def test_measured_shares_replace_the_assumed_ones():
+    limits = Limits(client_link=1000.0, disk_read=2000.0, disk_write=1000.0, replicas=2)
+    # a cached read: 480 MB/s reported, its client's link carried 1 % of the bytes
+    cached = bottleneck(480.0, "MB/s", "read", 30.0, limits, {"link": 0.01, "disk": 0.0})
+    assert cached["fractions"]["link"] == pytest.approx(0.0048) and cached["assumed"] == []
+    assumed = bottleneck(480.0, "MB/s", "read", 30.0, limits)
+    assert assumed["fractions"]["link"] == pytest.approx(0.48) and set(assumed["assumed"]) == {"link", "disk"}
+    assert "48 % of link (assumed, not counted)" in bottleneck_line("fio read", 480.0, "MB/s", assumed)
+    # a size-1 pool: its disks wrote each byte once (and BlueStore's metadata), not twice
+    write = bottleneck(400.0, "MB/s", "write", 50.0, limits, {"link": 1.01, "disk": 1.07})
+    assert write["fractions"]["disk"] == pytest.approx(400 * 1.07 / 1000)

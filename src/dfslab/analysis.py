@@ -70,19 +70,25 @@ def cpu_during(samples: list[tuple[float, float]], start: float, end: float) -> 
     return min(after)[1] if after and min(after)[0] - end < 2.0 else None
 
 
-def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limits: Limits) -> dict[str, Any]:
-    """Fractions of CPU, link and disk a result used, and which (if any) it is bound by."""
+def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limits: Limits,
+               measured: dict[str, float] | None = None) -> dict[str, Any]:
+    """Fractions of CPU, link and disk a result used, and which (if any) it is bound by.
+    `measured` (dfslab.ledger.shares): of the result's bytes, the share the client's link and the
+    servers' disks really moved; without it, the link is assumed to carry every byte and the
+    disks every replica."""
     fractions: dict[str, float] = {}
+    measured = measured or {}
     if cpu_percent is not None:
         fractions["CPU"] = cpu_percent / 100
     if unit == "MB/s":
         if limits.client_link:
-            fractions["link"] = value / limits.client_link
+            fractions["link"] = value * measured.get("link", 1) / limits.client_link
         disk_limit = limits.disk_write if op == "write" else limits.disk_read
         if disk_limit:
             # Every replica of a write lands on a disk the baseline measured (this machine's one
-            # disk, or the nodes' disks summed).
-            fractions["disk"] = value * (limits.replicas if op == "write" else 1) / disk_limit
+            # disk, or the nodes' disks summed), unless the disks' own counters say what they did.
+            assumed = limits.replicas if op == "write" else 1
+            fractions["disk"] = value * measured.get("disk", assumed) / disk_limit
     # Beating a measured limit means the data did not go through that resource (it came from a
     # cache); such a resource cannot be what holds the result back.
     exceeded = [k for k, f in fractions.items() if k != "CPU" and f > 1.05]
@@ -95,9 +101,11 @@ def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limi
         verdict = "no resource saturated (latency- or concurrency-bound)"
     if exceeded:
         verdict += f"; above the {' and '.join(exceeded)} baseline, so served from cache"
-    return {"fractions": fractions, "verdict": verdict, "bound": bound, "exceeded": exceeded}
+    assumed = [k for k in fractions if k != "CPU" and k not in measured]
+    return {"fractions": fractions, "verdict": verdict, "bound": bound, "exceeded": exceeded, "assumed": assumed}
 
 
 def bottleneck_line(label: str, value: float, unit: str, result: dict[str, Any]) -> str:
-    parts = ", ".join(f"{f * 100:.0f} % of {k}" for k, f in result["fractions"].items())
+    parts = ", ".join(f"{f * 100:.0f} % of {k}" + (" (assumed, not counted)" if k in result.get("assumed", ()) else "")
+                      for k, f in result["fractions"].items())
     return f"{label} {value:.4g} {unit} — {parts}: {result['verdict']}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import statistics
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -24,6 +25,7 @@ from .analysis import Limits, bottleneck, bottleneck_line, busiest_cpu, cpu_duri
 from .compare import compare_runs, headline, verdict  # noqa: E402
 from .results import RunDir  # noqa: E402
 from .units import human_bytes, to_display  # noqa: E402
+from .ledger import FROM_STORAGE_FLOOR, shares as ledger_shares  # noqa: E402
 from .workloads import direction  # noqa: E402
 
 TEMPLATE = jinja2.Template("""<!doctype html>
@@ -103,6 +105,8 @@ writes count every replica against the one disk) and of the machine's CPU while 
 {% for r in lines %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td>
 {% for m, head in columns %}<td>{{ r.cells.get(m, '') }}</td>{% endfor %}<td>{{ r.n }}</td></tr>{% endfor %}
 </table>{% endif %}{% endfor %}
+{% if uncached %}<p class="warn"><b>Not measuring the storage</b> (byte ledger: the clients' links carried under {{ floor }} of
+the bytes the tool counted; <code>from_storage</code> rows in results.csv):</p><ul>{% for line in uncached %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if shallow %}<p class="warn"><b>Queue depth not reached:</b></p><ul>{% for line in shallow %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
 <h2>Cluster at the end</h2>
@@ -174,6 +178,21 @@ def shallow_depths(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def not_from_storage_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each row whose bytes mostly did not cross the clients' links (dfslab.ledger): a read served
+    from the client's cache, or a write acknowledged before it reached the cluster."""
+    varying = varying_keys(rows)
+    out = []
+    for r in rows:
+        if r["metric"] == "from_storage" and r["t"] is None and r["value"] < FROM_STORAGE_FLOOR:
+            write = direction(r["params"]) == "write"
+            out.append(f"{r['workload']} {params_label(r['params'], varying[r['workload']])} "
+                       f"{'write' if write else 'read'}, repetition {r['repetition']}: {r['value']:.2f} of its bytes "
+                       + ("left the client while it was timed: acknowledged by a client cache, not the cluster"
+                          if write else "reached the client over its link: served from the client's cache"))
+    return out
+
+
 def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     if path.exists():
@@ -196,12 +215,15 @@ def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
             sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
             keys = varying.get(iv["workload"], set()) - {"op", "mode", "phase"}
             label = " ".join(filter(None, (iv["workload"], params_label(h["params"], keys))))
-            grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"])))
+            grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"]),
+                                                         ledger_shares(iv.get("ledger"), op)))
     lines = []
     for (label, sub, op, unit), values in grouped.items():
-        value = sum(v for v, _ in values) / len(values)
-        cpus = [c for _, c in values if c is not None]
-        result = bottleneck(value, unit, op, sum(cpus) / len(cpus) if cpus else None, limits)
+        value = sum(v for v, _, _ in values) / len(values)
+        cpus = [c for _, c, _ in values if c is not None]
+        measured = {k: statistics.fmean(m[k] for _, _, m in values) for k in ("link", "disk")
+                    if all(k in m for _, _, m in values)}
+        result = bottleneck(value, unit, op, sum(cpus) / len(cpus) if cpus else None, limits, measured)
         lines.append(bottleneck_line(f"{label}{f' {sub}' if sub else ''}", value, unit, result))
     return lines
 
@@ -484,7 +506,7 @@ def build(run_path: Path) -> Path:
     replicas = status.get("write_amplification") or 1
     varying = varying_keys(rows)
     workloads_rows = [r for r in rows if r["workload"] != "baseline"]
-    tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS + ["depth"])),
+    tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS + ["depth", "from_storage"])),
               ("Baselines", *summarize([r for r in rows if r["workload"] == "baseline"], BASELINE_METRICS))]
     faults = run.read_json("faults.json") or []
     integrity = run.read_json("integrity.json") or None
@@ -519,6 +541,7 @@ def build(run_path: Path) -> Path:
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas), shallow=shallow_depths(workloads_rows),
+        uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
         status_summary=status.get("summary", []), status_tables=status.get("tables", []),
     )

@@ -21,6 +21,7 @@ from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
 from .results import RunDir
 from .fields import field_units
+from . import ledger
 from .spec import ClusterSpec, SpecError
 from .state import ClusterState
 from .workloads import Measurement, Runner, baseline
@@ -95,17 +96,31 @@ def _record(run_dir: RunDir, intervals: list, interval: dict[str, Any], rows: li
         run_dir.add(rows, step=step)
 
 
-def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list,
-              attempt: int) -> tuple[dict[str, Any], list[Measurement]]:
+def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list, attempt: int,
+              count: Callable[[], ledger.Snapshot]) -> tuple[dict[str, Any], list[Measurement]]:
     start = time.time()
+    before = count()
     try:
         rows = step.workload.run(runner, step.params, rep)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
         rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc))
     else:
+        moved = ledger.delta(before, count())
+        rows += ledger.ledger_rows(rows, moved)
         interval = _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
+        interval["ledger"] = {**moved, **ledger.tool_bytes(rows)}
     _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
     return interval, rows
+
+
+def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot]:
+    """The byte ledger's snapshot for this cluster: its clients' links (where the runtime counts
+    them) and the block-layer bytes of every daemon on its servers."""
+    wire = runtime.command if runtime.client_wire_counted else None
+
+    def servers() -> list[int]:
+        return [p.pid for p in runtime.sampled_processes() if p.node not in clients and p.alive()]
+    return lambda: ledger.snapshot(wire, clients, servers)
 
 
 def step_id(step: Step, rep: int) -> str:
@@ -197,6 +212,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
             progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
         runner = attached.runner(run_dir.raw_dir)
+        count = _ledger_counter(attached.runtime, runner.clients)
         outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done, attempt)
 
         faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
@@ -223,7 +239,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 continue
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
-            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt)
+            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count)
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
                 stopped.add(id(step))
             if timed:

@@ -38,6 +38,10 @@ class Runtime(ABC):
     # Each workload step's Job mounts the filesystem itself (runtime kubernetes): no client
     # outlives a step, so none carries a cache from one step into the next.
     mounts_per_job: bool = False
+    # The client nodes' links carry only the clients' traffic, counted by reading /proc/net/dev
+    # through `command` (dfslab.ledger): not where every daemon shares one `lo` (loopback), nor
+    # where the client node also carries Kubernetes' control plane.
+    client_wire_counted: bool = False
 
     def __init__(self, state: ClusterState):
         self.state = state

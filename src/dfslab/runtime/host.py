@@ -9,6 +9,9 @@ from . import CLIENT, Runtime, RuntimeError_
 
 class HostRuntime(Runtime):
     kind = "host"
+    # A cluster you run, reached from this machine: its interfaces carry the client's traffic
+    # (and whatever else this machine sends, which the ledger cannot tell apart).
+    client_wire_counted = True
 
     def preflight(self, spec: ClusterSpec) -> None:
         if spec.nodes:

@@ -89,6 +89,7 @@ def hub_ports(spec: ClusterSpec) -> dict[str, str]:
 class LocalNetnsRuntime(Runtime):
     kind = "local"
     network_per_node = True
+    client_wire_counted = True
 
     def ns(self, node: str) -> str:
         return f"dfs-{self.state.name}-{node}"

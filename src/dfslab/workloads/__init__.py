@@ -40,6 +40,8 @@ METRIC_UNITS = [
     (r"(^|_)iops($|_)|^ops$|^qps$", "op/s"),
     (r"^time($|_)|(^|_)duration$", "s"),
     (r"(^|_)depth$", "I/Os"),
+    (r"(^|_)bytes$", "B"),  # what a tool moved, and the byte ledger's wire and disk counts (dfslab.ledger)
+    (r"^from_storage$", "ratio"),
 ]
 
 

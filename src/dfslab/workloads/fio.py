@@ -28,6 +28,8 @@ class FioParams(WorkloadParams):
     seconds: int = Field(10, ge=1, le=3600, description="time-based runtime")
     direct: bool = Field(True, description="O_DIRECT on file targets (fs, local): reads from the storage, not the "
                                            "client's cache, and the only way libaio keeps more than one I/O in flight")
+    client_cache: bool = Field(False, description="librbd's write-back cache (target rbd): off, a write is timed until "
+                                                  "the cluster acknowledges it; on, as librbd's default")
 
     @model_validator(mode="after")
     def _depth_is_real(self) -> "FioParams":
@@ -38,6 +40,13 @@ class FioParams(WorkloadParams):
             raise ValueError(f"iodepth {self.iodepth} with direct: false on target {self.target} would run at depth 1 "
                              f"(buffered libaio completes each I/O inside its submit call): set direct: true, or "
                              f"iodepth: 1 with numjobs: {self.iodepth} for {self.iodepth} I/Os in flight")
+        return self
+
+    @model_validator(mode="after")
+    def _client_cache_is_librbds(self) -> "FioParams":
+        if self.client_cache and self.target != "rbd":
+            raise ValueError(f"client_cache is librbd's cache (target rbd), not target {self.target}'s: on a file "
+                             f"target, direct: false reads and writes through the client's cache")
         return self
 
     @model_validator(mode="after")
@@ -74,6 +83,7 @@ def parse_json(text: str, workload: str, labels: dict[str, Any], repetition: int
         p = {**labels, "op": op}
         rows.append(Measurement(workload, "bandwidth", stats["bw_bytes"] / 1e6, "MB/s", p, repetition))
         rows.append(Measurement(workload, "iops", stats["iops"], "op/s", p, repetition))
+        rows.append(Measurement(workload, "bytes", float(stats["io_bytes"]), "B", p, repetition))  # for the byte ledger
         for prefix, key in (("latency", "lat_ns"), ("clat", "clat_ns"), ("slat", "slat_ns")):
             part = stats.get(key) or {}
             if not part.get("N"):  # sync engines measure no submission latency
@@ -137,7 +147,7 @@ ASYNC_ENGINES = {"gfapi": "gfapi_async"}
 
 
 def target_options(runner: Runner, target: str, size: int, numjobs: int, direct: bool,
-                   iodepth: int = 1) -> dict[str, Any]:
+                   iodepth: int = 1, client_cache: bool = False) -> dict[str, Any]:
     """fio options that aim a job at `target`: a directory for fs/local, else the backend's
     engine (its asynchronous form when more than one I/O is to be in flight)."""
     if target in ("fs", "cephfs", "local"):
@@ -145,7 +155,7 @@ def target_options(runner: Runner, target: str, size: int, numjobs: int, direct:
         return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
     if runner.storage is None:
         raise WorkloadError(f"fio target {target!r} needs a cluster")
-    options = runner.storage.fio_target(runner, target, size * numjobs)
+    options = runner.storage.fio_target(runner, target, size * numjobs, client_cache)
     if iodepth > 1:
         options["ioengine"] = ASYNC_ENGINES.get(options["ioengine"], options["ioengine"])
     return options
@@ -169,7 +179,7 @@ class Fio(Workload):
             options = dict(rw=params.rw, bs=params.bs, iodepth=params.iodepth, numjobs=params.numjobs,
                            size=params.size, runtime=params.seconds, time_based=True,
                            **target_options(runner, params.target, params.size, params.numjobs, params.direct,
-                                           params.iodepth))
+                                           params.iodepth, params.client_cache))
             return run_on_clients(runner, servers, tag, options, self.name, labels, repetition, timeout)
         logs = runner.raw_dir / f"{tag}-bwlog"
         logs.mkdir(parents=True, exist_ok=True)
@@ -177,7 +187,7 @@ class Fio(Workload):
                         size=params.size, runtime=params.seconds, time_based=True,
                         write_bw_log=str(logs / "bw"), log_avg_msec=1000,
                         **target_options(runner, params.target, params.size, params.numjobs, params.direct,
-                                           params.iodepth))
+                                           params.iodepth, params.client_cache))
         out = runner.run(argv, tag, timeout=timeout)
         rows = parse_json(out, self.name, labels, repetition)
         rows += parse_bw_log(logs / "bw_bw", self.name, labels, repetition)

@@ -70,4 +70,5 @@ class ParallelIO(Workload):
             if slowest <= 0:
                 raise WorkloadError("fio reported no runtime")
             rows.append(Measurement(self.name, "bandwidth", moved / slowest / 1e6, "MB/s", {**labels, "op": op}, repetition))
+            rows.append(Measurement(self.name, "bytes", float(moved), "B", {**labels, "op": op}, repetition))
         return rows

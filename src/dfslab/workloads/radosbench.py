@@ -39,10 +39,17 @@ class RadosBenchParams(WorkloadParams):
     max_objects: int | None = Field(None, ge=1, description="cap on objects written (default: 40 % of the pool's free space)")
 
 
+# What rados bench moved: operations made x the size of each ("Write size" / "Read size").
+MOVED = {"Total writes made": "Write size", "Total reads made": "Read size"}
+
+
 def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurement]:
     rows = []
+    summary = {}
     for line in output.splitlines():
         key, sep, value = line.partition(":")
+        if sep and (key.strip() in MOVED or key.strip() in MOVED.values()):
+            summary[key.strip()] = value.strip()
         if sep and key.strip() in SUMMARY:
             metric, unit, factor = SUMMARY[key.strip()]
             try:
@@ -58,6 +65,10 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
                 if m.group(7) != "-":  # "last lat": the one operation that completed last in that second
                     rows.append(Measurement("radosbench", "latency_last", float(m.group(7)) * MS_IN_S, "ms", params,
                                             repetition, t=sec))
+    for count, size in MOVED.items():
+        if summary.get(count, "").isdigit() and summary.get(size, "").isdigit():
+            rows.append(Measurement("radosbench", "bytes", float(int(summary[count]) * int(summary[size])), "B", params,
+                                    repetition))
     return rows
 
 

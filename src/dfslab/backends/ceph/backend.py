@@ -156,8 +156,8 @@ class CephBackend(Backend):
     def bench_pool(self, requested: str | None) -> str:
         return requested or pools.BENCH_POOL
 
-    def fio_target(self, runner, target: str, size_bytes: int) -> dict[str, Any]:
-        return tools.fio_target(runner, target, size_bytes)
+    def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
+        return tools.fio_target(runner, target, size_bytes, client_cache)
 
     def pool_free_bytes(self, runner, pool: str) -> int:
         return tools.pool_free_bytes(runner, pool)

@@ -30,12 +30,22 @@ def ensure_rbd_image(runner: Any, size_bytes: int) -> None:
                 "--iodepth=16", f"--size={mib}M"], "rbd-fill", timeout=600)
 
 
-def fio_target(runner: Any, target: str, size_bytes: int) -> dict[str, Any]:
+def set_image_cache(runner: Any, pool: str, image: str, on: bool) -> None:
+    """librbd's cache for every client that opens `image` (an image setting, read at open). On by
+    default, it acknowledges small writes itself: 4 KiB randwrite at depth 16 ran 8,167 IOPS at
+    p50 0.105 ms with it and 1,602 IOPS at p50 9.2 ms without (FACTS.md): off unless asked, a
+    write is timed until the cluster has it."""
+    runner.run(["rbd", "config", "image", "set", f"{pool}/{image}", "rbd_cache", str(on).lower()],
+               f"rbd-cache-{str(on).lower()}", timeout=60)
+
+
+def fio_target(runner: Any, target: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
     if target == "rados":  # fio's rados engine: an object per job in dfslab's bench pool; it reads only the conf
         return {"ioengine": "rados", "clientname": "admin", "pool": BENCH_POOL, "conf": runner.env["CEPH_CONF"]}
     if target != "rbd":
         raise BackendError(f"ceph offers no fio target {target!r}")
     ensure_rbd_image(runner, size_bytes)
+    set_image_cache(runner, "rbd", RBD_IMAGE, client_cache)
     return {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": RBD_IMAGE}
 
 

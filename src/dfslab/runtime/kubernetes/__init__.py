@@ -110,6 +110,7 @@ def pod_subnet(index: int) -> str:
 class KubernetesRuntime(LocalNetnsRuntime):
     kind = "kubernetes"
     mounts_per_job = True
+    client_wire_counted = False  # the client node also serves the API server to every kubelet
 
     @property
     def home(self) -> Path:

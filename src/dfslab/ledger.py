@@ -1,0 +1,131 @@
+"""The byte ledger: what crossed the clients' links and the servers' disks during one step, from
+exact counter deltas at its start and end (not the sampler's 1-s rates), so every row can say how
+much of what its tool counted came from the storage.
+
+A ceph-fuse read served from its cache moves no bytes on the client's link; a librbd write
+acknowledged by its cache moves them later. `from_storage` = wire bytes / tool bytes, per
+direction (reads: what the clients received; writes: what they sent); under FROM_STORAGE_FLOOR
+the report marks the row as not measuring the storage. Counted where the clients are network
+namespaces of dfslab's (runtime local, docker) or this machine itself (runtime host); elsewhere
+(loopback, where every daemon shares `lo`; Kubernetes Jobs) the ledger says "not counted" rather
+than a number that is not the client's."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .workloads import Measurement, direction
+
+FROM_STORAGE_FLOOR = 0.8
+READ, WRITE = "read", "write"  # as workloads.direction names them
+
+
+def net_dev_totals(text: str) -> tuple[int, int]:
+    """(received, sent) bytes over every interface of a /proc/net/dev listing but loopback."""
+    rx = tx = 0
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        if not sep or name.strip() == "lo" or "|" in rest:
+            continue
+        fields = rest.split()
+        rx, tx = rx + int(fields[0]), tx + int(fields[8])
+    return rx, tx
+
+
+def proc_io(pid: int) -> tuple[int, int] | None:
+    """(read, written) bytes the process caused at the block layer (O_DIRECT BlueStore, bricks)."""
+    try:
+        with open(f"/proc/{pid}/io") as fh:
+            values = dict(line.split(": ") for line in fh.read().splitlines())
+        return int(values["read_bytes"]), int(values["write_bytes"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+@dataclass
+class Snapshot:
+    wire: dict[str, tuple[int, int]] = field(default_factory=dict)  # client node -> (rx, tx)
+    disk: dict[int, tuple[int, int]] = field(default_factory=dict)  # server process -> (read, written)
+
+
+def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: list[str],
+             servers: Callable[[], list[int]]) -> Snapshot:
+    """Counters now. `command(node, argv)` runs argv in a client's network namespace (None: the
+    wire is not counted); /proc/net/dev read there is that namespace's (sysfs would show the
+    root namespace's under nsenter --net)."""
+    snap = Snapshot()
+    if command is not None:
+        for node in clients:
+            res = subprocess.run(command(node, ["cat", "/proc/net/dev"]), capture_output=True, text=True, timeout=30)
+            if res.returncode == 0:
+                snap.wire[node] = net_dev_totals(res.stdout)
+    for pid in servers():
+        if (io := proc_io(pid)) is not None:
+            snap.disk[pid] = io
+    return snap
+
+
+def delta(before: Snapshot, after: Snapshot) -> dict[str, int | None]:
+    """Bytes moved between two snapshots: clients' received/sent, servers' disk read/written.
+    A side with nothing counted in both is None (not 0); a server that died between them counts
+    nothing (its counters went with it)."""
+    return {"client_rx": _moved(before.wire, after.wire, 0), "client_tx": _moved(before.wire, after.wire, 1),
+            "disk_read": _moved(before.disk, after.disk, 0), "disk_write": _moved(before.disk, after.disk, 1)}
+
+
+def _moved(before: dict, after: dict, i: int) -> int | None:
+    keys = before.keys() & after.keys()
+    return sum(max(0, after[k][i] - before[k][i]) for k in keys) if keys else None
+
+
+WIRE_KEY = {READ: "client_rx", WRITE: "client_tx"}
+DISK_KEY = {READ: "disk_read", WRITE: "disk_write"}
+
+
+def tool_bytes(rows: list[Measurement]) -> dict[str, float]:
+    """What the step's tools counted each way (`tool_read`, `tool_write`), beside its counters in
+    the interval: the report's link and disk shares are wire or disk bytes over these."""
+    tool = {f"tool_{READ}": 0.0, f"tool_{WRITE}": 0.0}
+    for row in rows:
+        if row.metric == "bytes" and row.t is None and row.params.get("target") != "local":
+            tool[f"tool_{direction(row.params)}"] += row.value
+    return tool
+
+
+def shares(ledger: dict[str, Any] | None, way: str) -> dict[str, float]:
+    """Of the bytes a step's tools moved `way`: the share the clients' links carried (`link`) and
+    the share the servers' disks did (`disk`: a write's real amplification, replicas and metadata
+    included). Only what was counted."""
+    tool = (ledger or {}).get(f"tool_{way}")
+    if not tool:
+        return {}
+    out = {}
+    for name, key in (("link", WIRE_KEY[way]), ("disk", DISK_KEY[way])):
+        if ledger.get(key) is not None:
+            out[name] = ledger[key] / tool
+    return out
+
+
+def ledger_rows(rows: list[Measurement], moved: dict[str, int | None]) -> list[Measurement]:
+    """For each `bytes` row of a step: `wire_bytes` (what the clients' links carried that way),
+    `disk_bytes` (what the servers' disks did that way) and `from_storage` (wire / tool bytes
+    over the step's rows of that direction). Nothing for what was not counted."""
+    counted = [r for r in rows if r.metric == "bytes" and r.t is None and r.params.get("target") != "local"]
+    tool = {READ: 0.0, WRITE: 0.0}
+    for row in counted:  # (target local is this machine's own disk: no wire to count)
+        tool[direction(row.params)] += row.value
+    out = []
+    for row in counted:
+        way = direction(row.params)
+        if not tool[way]:
+            continue
+        wire, disk = moved.get(WIRE_KEY[way]), moved.get(DISK_KEY[way])
+        if wire is not None:
+            out.append(Measurement(row.workload, "wire_bytes", float(wire), "B", row.params, row.repetition))
+            out.append(Measurement(row.workload, "from_storage", wire / tool[way], "ratio", row.params, row.repetition))
+        if disk is not None:
+            out.append(Measurement(row.workload, "disk_bytes", float(disk), "B", row.params, row.repetition))
+    return out
+

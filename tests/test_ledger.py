@@ -1,0 +1,78 @@
+"""The byte ledger (dfslab.ledger): counters read inside a network namespace against a transfer
+of known size, and the rows it makes from a step's counts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dfslab import ledger
+from dfslab.workloads import Measurement
+
+SENT = 20_000_000
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def veth_pair():
+    """Two namespaces joined by a veth pair (10.231.0.1 and .2), removed whatever happens."""
+    tag = f"dfsl-ledger-{os.getpid()}"
+    names = [f"{tag}-a", f"{tag}-b"]
+    try:
+        for ns in names:
+            _ip("netns", "add", ns)
+        _ip("link", "add", "ldga", "netns", names[0], "type", "veth", "peer", "name", "ldgb", "netns", names[1])
+        for ns, dev, addr in ((names[0], "ldga", "10.231.0.1/24"), (names[1], "ldgb", "10.231.0.2/24")):
+            _ip("-n", ns, "addr", "add", addr, "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        yield names
+    finally:
+        for ns in names:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+SERVER = "import socket;s=socket.create_server(('10.231.0.1',7411));print('up',flush=True);c,_=s.accept()\n" \
+         "n=0\nwhile (b:=c.recv(1<<20)):n+=len(b)\nprint(n)"
+CLIENT = f"import socket;c=socket.create_connection(('10.231.0.1',7411));c.sendall(b'x'*{SENT});c.close()"
+
+
+def test_counters_read_inside_a_namespace_see_a_known_transfer(veth_pair):
+    receiver, sender = veth_pair
+    command = lambda node, argv: ["ip", "netns", "exec", node, *argv]  # noqa: E731
+    before = ledger.snapshot(command, [receiver, sender], lambda: [])
+    server = subprocess.Popen(command(receiver, [sys.executable, "-c", SERVER]), stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "up"
+        subprocess.run(command(sender, [sys.executable, "-c", CLIENT]), check=True, timeout=60)
+        assert int(server.stdout.readline()) == SENT
+    finally:
+        server.kill()
+        server.wait()
+    after = ledger.snapshot(command, [receiver], lambda: [])
+    moved = ledger.delta(before, after)  # the receiver alone: in both snapshots
+    # TCP/IP headers on top of the payload (about 3 %), and nothing from the root namespace's traffic
+    assert SENT <= moved["client_rx"] <= SENT * 1.08, moved
+    assert moved["client_tx"] < SENT * 0.05, moved  # acknowledgements only
+    assert moved["disk_read"] is None and moved["disk_write"] is None  # no servers counted: not 0
+
+
+def test_rows_per_direction_from_the_step_counts():
+    fio = {"bs": 4096, "target": "fs"}
+    rows = [Measurement("fio", "bandwidth", 100.0, "MB/s", {**fio, "op": "read"}),
+            Measurement("fio", "bytes", 4e8, "B", {**fio, "op": "read"}),
+            Measurement("fio", "bytes", 1e8, "B", {**fio, "op": "write"}),
+            Measurement("fio", "bytes", 5e8, "B", {"target": "local", "op": "read"})]
+    out = ledger.ledger_rows(rows, {"client_rx": 2e7, "client_tx": 1.02e8, "disk_read": 0, "disk_write": 2.1e8})
+    got = {(r.metric, r.params["op"]): r.value for r in out}
+    assert got == {("wire_bytes", "read"): 2e7, ("from_storage", "read"): 0.05, ("disk_bytes", "read"): 0,
+                   ("wire_bytes", "write"): 1.02e8, ("from_storage", "write"): 1.02, ("disk_bytes", "write"): 2.1e8}
+    assert all(r.params.get("target") != "local" for r in out)  # this machine's disk has no wire
+    # uncounted sides make no rows (not a 0 that reads as "all from cache")
+    assert ledger.ledger_rows(rows, {"client_rx": None, "client_tx": None, "disk_read": None, "disk_write": None}) == []
