@@ -51,6 +51,19 @@ def load_rows(run: Path) -> list[dict]:
     return rows
 
 
+# What the client namespace's links received and sent over the whole run, counted by the test itself.
+CLIENT_WIRE: dict[str, int] = {}
+
+
+def client_wire() -> tuple[int, int]:
+    """(received, sent) bytes over the client namespace's links but lo, read inside it."""
+    text = subprocess.run(["ip", "netns", "exec", f"dfs-{NAME}-client", "cat", "/proc/net/dev"], check=True,
+                          capture_output=True, text=True).stdout
+    lines = [line.split(":", 1) for line in text.splitlines()[2:]]
+    fields = [rest.split() for name, rest in lines if name.strip() != "lo"]
+    return sum(int(f[0]) for f in fields), sum(int(f[8]) for f in fields)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run")
@@ -58,7 +71,10 @@ def run_dir(tmp_path_factory):
     exp = tmp / "exp.yaml"
     exp.write_text(yaml.safe_dump(EXPERIMENT))
     try:
+        rx, tx = client_wire()
         res = dfslab("run", str(exp), "--cluster", NAME)
+        rx_after, tx_after = client_wire()
+        CLIENT_WIRE.update(rx=rx_after - rx, tx=tx_after - tx)
         assert cluster.status(NAME)["health"] == "HEALTH_OK"  # --cluster: the cluster stays up
     finally:
         cluster.down(NAME, missing_ok=True)
@@ -285,3 +301,53 @@ def test_failing_workload_is_reported_and_makes_run_exit_nonzero(tmp_path):
     run = Path(res.stdout.strip().split("report: ")[-1]).parent
     assert any(r["metric"] == "bandwidth" for r in load_rows(run))  # the step after the failure still ran
     assert "Failures" in (run / "report.html").read_text()
+
+
+def test_every_read_and_write_row_says_how_much_of_it_crossed_the_clients_links(run_dir):
+    """The byte ledger: each step's client bytes from exact counters at its start and end. The
+    default fio read (O_DIRECT) and the parallel read (a fresh client) reach the cluster; the
+    ledger never claims more than the client's links carried over the whole run (counted here,
+    independently); a row under 0.8 is listed in the report."""
+    rows = load_rows(run_dir)
+    intervals = json.loads((run_dir / "intervals.json").read_text())
+    ledgers = [iv["ledger"] for iv in intervals if iv.get("ledger")]
+    assert ledgers and sum(lg["client_rx"] for lg in ledgers) <= CLIENT_WIRE["rx"]
+    assert sum(lg["client_tx"] for lg in ledgers) <= CLIENT_WIRE["tx"]
+    share = {(r["params"].get("target"), r["params"].get("op"), r["workload"], r["params"].get("clients"), r["repetition"]):
+             r["value"] for r in rows if r["metric"] == "from_storage"}
+    fio_reads = [v for (t, op, w, _, _), v in share.items() if w == "fio" and t == "cephfs" and op == "read"]
+    parallel_reads = [v for (_, op, w, _, _), v in share.items() if w == "parallel" and op == "read"]
+    assert len(fio_reads) == 2 and len(parallel_reads) == 4, share
+    assert all(0.9 <= v <= 1.2 for v in fio_reads + parallel_reads), share
+    # per step and direction: the wire over what the step's tools counted that way
+    from dfslab.workloads import direction
+    steps: dict = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["metric"] in ("bytes", "wire_bytes", "from_storage") and r["params"].get("target") != "local":
+            steps[(r["step"], direction(r["params"]))][r["metric"]].append(r["value"])
+    for key, got in steps.items():
+        assert len(set(got["wire_bytes"])) == 1 and len(set(got["from_storage"])) == 1, key
+        assert got["from_storage"][0] == pytest.approx(got["wire_bytes"][0] / sum(got["bytes"])), key
+    assert not any(r["params"].get("target") == "local" for r in rows if r["metric"] == "from_storage")
+    low = [v for v in share.values() if v < 0.8]
+    assert ("Not measuring the storage" in (run_dir / "report.html").read_text()) == bool(low)
+
+
+def test_rbd_writes_are_timed_until_the_cluster_has_them_and_rados_bench_in_decimal_mb(run_dir):
+    rows = [r for r in load_rows(run_dir) if not r["t"]]
+
+    def value(metric, **params):
+        found = [r["value"] for r in rows if r["metric"] == metric
+                 and all(r["params"].get(k) == v for k, v in params.items())]
+        return sum(found) / len(found)
+    # librbd's cache off (client_cache: false): a write waits for both replicas, not the cache
+    assert value("latency_p50", target="rbd", op="write") >= value("latency_p50", target="rbd", op="read")
+    assert all(r["params"]["client_cache"] is False for r in rows if r["workload"] == "fio")
+    # rados bench: objects x size / its time, in 10^6 B (it prints MiB/s as "MB/sec")
+    rados = defaultdict(dict)
+    for r in rows:
+        if r["workload"] == "radosbench":
+            rados[(r["params"]["mode"], r["repetition"])][r["metric"]] = r["value"]
+    assert len(rados) == 4
+    for key, got in rados.items():
+        assert got["bandwidth"] == pytest.approx(got["bytes"] / got["duration"] / 1e6, rel=2e-3), key

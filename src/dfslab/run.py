@@ -99,8 +99,9 @@ def _record(run_dir: RunDir, intervals: list, interval: dict[str, Any], rows: li
 def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list, attempt: int,
               count: Callable[[], ledger.Snapshot]) -> tuple[dict[str, Any], list[Measurement]]:
     start = time.time()
-    before = count()
     try:
+        step.workload.prepare(runner, step.params)
+        before = count()
         rows = step.workload.run(runner, step.params, rep)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
         rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc))

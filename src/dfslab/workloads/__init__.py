@@ -131,7 +131,11 @@ class Runner:
     def keep(self, name: str, argv: list[str], stdout: str, stderr: str) -> Path:
         """raw/<name>.txt is the tool's output untouched; the command and stderr go beside it."""
         self.raw_dir.mkdir(parents=True, exist_ok=True)
-        path = self.raw_dir / f"{name}.txt"
+        path, n = self.raw_dir / f"{name}.txt", 1
+        while path.exists():  # two steps whose names coincide: the first one's output stays
+            n += 1
+            path = self.raw_dir / f"{name}-{n}.txt"
+        name = path.stem
         path.write_text(stdout)
         (self.raw_dir / f"{name}.cmd").write_text(shlex.join(argv) + "\n")
         if stderr:
@@ -170,6 +174,10 @@ class Workload(ABC):
     def headlines(self, rows: list[Measurement]) -> list[Measurement]:
         """The figures a bottleneck line is about: throughput, one per direction/phase."""
         return [r for r in rows if r.metric == "bandwidth" and r.t is None]
+
+    def prepare(self, runner: Runner, params: Any) -> None:
+        """Set-up a run needs that is not part of what it measures (an RBD image written end to
+        end once): done before the step's byte ledger starts counting. Default: none."""
 
     def finish(self, runner: Runner) -> None:
         """Called once after the experiment's last step: stop what the workload kept running."""

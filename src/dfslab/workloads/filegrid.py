@@ -74,9 +74,21 @@ def _reading(runner: Runner, kind: str, target: dict[str, Any]) -> Iterator[dict
     mount the same directory through a new client, where the runtime keeps one (on runtime
     kubernetes every step's Job mounts anew)."""
     drop_caches()
-    if kind == "local" or runner.fresh_client is None or "directory" not in target or runner.mount is None:
+    if kind == "local" or "directory" not in target:
         yield target
         return
-    written = Path(target["directory"]).relative_to(runner.mount("client"))
-    with runner.fresh_client("client") as mnt:
-        yield target if mnt is None else {**target, "directory": str(mnt / written)}
+    with fresh_directory(runner, Path(target["directory"])) as directory:
+        yield {**target, "directory": str(directory)}
+
+
+@contextmanager
+def fresh_directory(runner: Runner, directory: Path, node: str = "client") -> Iterator[Path]:
+    """`directory`, written through `node`'s mount, as a new client of the filesystem on that
+    node sees it (the same files, none of their data in its cache), for a `with` block; as it is
+    where there is no mount or the runtime gives none (on kubernetes every step's Job mounts anew)."""
+    if runner.fresh_client is None or runner.mount is None:
+        yield directory
+        return
+    written = directory.relative_to(runner.mount(node))
+    with runner.fresh_client(node) as mnt:
+        yield directory if mnt is None else mnt / written
