@@ -6,7 +6,7 @@ import subprocess
 
 from conftest import DFSLAB, REPO
 from dfslab.chaos.schedule import longest_stall
-from dfslab.report import _fault_row, summarize
+from dfslab.report import _fault_row, _scaling_figures, not_from_storage_lines, summarize
 
 
 def row(workload, metric, value, unit, **params):
@@ -56,3 +56,22 @@ def test_runs_prints_whole_ids_when_piped(tmp_path):
     assert str(run) in res.stdout.splitlines()[1]
     res = subprocess.run([*DFSLAB, "runs", "--root", str(tmp_path), "--json"], capture_output=True, text=True, cwd=REPO)
     assert json.loads(res.stdout)[0]["id"] == str(run)
+
+
+def test_rows_that_did_not_reach_the_storage_are_listed_by_direction():
+    rows = [{**row("fio", "from_storage", 0.001, "ratio", rw="randread", op="read", direct=False), "repetition": 0},
+            {**row("fio", "from_storage", 0.001, "ratio", rw="randread", op="read", direct=True), "repetition": 0},
+            {**row("fio", "from_storage", 1.004, "ratio", rw="randread", op="read", direct=True), "repetition": 1},
+            {**row("fio", "from_storage", 0.3, "ratio", rw="write", op="write", direct=True), "repetition": 0}]
+    lines = not_from_storage_lines(rows)
+    assert len(lines) == 3
+    assert "read, repetition 0: 0.00 of its bytes reached the client over its link" in lines[0]
+    assert "write, repetition 0: 0.30 of its bytes left the client while it was timed" in lines[2]
+
+
+def test_a_servers_sweep_on_one_machine_says_it_cannot_show_scaling():
+    rows = [row("servers", "bandwidth", v, "MB/s", servers=n, op="write") for n, v in ((1, 850.0), (2, 899.0), (3, 906.0))]
+    one = _scaling_figures(rows, {"servers": {"servers"}}, one_host=True)
+    own = _scaling_figures(rows, {"servers": {"servers"}}, one_host=False)
+    assert "cannot show how the filesystem scales" in one[0]["caption"]
+    assert "cannot show" not in own[0]["caption"]

@@ -317,7 +317,13 @@ def _latency_figures(rows, varying) -> list[dict]:
 NUMERIC_AXES = ("threads", "numjobs", "iodepth", "procs", "servers", "clients", "concurrency")
 
 
-def _scaling_figures(rows, varying) -> list[dict]:
+# Runtimes whose every node is a namespace or container on this one machine.
+ONE_HOST_RUNTIMES = ("local", "loopback", "docker")
+ONE_HOST_NOTE = (" · every server runs on this one machine (its CPUs, disk and memory): more servers add no "
+                 "hardware, so this sweep cannot show how the filesystem scales with servers")
+
+
+def _scaling_figures(rows, varying, one_host: bool = False) -> list[dict]:
     figs = []
     heads = [r for r in rows if r["t"] is None and r["metric"] in ("bandwidth", "iops", "ops", "qps") and r["workload"] != "baseline"]
     for workload in sorted({r["workload"] for r in heads}):
@@ -326,7 +332,8 @@ def _scaling_figures(rows, varying) -> list[dict]:
                 continue
             for metric in sorted({r["metric"] for r in heads if r["workload"] == workload}):
                 figs.append(_scaling_figure([r for r in heads if r["workload"] == workload and r["metric"] == metric],
-                                            axis, varying[workload] - {axis}, f"{workload}: {metric} scaling with {axis}"))
+                                            axis, varying[workload] - {axis}, f"{workload}: {metric} scaling with {axis}"
+                                            + (ONE_HOST_NOTE if one_host and axis == "servers" else "")))
     return figs
 
 
@@ -528,7 +535,7 @@ def build(run_path: Path) -> Path:
                   "; red: fault injected, green: undone", t0, faults, log=True)
         if faults else None,
     ) if f]
-    figures += _filegrid_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
+    figures += _filegrid_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying, status.get("runtime") in ONE_HOST_RUNTIMES) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
     swept = run.read_json("settings.json") or {}
     html = TEMPLATE.render(
         title=f"run {run.path.name}", cluster=status.get("name", prov.get("cluster", "?")),
