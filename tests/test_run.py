@@ -74,7 +74,7 @@ def run_dir(tmp_path_factory):
         rx, tx = client_wire()
         res = dfslab("run", str(exp), "--cluster", NAME)
         rx_after, tx_after = client_wire()
-        CLIENT_WIRE.update(rx=rx_after - rx, tx=tx_after - tx)
+        CLIENT_WIRE.update(rx=rx_after - rx, tx=tx_after - tx, stdout=res.stdout)
         assert cluster.status(NAME)["health"] == "HEALTH_OK"  # --cluster: the cluster stays up
     finally:
         cluster.down(NAME, missing_ok=True)
@@ -351,3 +351,24 @@ def test_rbd_writes_are_timed_until_the_cluster_has_them_and_rados_bench_in_deci
     assert len(rados) == 4
     for key, got in rados.items():
         assert got["bandwidth"] == pytest.approx(got["bytes"] / got["duration"] / 1e6, rel=2e-3), key
+
+
+def test_the_run_ends_with_its_results_on_the_terminal(run_dir):
+    """Piped (as here), one tab-separated line per workload row, the same values as the report's table."""
+    out = CLIENT_WIRE["stdout"].splitlines()
+    header = out.index(next(line for line in out if line.startswith("workload\tparameters\t")))
+    heads = out[header].split("\t")
+    table = [line.split("\t") for line in out[header + 1:] if "\t" in line]
+    assert heads[-2:] == ["from storage (ratio)", "note"] and all(len(r) == len(heads) for r in table)
+    assert {r[0] for r in table} >= {"radosbench", "fio", "filegrid", "metadata", "sql", "servers", "parallel"}
+    rows = load_rows(run_dir)
+    bw = heads.index("bandwidth (MB/s)")
+    for line in table:
+        if line[0] == "radosbench" and "mode=seq" in line[1]:
+            values = [r["value"] for r in rows if r["workload"] == "radosbench" and r["metric"] == "bandwidth"
+                      and r["params"]["mode"] == "seq"]
+            assert float(line[bw].split()[0]) == pytest.approx(sum(values) / len(values), rel=1e-3)
+            break
+    else:
+        raise AssertionError(f"no rados bench seq line in {table}")
+    assert not any(line != line.rstrip() for line in out)  # nothing padded

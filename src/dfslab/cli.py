@@ -367,10 +367,45 @@ def run(
               f"{','.join(str(o.path) for o in outcomes)} OTHER_RUNS")  # unwrapped: a command to copy
     if original:
         _print_comparison(original, outcomes[-1].path)
+    if len(outcomes) == 1:
+        _print_results(outcomes[0].path)
     for outcome in outcomes:
         print(f"report: {outcome.report.resolve()}")
     if failed:
         raise typer.Exit(1)
+
+
+def _print_results(run_path: Path) -> None:
+    """The run's results on the terminal, as the report's Workloads table has them (mean ± 95 %
+    over repetitions; every metric is in results.csv), rows under the byte ledger's floor marked."""
+    from .ledger import FROM_STORAGE_FLOOR
+    from .labels import SUMMARY_METRICS
+    from .report import summarize
+    from .results import RunDir
+    rows = [r for r in RunDir(run_path).rows() if r["workload"] != "baseline"]
+    lines, columns = summarize(rows, SUMMARY_METRICS + ["from_storage"])
+    if not lines:
+        return
+    if not sys.stdout.isatty():  # for scripts: one line per row, tab-separated, nothing padded
+        print("\t".join(["workload", "parameters", *(head for _, head in columns), "note"]))
+        for line in lines:
+            share = line["cells"].get("from_storage (ratio)", "")
+            note = "not from the storage" if share and float(share.split()[0]) < FROM_STORAGE_FLOOR else ""
+            cells = (line["cells"].get(k, "").replace(",", "") for k, _ in columns)  # 2687, not 2,687
+            print("\t".join([line["workload"], line["params"], *cells, note]))
+        return
+    table = Table(box=None, title="results (mean ± 95 % interval over repetitions)", title_justify="left")
+    table.add_column("workload")
+    table.add_column("parameters", overflow="fold")
+    for _, head in columns:
+        table.add_column(head.replace("from storage (ratio)", "from storage"), justify="right")
+    table.add_column("")
+    for line in lines:
+        share = line["cells"].get("from_storage (ratio)", "")
+        low = share and float(share.split()[0]) < FROM_STORAGE_FLOOR
+        table.add_row(line["workload"], line["params"], *(line["cells"].get(key, "") for key, _ in columns),
+                      "not from the storage" if low else "")
+    Console(width=None if sys.stdout.isatty() else 250).print(table)
 
 
 @app.command()

@@ -144,22 +144,36 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict
     varying = varying_keys(rows)
     groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     heads: dict[str, tuple[str, str]] = {}
+    metric_of: dict[str, str] = {}
     for r in rows:
         if r["t"] is None and r["metric"] in columns:
             value, unit = to_display(r["value"], r["unit"])
             key = f"{r['metric']} ({unit})"
             heads[key] = (r["metric"], unit)
+            metric_of[key] = r["metric"]
             groups[(r["workload"], params_label(r["params"], varying[r["workload"]]))][key].append(value)
     out = []
     for (workload, params), metrics in groups.items():
         cells = {}
         for key, values in metrics.items():
             mean, ci = mean_ci95(values)
-            cells[key] = f"{mean:.4g}" + (f" ± {ci:.2g}" if ci is not None else "")
+            cells[key] = cell(mean, ci, metric_of[key])
         if cells:
             out.append({"workload": workload, "params": params, "cells": cells, "n": max(len(v) for v in metrics.values())})
     used = sorted(heads, key=lambda k: (columns.index(heads[k][0]), heads[k][1]))
     return out, [(k, k.replace("_", " ")) for k in used]
+
+
+def cell(mean: float, ci: float | None, metric: str) -> str:
+    """A table cell: shares with 3 decimals, thousands grouped (17,390 op/s, not 1.739e+04), else
+    4 significant digits; the interval to the same decimals."""
+    if metric == "from_storage":
+        text, ci_text = f"{mean:.3f}", f"{ci:.3f}" if ci is not None else ""
+    elif abs(mean) >= 1000:
+        text, ci_text = f"{mean:,.0f}", f"{ci:,.0f}" if ci is not None else ""
+    else:
+        text, ci_text = f"{mean:.4g}", f"{ci:.2g}" if ci is not None else ""
+    return text + (f" ± {ci_text}" if ci_text else "")
 
 
 def shallow_depths(rows: list[dict[str, Any]]) -> list[str]:
