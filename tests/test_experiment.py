@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+import yaml
+
+from conftest import dfslab
 from dfslab.experiment import load_experiment, parse_experiment
 from dfslab.spec import SpecError
 
@@ -132,3 +135,26 @@ def test_a_swept_ceph_option_ceph_does_not_know_or_cannot_read_is_refused_before
         parse_experiment(exp({"osd": {"osd_max_backfills": [2, "lots"]}}), Path("."))
     ok = parse_experiment(exp({"osd": {"bluestore_throttle_bytes": ["64M", 16777216]}, "client": {"rbd_cache": [True, False]}}), Path("."))
     assert len(ok.variants) == 4
+
+
+def test_every_mistake_at_once_with_the_closest_valid_key(tmp_path):
+    """As a newcomer makes them: three misspelt keys and a field of another workload, one run,
+    one answer, each with its path and the key meant (or the valid ones)."""
+    path = tmp_path / "typos.yaml"
+    path.write_text(yaml.safe_dump({"name": "typos", "cluster": str(EXAMPLES / "ceph-small.yaml"), "repetitons": 2,
+                                    "workloads": [{"type": "fio", "iodepht": 4, "mode": "write"},
+                                                  {"type": "radosbench", "treads": [4, 8]}]}))
+    res = dfslab("run", str(path), check=False)
+    assert res.returncode == 2 and "4 problem(s)" in res.stderr, res.stderr
+    for line in ("repetitons: unknown field; did you mean repetitions?",
+                 "workloads[0].iodepht: unknown field; did you mean iodepth?",
+                 "workloads[0].mode: unknown field; valid here: target, rw, bs, iodepth,",
+                 "workloads[1].treads: unknown field; did you mean threads?"):  # once, not once per swept value
+        assert res.stderr.count(line) == 1, (line, res.stderr)
+    assert "ceph.replica_sise: unknown field; did you mean replica_size?" in str(
+        pytest.raises(SpecError, exp, cluster={"name": "x", "nodes": 2, "ceph": {"replica_sise": 2}}).value)
+
+
+def test_a_list_field_takes_one_value_as_a_list_of_one():
+    e = exp(workloads=[{"type": "radosbench", "modes": "write", "threads": [16, 32]}])
+    assert [s.params.modes for s in e.steps] == [["write"]] * 2

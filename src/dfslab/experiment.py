@@ -199,26 +199,39 @@ def expand(index: int, entry: dict[str, Any]) -> list[Step]:
     if kind != wl.name:
         params = wl.from_former(kind, params)
     list_fields = {name for name, f in wl.Params.model_fields.items() if "list" in str(f.annotation)}
+    # A list field given one value (`modes: write`) is that one-element list, as every axis takes a scalar.
+    params = {k: [v] if k in list_fields and not isinstance(v, list) else v for k, v in params.items()}
     axes = {k: v for k, v in params.items() if isinstance(v, list) and k not in list_fields
             or k in list_fields and isinstance(v, list) and v and isinstance(v[0], list)}
     fixed = {k: v for k, v in params.items() if k not in axes}
-    steps = []
+    steps, problems = [], []
     for combo in itertools.product(*axes.values()) if axes else [()]:
         values = {**fixed, **dict(zip(axes, combo))}
         try:
             steps.append(Step(index, wl, wl.Params.model_validate(values), values))
         except ValidationError as exc:
-            raise SpecError([(f"{where}.{p}" if p else where, m) for p, m in _problems(exc)]) from None
+            problems += [(f"{where}.{p}" if p else where, m) for p, m in _problems(exc, wl.Params)]
+    if problems:  # each once, however many combinations share it
+        raise SpecError(list(dict.fromkeys(problems)))
     return steps
 
 
 def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runtime: str | None = None) -> Experiment:
     if not isinstance(data, dict):
         raise SpecError([("", "an experiment is a YAML mapping with name, cluster and workloads")], source)
+    problems: list[tuple[str, str]] = []
     try:
         exp = ExperimentFile.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_problems(exc), source) from None
+        problems += _problems(exc, ExperimentFile)
+    entries = data.get("workloads")
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):  # every mistake in one answer
+        try:
+            expand(i, entry)
+        except SpecError as err:
+            problems += err.problems
+    if problems:
+        raise SpecError(problems, source)
     if isinstance(exp.cluster, str):
         path = (base_dir / exp.cluster)
         if not path.is_file():

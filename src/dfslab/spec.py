@@ -7,13 +7,15 @@ and reported with the YAML path of the bad field (``ceph.replica_size``,
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
 from .backends.registry import FILESYSTEMS, default_runtime, engines_of, section_class
 from .fields import BitsPerSecond, Seconds, Strict
@@ -266,12 +268,44 @@ def _loc(loc: tuple) -> str:
     return path
 
 
-def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (X, list[X], X | None, dict[str, X], ...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def fields_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
+    """The field names valid at `loc` (a validation error's location, without its last part)
+    inside `model`; [] where the path leaves the models (a free-form mapping)."""
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, int) or part not in model.model_fields:
+            continue  # a list index, or pydantic's own step (function-after, ...)
+        found = _models_in(model.model_fields[part].annotation)
+        model = found[0] if found else None
+    return list(model.model_fields) if model is not None else []
+
+
+def unknown_field(name: Any, valid: list[str]) -> str:
+    """The message for a key no model has: the closest valid key if there is one, else them all."""
+    close = difflib.get_close_matches(str(name), valid, n=1, cutoff=0.6)
+    if close:
+        return f"unknown field; did you mean {close[0]}?"
+    if valid:
+        return f"unknown field; valid here: {', '.join(valid)}"
+    return "unknown field; check its spelling against the spec reference in README.md"
+
+
+def _problems(exc: ValidationError, model: type[BaseModel] | None = None) -> list[tuple[str, str]]:
+    """(yaml path, message) per error; `model` (the class validated) lets an unknown key be
+    answered with the closest valid one at its place."""
     problems = []
     for err in exc.errors():
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown field; check its spelling against the spec reference in README.md"
+            msg = unknown_field(err["loc"][-1], fields_at(model, err["loc"][:-1]))
         elif err["type"] == "missing":
             msg = "required field is missing"
         problems.append((_loc(err["loc"]), msg))
@@ -296,7 +330,7 @@ def parse_spec(data: Any, source: str = "spec", name: str | None = None, runtime
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_problems(exc), source) from None
+        raise SpecError(_problems(exc, ClusterSpec), source) from None
 
 
 def read_yaml(path: str | Path) -> Any:
