@@ -158,3 +158,22 @@ def test_every_mistake_at_once_with_the_closest_valid_key(tmp_path):
 def test_a_list_field_takes_one_value_as_a_list_of_one():
     e = exp(workloads=[{"type": "radosbench", "modes": "write", "threads": [16, 32]}])
     assert [s.params.modes for s in e.steps] == [["write"]] * 2
+
+
+def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
+    from dfslab import cluster
+    res = dfslab("run", "examples/quickstart.yaml", "--dry-run")
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("quickstart on small (ceph, runtime local, holds 12.0 GiB of data): about ")
+    assert any("deploy (ceph, runtime local)" in line for line in lines)
+    assert any("baseline network (iperf3, 6 pairs)" in line for line in lines)
+    assert sum("  workloads[" in line for line in lines) == 24
+    assert not cluster.leftovers("small")  # nothing was made
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump({"name": "big", "cluster": str(EXAMPLES / "ceph-small.yaml"),
+                                    "sampler": {"prometheus_port": 0},
+                                    "workloads": [{"type": "fio", "target": "fs", "size": "4GiB", "numjobs": [1, 4]}]}))
+    res = dfslab("run", str(path), "--dry-run", check=False)
+    assert res.returncode == 2, res
+    assert "1 problem(s)" in res.stderr and "workloads[0]: fio[0] size=4GiB, target=fs, numjobs=4 writes 16.0 GiB; " \
+        "the cluster holds 12.0 GiB" in res.stderr.replace("\n  ", " "), res.stderr

@@ -296,6 +296,9 @@ def run(
     runs: Optional[int] = typer.Option(None, "--runs", min=1, max=20,
                                        help="the whole experiment N times on fresh clusters (the experiment's `runs:`); "
                                             "swept runtimes or settings interleaved A B B A..., compared over runs"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (each phase and step with its expected time, "
+                                 "the data each step writes against what the cluster holds) and every problem; "
+                                 "start nothing"),
 ) -> None:
     """Deploy → baselines → workloads (with a resource sampler) → report → teardown.
 
@@ -328,6 +331,8 @@ def run(
                 console.print(f"[yellow]differs from the original run:[/] {change}")
         for notice in exp.notices:
             console.print(f"[yellow]note:[/] {notice}")
+        if dry_run:
+            _print_plan(exp, cluster_name)
         across = exp.file.runtimes and runtime is None
         if (across or exp.variants or exp.file.runs > 1) and cluster_name:
             fail(ValueError(f"{experiment}: swept runtimes or cluster settings, or runs: {exp.file.runs}, make a fresh "
@@ -373,6 +378,28 @@ def run(
         print(f"report: {outcome.report.resolve()}")
     if failed:
         raise typer.Exit(1)
+
+
+def _print_plan(exp, cluster_name: str | None) -> None:
+    """--dry-run: the plan on stdout, then exit 0, or 2 with every problem (nothing started)."""
+    from . import cluster
+    from .dryrun import plan
+    from .run import check_against_cluster
+    from .spec import SpecError
+    spec = cluster.load(cluster_name)[1] if cluster_name else exp.cluster
+    p = plan(exp, spec, owned=cluster_name is None, check=check_against_cluster)
+    holds = f", holds {p.usable / 2**30:.1f} GiB of data" if p.usable else ""
+    print(f"{exp.name} on {spec.name} ({spec.filesystem}, runtime {spec.runtime}{holds}): about "
+          f"{p.seconds / 60:.1f} min")
+    for what, seconds in p.phases:
+        print(f"  {seconds:7.1f} s  {what}")
+    print("steps (seconds over all repetitions, data each leaves on the cluster):")
+    for s in p.steps:
+        writes = "?" if s["writes"] is None else f"{s['writes'] / 2**20:.0f} MiB"
+        print(f"  {s['seconds']:7.1f} s  {writes:>9}  workloads[{s['index']}] {s['label']}")
+    if p.problems:
+        fail(SpecError(p.problems, exp.name))
+    raise typer.Exit(0)
 
 
 def _print_results(run_path: Path) -> None:

@@ -100,6 +100,12 @@ class Backend(ABC):
             raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
 
     @classmethod
+    def usable_bytes(cls, spec: ClusterSpec) -> int | None:
+        """What such a cluster can hold of user data (after replication), from its spec alone, for
+        `dfslab run --dry-run`; None where the spec does not say (a cluster you run)."""
+        return None
+
+    @classmethod
     def versions(cls, spec: ClusterSpec | None = None) -> dict[str, str]:
         """Versions of the filesystem's software (on this machine, or the cluster's), for provenance."""
         return {}

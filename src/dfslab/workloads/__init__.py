@@ -175,6 +175,11 @@ class Workload(ABC):
         """The figures a bottleneck line is about: throughput, one per direction/phase."""
         return [r for r in rows if r.metric == "bandwidth" and r.t is None]
 
+    def writes(self, params: Any) -> int | None:
+        """Bytes one run leaves on the cluster at most while it runs (for `--dry-run`); None: not
+        known ahead (the workload bounds itself)."""
+        return None
+
     def prepare(self, runner: Runner, params: Any) -> None:
         """Set-up a run needs that is not part of what it measures (an RBD image written end to
         end once): done before the step's byte ledger starts counting. Default: none."""

@@ -41,7 +41,10 @@ class FileGrid(Workload):
     Params = FileGridParams
 
     def estimate(self, params: FileGridParams) -> float:
-        return 2 * params.file_size * params.threads / 150e6 + 4
+        return 2 * params.file_size * params.threads / 300e6 + 0.9  # + a fresh client's mount for the read
+
+    def writes(self, params: FileGridParams) -> int | None:
+        return 0 if params.target == "local" else params.file_size * params.threads
 
     def run(self, runner: Runner, params: FileGridParams, repetition: int) -> list[Measurement]:
         labels = params.model_dump(mode="python")

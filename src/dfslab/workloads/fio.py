@@ -169,8 +169,11 @@ class Fio(Workload):
     Params = FioParams
 
     def estimate(self, params: FioParams) -> float:
-        # Laying out files before a read runs at roughly 200 MB/s here.
-        return params.seconds + params.size * params.numjobs / 200e6 + 3
+        # Laying out files before a read: about 400 MB/s on ceph-small (quickstart steps: 4.3-5.2 s for 4 s)
+        return params.seconds + params.size * params.numjobs / 400e6 + 0.5
+
+    def writes(self, params: FioParams) -> int | None:
+        return 0 if params.target == "local" else params.size * params.numjobs  # written, or laid out to read
 
     def prepare(self, runner: Runner, params: FioParams) -> None:
         if params.target not in FILE_TARGETS and runner.storage is not None:

@@ -27,7 +27,7 @@ class Metadata(Workload):
     Params = MetadataParams
 
     def estimate(self, params: MetadataParams) -> float:
-        return params.procs * params.files_per_proc * len(PHASES) / 2000 + 3
+        return params.procs * params.files_per_proc * len(PHASES) / 2000 + 0.5
 
     def run(self, runner: Runner, params: MetadataParams, repetition: int) -> list[Measurement]:
         base = runner.workdir(params.target, "dfslab-metadata")

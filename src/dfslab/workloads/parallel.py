@@ -42,7 +42,10 @@ class ParallelIO(Workload):
     Params = ParallelParams
 
     def estimate(self, params: ParallelParams) -> float:
-        return 2 * params.clients * params.procs * params.block_size / 150e6 + 5
+        return 2 * params.clients * params.procs * params.block_size / 300e6 + 0.9  # + fresh mounts to read
+
+    def writes(self, params: ParallelParams) -> int | None:
+        return 0 if params.target == "local" else params.clients * params.procs * params.block_size
 
     def directory(self, runner: Runner, client: str, target: str) -> Path:
         return runner.workdir(target, f"dfslab-ior/{client}", node=client)

@@ -66,7 +66,7 @@ class ServerScaling(Workload):
 
     def estimate(self, params: ServersParams) -> float:
         # + building and removing the pool or file system, + laying out the files once.
-        return len(params.ops) * (params.seconds + 2) + params.procs * params.size / 150e6 + 7
+        return len(params.ops) * (params.seconds + 1) + params.procs * params.size / 400e6 + 3
 
     def run(self, runner: Runner, params: ServersParams, repetition: int) -> list[Measurement]:
         if runner.storage is None or runner.storage.confine is None:

@@ -59,6 +59,11 @@ class CephBackend(Backend):
         return {"ceph": tool_version(["ceph", "--version"])}
 
     @classmethod
+    def usable_bytes(cls, spec) -> int | None:
+        c = spec.ceph
+        return len(spec.nodes) * c.osds_per_node * c.osd_size // c.replica_size
+
+    @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
         return frozenset({"rados", "rbd", "confine", *(["fs"] if spec.ceph.cephfs else [])})
 

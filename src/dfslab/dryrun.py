@@ -1,0 +1,78 @@
+"""`dfslab run --dry-run`: what a run would do, from the experiment and the cluster's spec alone:
+each phase and step with its expected time, the data each step leaves on the cluster against what
+the cluster holds, and every problem at once. Nothing is started."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .backends import backend_class
+from .experiment import Experiment
+from .spec import ClusterSpec, SpecError
+
+# Bring-up and teardown as measured on this 2-core machine: examples/ceph-small.yaml on the local
+# runtime 8-9 s up, 2 s down; examples/rook-small.yaml on Kubernetes 178-239 s to HEALTH_OK.
+DEPLOY_SECONDS = {"local": 10.0, "loopback": 10.0, "docker": 30.0, "kubernetes": 200.0, "host": 2.0}
+TEARDOWN_SECONDS = 2.0
+REPORT_SECONDS = 3.0  # status, results.parquet and report.html with its figures
+# A step may fill at most this share of what the cluster holds: Ceph stops writes at 95 % full
+# (and warns from 85 %), with BlueStore's own metadata on top of the data.
+FILL_LIMIT = 0.7
+# Per iperf3 pair and per fio disk job, beyond their seconds (connection, file layout): measured
+# 12.35 s for 6 pairs of 2 s, 8.25 s for the 3 disk jobs of 2 s.
+IPERF_OVERHEAD, DISK_JOB_OVERHEAD = 0.1, 0.75
+
+
+@dataclass
+class Plan:
+    phases: list[tuple[str, float]] = field(default_factory=list)  # (what, seconds), in order
+    steps: list[dict] = field(default_factory=list)  # index, label, seconds (all repetitions), writes
+    usable: int | None = None  # bytes of user data the cluster holds
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s for _, s in self.phases)
+
+
+def baseline_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, float]]:
+    b = exp.file.baselines
+    out = []
+    if b.network:
+        pairs = len(list(itertools.combinations([*spec.node_names(), "client"], 2)))
+        out.append((f"baseline network (iperf3, {pairs} pairs)", pairs * (b.seconds + IPERF_OVERHEAD)))
+    if b.disk:
+        out.append(("baseline disk (fio, 3 jobs)", 3 * (b.seconds + DISK_JOB_OVERHEAD)))
+    return out
+
+
+def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
+    """The plan of `exp` on a cluster of `spec` (made by the run when `owned`). `check(exp, spec)`
+    raises SpecError with what only the cluster can tell (run.check_against_cluster)."""
+    result = Plan(usable=backend_class(spec).usable_bytes(spec))
+    if check is not None:
+        try:
+            check(exp, spec)
+        except SpecError as err:
+            result.problems += err.problems
+    reps = exp.file.repetitions
+    if owned:
+        result.phases.append((f"deploy ({spec.filesystem}, runtime {spec.runtime})", DEPLOY_SECONDS.get(spec.runtime, 30.0)))
+    result.phases += baseline_seconds(exp, spec)
+    for step in exp.steps:
+        writes = step.workload.writes(step.params)
+        result.steps.append({"index": step.index, "label": step.label, "seconds": reps * step.workload.estimate(step.params),
+                             "writes": writes})
+        if writes and result.usable and writes > FILL_LIMIT * result.usable:
+            result.problems.append((f"workloads[{step.index}]",
+                                    f"{step.label} writes {writes / 2**30:.1f} GiB; the cluster holds "
+                                    f"{result.usable / 2**30:.1f} GiB of data ({FILL_LIMIT:.0%} is the most a step "
+                                    f"may fill): lower size / block_size, or give the OSDs more room (ceph.osd_size)"))
+    result.phases.append((f"workloads ({len(exp.steps)} step(s) x {reps} repetition(s))",
+                          sum(s["seconds"] for s in result.steps)))
+    result.phases.append(("status and report", REPORT_SECONDS))
+    if owned:
+        result.phases.append(("teardown", TEARDOWN_SECONDS))
+    result.problems = list(dict.fromkeys(result.problems))
+    return result
