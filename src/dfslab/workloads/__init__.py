@@ -131,11 +131,7 @@ class Runner:
     def keep(self, name: str, argv: list[str], stdout: str, stderr: str) -> Path:
         """raw/<name>.txt is the tool's output untouched; the command and stderr go beside it."""
         self.raw_dir.mkdir(parents=True, exist_ok=True)
-        path, n = self.raw_dir / f"{name}.txt", 1
-        while path.exists():  # two steps whose names coincide: the first one's output stays
-            n += 1
-            path = self.raw_dir / f"{name}-{n}.txt"
-        name = path.stem
+        path = self.raw_dir / f"{name}.txt"  # a tool tried again under one name: its last try stays
         path.write_text(stdout)
         (self.raw_dir / f"{name}.cmd").write_text(shlex.join(argv) + "\n")
         if stderr:
