@@ -122,10 +122,10 @@ def test_successive_halving_finds_a_clearly_better_setting_and_spends_less(tmp_p
 
 
 def test_the_budget_stops_the_search_and_leaves_room_for_the_final_comparison(tmp_path):
-    trials, how, sim = search_once(tmp_path, 0, sd=0.10, budget=700)
+    trials, how, sim = search_once(tmp_path, 0, sd=0.10, budget=600)
     assert how["stopped"] == "time budget" and 1 <= len(trials) < 8
     # the confirmation's runs (default, best, best, default) still fit
-    assert 700 - sim.reps_spent * 12 >= len(tune_mod.CONFIRMATION) * sim.search.setting_cost()
+    assert 600 - sim.reps_spent * 12 >= len(tune_mod.CONFIRMATION) * sim.search.setting_cost()
 
 
 def test_a_budget_too_small_for_one_setting_is_refused(tmp_path):
