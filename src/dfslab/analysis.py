@@ -108,4 +108,5 @@ def bottleneck(value: float, unit: str, op: str, cpu_percent: float | None, limi
 def bottleneck_line(label: str, value: float, unit: str, result: dict[str, Any]) -> str:
     parts = ", ".join(f"{f * 100:.0f} % of {k}" + (" (assumed, not counted)" if k in result.get("assumed", ()) else "")
                       for k, f in result["fractions"].items())
-    return f"{label} {value:.4g} {unit} — {parts}: {result['verdict']}"
+    number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"  # 11,130, not 1.113e+04
+    return f"{label} {number} {unit} — {parts}: {result['verdict']}"

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from .labels import SUMMARY_METRICS, params_label, varying_keys  # noqa: E402
 from .analysis import Limits, bottleneck, bottleneck_line, busiest_cpu, cpu_during, mean_ci95  # noqa: E402
 from .compare import compare_runs, headline, verdict  # noqa: E402
-from .results import RunDir  # noqa: E402
+from .results import RunDir, with_units  # noqa: E402
 from .units import human_bytes, to_display  # noqa: E402
 from .ledger import FROM_STORAGE_FLOOR, shares as ledger_shares  # noqa: E402
 from .workloads import direction  # noqa: E402
@@ -95,8 +95,10 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 <td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}</td></tr>{% endfor %}
 </table>{% endif %}
 {% if bottlenecks %}<h2>Bottlenecks</h2>
-<p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio;
-writes count every replica against the one disk) and of the machine's CPU while it ran.</p>
+<p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio)
+and of the machine's CPU while it ran. Link and disk are weighed by the bytes the byte ledger counted during the
+step (the clients' links; the servers' block I/O, replicas and metadata included); where it counted nothing the
+share is assumed (every byte on the link, every replica on the disks) and says so.</p>
 <ul class="bn">{% for line in bottlenecks %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
 <h2>Summary</h2>
 <p>Mean ± 95 % interval over repetitions (n). Every metric of every tool is in <code>results.csv</code>.</p>
@@ -216,7 +218,9 @@ def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
     return series
 
 
-def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
+def bottleneck_lines(rows, intervals, series, replicas, units=None) -> list[str]:
+    """One line per headline (mean over repetitions); `units` (units.json) shows byte parameters
+    as the tables do (bs=4KiB, not 4096)."""
     varying = varying_keys(rows)
     limits = Limits.from_rows(rows, replicas)
     cpu = busiest_cpu(series)
@@ -225,6 +229,7 @@ def bottleneck_lines(rows, intervals, series, replicas) -> list[str]:
         if iv.get("error"):
             continue
         for h in iv["headlines"]:
+            h = {**h, "params": with_units(h["params"], (units or {}).get(iv["workload"], {}))}
             op = direction(h["params"])
             sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
             keys = varying.get(iv["workload"], set()) - {"op", "mode", "phase"}
@@ -561,7 +566,7 @@ def build(run_path: Path) -> Path:
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
-        bottlenecks=bottleneck_lines(rows, intervals, series, replicas), shallow=shallow_depths(workloads_rows),
+        bottlenecks=bottleneck_lines(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
         status_summary=status.get("summary", []), status_tables=status.get("tables", []),

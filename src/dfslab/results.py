@@ -142,7 +142,7 @@ class RunDir:
                 row["value"] = float(row["value"])
                 row["repetition"] = int(row["repetition"])
                 row["t"] = float(row["t"]) if row["t"] not in ("", None) else None
-                row["params"] = _with_units(json.loads(row["params"]), units.get(row["workload"], {}))
+                row["params"] = with_units(json.loads(row["params"]), units.get(row["workload"], {}))
                 row["workload"] = current_name(row["workload"])  # runs made before a rename compare with today's
                 out.append(row)
         return out
@@ -199,7 +199,7 @@ def _typed_column(values: list[Any]) -> Any:
     return pa.array([None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in values], pa.string())
 
 
-def _with_units(params: dict[str, Any], units: dict[str, str]) -> dict[str, Any]:
+def with_units(params: dict[str, Any], units: dict[str, str]) -> dict[str, Any]:
     return {k: PARAM_TYPES[units[k]](v) if units.get(k) in PARAM_TYPES and isinstance(v, int) else v
             for k, v in params.items()}
 
