@@ -65,6 +65,9 @@ def test_cli_reaches_the_cluster_only_from_its_namespaces(up_cluster):
     res = dfslab("exec", NAME, "--", "ceph", "osd", "tree", "-f", "json")
     hosts = {n["name"] for n in json.loads(res.stdout)["nodes"] if n["type"] == "host"}
     assert hosts == {"node1", "node2", "node3"}  # CRUSH failure domains are the spec's nodes
+    wrong = dfslab("exec", NAME, "--node", "node9", "--", "true", check=False)
+    assert wrong.returncode == 2 and f"cluster {NAME!r} has no node 'node9'; its nodes: node1, node2, node3, client" \
+        in wrong.stderr, wrong.stderr
 
 
 def test_list_and_fault_list_take_json(up_cluster):

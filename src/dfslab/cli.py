@@ -252,6 +252,8 @@ def list_(as_json: bool = typer.Option(False, "--json", help="name, filesystem, 
     if not as_json:
         for name in list_clusters():
             print(name)
+        if not list_clusters():
+            console.print("no clusters up (dfslab up SPEC makes one; dfslab run EXPERIMENT makes its own)")
         return
     out = []
     for name in list_clusters():

@@ -270,6 +270,9 @@ def client_command(name: str, argv: list[str], node: str = "client") -> tuple[li
     """argv wrapped to run on a node of the cluster the way its workloads run (runtime
     kubernetes: in a toolbox pod on that node), with the backend's client environment."""
     state, spec = load(name)
+    nodes = [*spec.node_names(), *spec.client_names()]
+    if node not in nodes:  # before any tool is asked (nsenter would say "cannot open /run/netns/...")
+        raise ClusterError(f"cluster {name!r} has no node {node!r}; its nodes: {', '.join(nodes)}")
     runtime = attach_runtime(state)
     backend = backend_for(spec, runtime)
     return runtime.job_command(node, backend.on_node(node, argv)), {**os.environ, **backend.client_env()}
