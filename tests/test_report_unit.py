@@ -75,3 +75,15 @@ def test_a_servers_sweep_on_one_machine_says_it_cannot_show_scaling():
     own = _scaling_figures(rows, {"servers": {"servers"}}, one_host=False)
     assert "cannot show how the filesystem scales" in one[0]["caption"]
     assert "cannot show" not in own[0]["caption"]
+
+
+def test_help_texts_are_whole_sentences():
+    """Every command's summary in `dfslab --help` ends a sentence, and a docstring's paragraph is
+    not broken where its source line ended."""
+    from dfslab.cli import app, data_app, images_app, whole_paragraphs
+    assert whole_paragraphs("One.\n    Two,\n    three.\n\n    Four.") == "One. Two, three.\n\nFour."
+    for group in (app, data_app, images_app):
+        for info in group.registered_commands:
+            summary = info.callback.__doc__.split("\n\n")[0]
+            assert "\n" not in summary and summary.rstrip().endswith((".", ")")), (info.callback.__name__, summary)
+            assert not summary.endswith("e.g."), summary

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
@@ -270,8 +271,9 @@ def exec(
     name: str = NameArg(),
     node: str = typer.Option("client", help="node to run on (default: the client node)"),
 ) -> None:
-    """Run a command on a cluster's node with the cluster's client config (runtime kubernetes:
-    in a pod of dfslab's Ceph image on that node, Rook's toolbox), e.g.
+    """Run a command on a node of a cluster, with the cluster's client config.
+
+    On runtime kubernetes it runs in a pod of dfslab's Ceph image on that node (Rook's toolbox). For example:
 
     dfslab exec small -- ceph -s;   dfslab exec small -- rados -p dfslab bench 10 write
     """
@@ -950,6 +952,23 @@ def _log_unexpected(exc: BaseException) -> Path:
         except OSError:
             continue
     return Path("/dev/null")
+
+
+def whole_paragraphs(doc: str) -> str:
+    """A docstring's paragraphs each on one line: the help renderer keeps a docstring's line breaks
+    and wraps again at the terminal's width, which cut sentences mid-line (`raw tool output,⏎results.csv`)."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _whole_help(*groups: typer.Typer) -> None:
+    for group in groups:
+        for info in group.registered_commands:
+            if info.callback is not None and info.callback.__doc__:
+                info.callback.__doc__ = whole_paragraphs(info.callback.__doc__)
+
+
+_whole_help(app, data_app, images_app)
 
 
 def main() -> None:
