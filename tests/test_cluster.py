@@ -70,6 +70,23 @@ def test_cli_reaches_the_cluster_only_from_its_namespaces(up_cluster):
         in wrong.stderr, wrong.stderr
 
 
+def test_an_experiment_runs_on_the_cluster_it_names_or_on_the_one_up(up_cluster, tmp_path):
+    """With --cluster, `cluster:` may be left out; one that disagrees with the running cluster is
+    refused naming both (it used to run silently and store the wrong spec)."""
+    import yaml
+    repo = Path(__file__).resolve().parent.parent
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump({"name": "bare", "workloads": [{"type": "radosbench", "seconds": 2}]}))
+    res = dfslab("run", str(bare), "--cluster", NAME, "--dry-run")
+    assert res.stdout.startswith(f"bare on {NAME} (ceph, runtime local, holds "), res.stdout
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({"name": "other", "cluster": str(repo / "examples/gluster-small.yaml"),
+                                     "workloads": [{"type": "fio", "seconds": 2}]}))
+    res = dfslab("run", str(other), "--cluster", NAME, "--dry-run", check=False)
+    assert res.returncode == 2 and "the experiment's cluster is gluster on runtime local; cluster 't-int' is ceph " \
+        "on runtime local" in res.stderr.replace("\n  ", " "), res.stderr
+
+
 def test_list_and_fault_list_take_json(up_cluster):
     listed = {c["name"]: c for c in json.loads(dfslab("list", "--json").stdout)}
     assert listed[NAME]["phase"] == "up" and listed[NAME]["filesystem"] == "ceph"

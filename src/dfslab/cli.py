@@ -319,7 +319,8 @@ def run(
         fail(ValueError("--resume takes a run directory (runs/<id>/) and no --cluster or --runtime: the rest of the "
                         "run goes on a fresh cluster of the run's own spec"))
     try:
-        exp = load_run(original, runtime) if original else load_experiment(experiment, runtime)
+        running = cluster.load(cluster_name)[1] if cluster_name else None
+        exp = load_run(original, runtime) if original else load_experiment(experiment, runtime, running)
         if runs is not None:
             exp = replace(exp, file=exp.file.model_copy(update={"runs": runs}))
         if resume:

@@ -47,7 +47,8 @@ class Integrity(Strict):
 
 class ExperimentFile(Strict):
     name: str
-    cluster: str | dict[str, Any]
+    # A spec path or an inline spec; may be left out with `dfslab run --cluster NAME` (the running one's)
+    cluster: str | dict[str, Any] | None = None
     repetitions: int = Field(1, ge=1, le=50)
     time_budget: Seconds | None = None
     baselines: Baselines = Field(default_factory=Baselines)
@@ -216,7 +217,10 @@ def expand(index: int, entry: dict[str, Any]) -> list[Step]:
     return steps
 
 
-def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runtime: str | None = None) -> Experiment:
+def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runtime: str | None = None,
+                     running: ClusterSpec | None = None) -> Experiment:
+    """`running`: the spec of the cluster the run goes to (`--cluster NAME`), which stands for a
+    missing `cluster:` and must agree with a given one (filesystem and runtime)."""
     if not isinstance(data, dict):
         raise SpecError([("", "an experiment is a YAML mapping with name, cluster and workloads")], source)
     problems: list[tuple[str, str]] = []
@@ -230,9 +234,17 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
             expand(i, entry)
         except SpecError as err:
             problems += err.problems
+    if not problems and exp.cluster is None and running is None:
+        problems.append(("cluster", "required field is missing: a path to a cluster spec (relative to the experiment) "
+                                    "or an inline one; or run against a cluster that is up: dfslab run EXP --cluster NAME"))
     if problems:
         raise SpecError(problems, source)
-    if isinstance(exp.cluster, str):
+    if exp.cluster is None:  # the running cluster's spec (no settings to sweep)
+        if exp.runtimes:
+            raise SpecError([("runtimes", "runtimes make a fresh cluster each: give cluster: and run without "
+                                          "--cluster")], source)
+        cluster_data, where = running.model_dump(mode="json"), f"cluster ({running.name}, running): "
+    elif isinstance(exp.cluster, str):
         path = (base_dir / exp.cluster)
         if not path.is_file():
             raise SpecError([("cluster", f"no cluster spec at {str(path)!r}; give a path relative to the experiment or an inline mapping")], source)
@@ -255,13 +267,18 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
            for i, f in enumerate(exp.faults) if f.during >= len(exp.workloads)]
     if bad:
         raise SpecError(bad, source)
+    if running is not None and (cluster.filesystem, cluster.runtime) != (running.filesystem, running.runtime):
+        raise SpecError([("cluster", f"the experiment's cluster is {cluster.filesystem} on runtime {cluster.runtime}; "
+                                     f"cluster {running.name!r} is {running.filesystem} on runtime {running.runtime}: "
+                                     f"drop cluster: to run on {running.name!r}, or run without --cluster")], source)
     notices = [n for i, entry in enumerate(exp.workloads) if (n := former_name_notice(i, entry))]
     return Experiment(exp, cluster, steps, data, notices, variants)
 
 
-def load_experiment(path: str | Path, runtime: str | None = None) -> Experiment:
-    """The experiment at `path`; `runtime` overrides its cluster's (dfslab run --runtime)."""
-    return parse_experiment(read_yaml(path), Path(path).parent, str(path), runtime)
+def load_experiment(path: str | Path, runtime: str | None = None, running: ClusterSpec | None = None) -> Experiment:
+    """The experiment at `path`; `runtime` overrides its cluster's (dfslab run --runtime);
+    `running` is the spec of the cluster it will run on (dfslab run --cluster)."""
+    return parse_experiment(read_yaml(path), Path(path).parent, str(path), runtime, running)
 
 
 def load_run(run_dir: Path, runtime: str | None = None) -> Experiment:

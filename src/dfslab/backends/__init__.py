@@ -224,7 +224,7 @@ class Backend(ABC):
         """Bytes an object pool may still take (backends with object pools)."""
         raise BackendError(f"{self.name} has no object pools")
 
-    def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
+    def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         """fio options that aim a job at one of this backend's own targets (not fs): the
         engine and what it needs, made ready for `size_bytes` of I/O, with the client library's
         write-back cache on or off where it has one (librbd's)."""

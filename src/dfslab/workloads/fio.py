@@ -31,8 +31,10 @@ class FioParams(WorkloadParams):
     seconds: int = Field(10, ge=1, le=3600, description="time-based runtime")
     direct: bool = Field(True, description="O_DIRECT on file targets (fs, local): reads from the storage, not the "
                                            "client's cache, and the only way libaio keeps more than one I/O in flight")
-    client_cache: bool = Field(False, description="librbd's write-back cache (target rbd): off, a write is timed until "
-                                                  "the cluster acknowledges it; on, as librbd's default")
+    client_cache: bool | None = Field(None, description="librbd's write-back cache (target rbd): unset, off (a write is "
+                                                         "timed until the cluster acknowledges it) unless the cluster's "
+                                                         "ceph.conf [client] sets rbd_cache, which then decides (a sweep "
+                                                         "of it there works); true / false force it")
 
     @model_validator(mode="after")
     def _depth_is_real(self) -> "FioParams":
@@ -47,7 +49,7 @@ class FioParams(WorkloadParams):
 
     @model_validator(mode="after")
     def _client_cache_is_librbds(self) -> "FioParams":
-        if self.client_cache and self.target != "rbd":
+        if self.client_cache is not None and self.target != "rbd":
             raise ValueError(f"client_cache is librbd's cache (target rbd), not target {self.target}'s: on a file "
                              f"target, direct: false reads and writes through the client's cache")
         return self
@@ -150,7 +152,7 @@ ASYNC_ENGINES = {"gfapi": "gfapi_async"}
 
 
 def target_options(runner: Runner, target: str, size: int, numjobs: int, direct: bool,
-                   iodepth: int = 1, client_cache: bool = False) -> dict[str, Any]:
+                   iodepth: int = 1, client_cache: bool | None = None) -> dict[str, Any]:
     """fio options that aim a job at `target`: a directory for fs/local, else the backend's
     engine (its asynchronous form when more than one I/O is to be in flight)."""
     if target in FILE_TARGETS:

@@ -161,7 +161,10 @@ class CephBackend(Backend):
     def bench_pool(self, requested: str | None) -> str:
         return requested or pools.BENCH_POOL
 
-    def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
+    def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
+        if client_cache is None:  # the cluster's conf decides where it sets the cache (a swept setting)
+            client = {k.replace(" ", "_"): v for k, v in (self.spec.ceph.conf.get("client") or {}).items()}
+            client_cache = None if "rbd_cache" in client else False
         return tools.fio_target(runner, target, size_bytes, client_cache)
 
     def pool_free_bytes(self, runner, pool: str) -> int:

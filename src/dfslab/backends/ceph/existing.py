@@ -129,7 +129,7 @@ class ExistingCeph:
     def healthy(self) -> bool:
         return self.cmd("health")["status"] == "HEALTH_OK"
 
-    def fio_rbd(self, runner: Any, pool: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
+    def fio_rbd(self, runner: Any, pool: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         """fio's rbd engine on an image in dfslab's own pool, written once end to end, librbd's
         cache as asked (an image setting: dfslab's image only, the site's conf untouched)."""
         image = "dfslab-fio"
@@ -140,7 +140,7 @@ class ExistingCeph:
             runner.run(["fio", "--name=rbd-fill", "--output-format=json", "--ioengine=rbd", f"--clientname={clientname}",
                         f"--pool={pool}", f"--rbdname={image}", "--rw=write", "--bs=4M", "--iodepth=16",
                         f"--size={mib}M"], "rbd-fill", timeout=600)
-        set_image_cache(runner, pool, image, client_cache)
+        set_image_cache(runner, pool, image, False if client_cache is None else client_cache)  # the site's conf is not dfslab's
         return {"ioengine": "rbd", "clientname": clientname, "pool": pool, "rbdname": image}
 
     def fuse_argv(self, mountpoint: Path, subdir: str | None = None) -> list[str]:

@@ -30,16 +30,21 @@ def ensure_rbd_image(runner: Any, size_bytes: int) -> None:
                 "--iodepth=16", f"--size={mib}M"], "rbd-fill", timeout=600)
 
 
-def set_image_cache(runner: Any, pool: str, image: str, on: bool) -> None:
-    """librbd's cache for every client that opens `image` (an image setting, read at open). On by
-    default, it acknowledges small writes itself: 4 KiB randwrite at depth 16 ran 8,167 IOPS at
-    p50 0.105 ms with it and 1,602 IOPS at p50 9.2 ms without (FACTS.md): off unless asked, a
-    write is timed until the cluster has it."""
+def set_image_cache(runner: Any, pool: str, image: str, on: bool | None) -> None:
+    """librbd's cache for every client that opens `image` (an image setting, read at open, above
+    ceph.conf). On by default, it acknowledges small writes itself: 4 KiB randwrite at depth 16
+    ran 8,167 IOPS at p50 0.105 ms with it and 1,602 IOPS at p50 9.2 ms without (FACTS.md): off
+    unless asked, a write is timed until the cluster has it. None: no image setting (the conf's
+    [client] rbd_cache decides)."""
+    if on is None:
+        runner.run(["rbd", "config", "image", "remove", f"{pool}/{image}", "rbd_cache"], "rbd-cache-conf",
+                   timeout=60, check=False)  # absent already: nothing to remove
+        return
     runner.run(["rbd", "config", "image", "set", f"{pool}/{image}", "rbd_cache", str(on).lower()],
                f"rbd-cache-{str(on).lower()}", timeout=60)
 
 
-def fio_target(runner: Any, target: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
+def fio_target(runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
     if target == "rados":  # fio's rados engine: an object per job in dfslab's bench pool; it reads only the conf
         return {"ioengine": "rados", "clientname": "admin", "pool": BENCH_POOL, "conf": runner.env["CEPH_CONF"]}
     if target != "rbd":

@@ -194,7 +194,7 @@ class ExternalBackend(Backend):
     def pool_free_bytes(self, runner: Any, pool: str) -> int:
         return self.ceph.pool_free_bytes(self.bench_pool(pool))
 
-    def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
+    def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         # Not rados: fio's rados engine reads its key from the conf alone, and the site's conf is not dfslab's to edit.
         if target != "rbd" or not self.ceph:
             raise BackendError(f"external offers no fio target {target!r} here")

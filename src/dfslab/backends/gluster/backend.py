@@ -193,7 +193,7 @@ class GlusterBackend(Backend):
         self.ctx.spec = self.spec = new
         return volume.change_options(self.ctx, self.first, before, volume.options(self.ctx))
 
-    def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool = False) -> dict[str, Any]:
+    def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         # client_cache: libgfapi's caches are the volume's performance translators (volume options)
         if target != "gfapi":
             return super().fio_target(runner, target, size_bytes)
