@@ -87,6 +87,21 @@ def test_an_experiment_runs_on_the_cluster_it_names_or_on_the_one_up(up_cluster,
         "on runtime local" in res.stderr.replace("\n  ", " "), res.stderr
 
 
+def test_server_caches_are_dropped_before_each_step_when_asked(up_cluster, tmp_path):
+    import yaml
+    exp = tmp_path / "drop.yaml"
+    exp.write_text(yaml.safe_dump({"name": "drop", "server_cache": "drop", "baselines": {"network": False, "disk": False},
+                                   "workloads": [{"type": "radosbench", "seconds": 1, "modes": ["write", "seq"],
+                                                  "threads": 4, "object_size": "1MiB"}]}))
+    res = dfslab("run", str(exp), "--cluster", NAME)
+    run = Path(res.stdout.strip().split("report: ")[-1]).parent
+    intervals = json.loads((run / "intervals.json").read_text())
+    assert [iv["server_cache_dropped"] for iv in intervals] == [
+        "BlueStore caches (ceph tell osd.* cache drop), page cache"], intervals
+    assert (run / "raw/server-cache-drop.cmd").read_text().split() == ["ceph", "tell", "osd.*", "cache", "drop"]
+    assert "Server caches dropped before every step: BlueStore caches" in (run / "report.html").read_text()
+
+
 def test_list_and_fault_list_take_json(up_cluster):
     listed = {c["name"]: c for c in json.loads(dfslab("list", "--json").stdout)}
     assert listed[NAME]["phase"] == "up" and listed[NAME]["filesystem"] == "ceph"

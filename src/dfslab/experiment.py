@@ -56,6 +56,10 @@ class ExperimentFile(Strict):
     workloads: list[dict[str, Any]] = Field(min_length=1)
     faults: list[FaultEntry] = Field(default_factory=list)
     integrity: Integrity = Field(default_factory=Integrity)
+    server_cache: Literal["keep", "drop"] = Field(
+        "keep", description="drop: empty the storage servers' caches before every step (Ceph: each OSD's BlueStore "
+                            "cache; the page cache where the servers share this machine's kernel), so reads are cold "
+                            "on the servers too; keep: as they are (the clients' side is cold either way)")
     runs: int = Field(1, ge=1, le=20, description="run the whole experiment this many times, each on a fresh cluster; "
                                                  "with runtimes or cluster settings swept, interleaved (A B B A A B...) "
                                                  "so comparisons are tested over runs, which repetitions inside one run "

@@ -44,6 +44,7 @@ health after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 {% if failures %}<p class="bad"><b>Failures:</b></p><ul>{% for f in failures %}<li class="bad">{{ f }}</li>{% endfor %}</ul>{% endif %}
 {% if skipped %}<p class="warn">Skipped: {{ skipped|join('; ') }}</p>{% endif %}
+{% if server_cache %}<p>Server caches dropped before every step: {{ server_cache }}.</p>{% endif %}
 {% if attempts|length > 1 %}<p>Resumed run: {% for a, n in attempts %}attempt {{ a }}: {{ n }} step(s){{ "; " if not loop.last }}{% endfor %}
 (each step's attempt is in intervals.json).</p>{% endif %}
 {% if faults %}<h2>Faults</h2>
@@ -564,6 +565,7 @@ def build(run_path: Path) -> Path:
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
         failures=prov.get("failures", []), skipped=prov.get("skipped", []),
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
+        server_cache=next((iv["server_cache_dropped"] for iv in intervals if iv.get("server_cache_dropped")), None),
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),

@@ -97,10 +97,13 @@ def _record(run_dir: RunDir, intervals: list, interval: dict[str, Any], rows: li
 
 
 def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list, attempt: int,
-              count: Callable[[], ledger.Snapshot]) -> tuple[dict[str, Any], list[Measurement]]:
+              count: Callable[[], ledger.Snapshot], server_cache: str = "keep") -> tuple[dict[str, Any], list[Measurement]]:
     start = time.time()
+    dropped = None
     try:
         step.workload.prepare(runner, step.params)
+        if server_cache == "drop" and runner.storage is not None:
+            dropped = runner.storage.drop_server_caches(runner)
         before = count()
         rows = step.workload.run(runner, step.params, rep)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
@@ -110,6 +113,8 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         rows += ledger.ledger_rows(rows, moved)
         interval = _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
         interval["ledger"] = {**moved, **ledger.tool_bytes(rows)}
+    if dropped:
+        interval["server_cache_dropped"] = dropped
     _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
     return interval, rows
 
@@ -240,7 +245,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 continue
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
-            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count)
+            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache)
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
                 stopped.add(id(step))
             if timed:

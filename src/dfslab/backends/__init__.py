@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 Progress = Callable[[str, str], None]
 
 
+
+def drop_page_cache() -> bool:
+    """The kernel's page cache, dentries and inodes (this machine's: every local node shares its
+    kernel); False where this process may not."""
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+    except OSError:
+        return False
+    return True
+
 class BackendError(RuntimeError):
     """A backend step failed; the message names the daemon and its log."""
 
@@ -219,6 +230,13 @@ class Backend(ABC):
     def disk_baseline_dir(self) -> Path | None:
         """Where the disk baseline runs fio (None: this machine's scratch disk)."""
         return None
+
+    def drop_server_caches(self, runner: Any) -> str:
+        """Empty the storage servers' caches before a step (experiment `server_cache: drop`), as
+        cbt drops caches on servers before reads: the kernel's page cache where the servers share
+        this machine's kernel (bricks, file-backed stores). Returns what was dropped."""
+        drop_page_cache()
+        return "page cache"
 
     def pool_free_bytes(self, runner: Any, pool: str) -> int:
         """Bytes an object pool may still take (backends with object pools)."""

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from pydantic import Field
 
+from ..backends import drop_page_cache
 from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
 from .fio import fio_argv, parse_json, target_options
@@ -29,11 +30,7 @@ class FileGridParams(WorkloadParams):
 
 def drop_caches() -> None:
     """So the read measures the filesystem, not the page cache left by the write."""
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as fh:
-            fh.write("3\n")
-    except OSError:
-        pass
+    drop_page_cache()
 
 
 class FileGrid(Workload):

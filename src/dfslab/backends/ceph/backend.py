@@ -14,7 +14,7 @@ import psutil
 from ...procs import tool_version
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import Backend, BackendError, Chart, PreflightError, Progress, table
+from .. import Backend, BackendError, Chart, PreflightError, Progress, drop_page_cache, table
 from . import client, health, live, mds, mgr, mon, options, osd, pools, tools
 from .conf import CephLayout, render_conf
 from .context import CephContext
@@ -160,6 +160,11 @@ class CephBackend(Backend):
 
     def bench_pool(self, requested: str | None) -> str:
         return requested or pools.BENCH_POOL
+
+    def drop_server_caches(self, runner) -> str:
+        # BlueStore reads with O_DIRECT: its cache is in each OSD (onodes, data), emptied by the OSD itself
+        runner.run(["ceph", "tell", "osd.*", "cache", "drop"], "server-cache-drop", timeout=120)
+        return "BlueStore caches (ceph tell osd.* cache drop)" + (", page cache" if drop_page_cache() else "")
 
     def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         if client_cache is None:  # the cluster's conf decides where it sets the cache (a swept setting)
