@@ -77,9 +77,10 @@ USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_, Bad
 
 
 def fail(exc: Exception, code: int = 2) -> None:
-    """One line naming what is wrong; exit 2 (bad input) unless a finding (1) says otherwise."""
+    """One line naming what is wrong; exit 2 (bad input) unless a finding (1) says otherwise: an
+    unknown cluster name is one on every command (README's exit codes)."""
     console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+    raise typer.Exit(1 if isinstance(exc, cluster.UnknownCluster) else code)
 
 
 class LiveProgress:

@@ -23,6 +23,14 @@ class ClusterError(RuntimeError):
     """A lifecycle step cannot go on; the message says what to do."""
 
 
+class UnknownCluster(ClusterError):
+    """A name with no state directory: a finding (exit 1, README), for every command alike."""
+
+
+def _unknown(name: str) -> UnknownCluster:
+    return UnknownCluster(f"no cluster named {name!r} (clusters: {', '.join(list_clusters()) or 'none'})")
+
+
 def preflight(spec: ClusterSpec) -> None:
     try:
         backend_class(spec).preflight(spec)
@@ -105,8 +113,7 @@ def down(name: str, missing_ok: bool = False) -> dict[str, Any]:
     if not state.exists():
         if missing_ok:
             return {"name": name, "killed": [], "namespaces": [], "refused": []}
-        known = ", ".join(list_clusters()) or "none"
-        raise ClusterError(f"no cluster named {name!r} (clusters: {known})")
+        raise _unknown(name)
     runtime = attach_runtime(state)
     refused = _release(state, runtime)
     # Lazy-unmount first: a FUSE mount whose daemon is killed first hangs every stat() of it.
@@ -159,8 +166,7 @@ def leftovers(name: str) -> list[str]:
 def load(name: str) -> tuple[ClusterState, ClusterSpec]:
     state = ClusterState(name)
     if not state.exists():
-        known = ", ".join(list_clusters()) or "none"
-        raise ClusterError(f"no cluster named {name!r} (clusters: {known})")
+        raise _unknown(name)
     return state, parse_spec(state.read()["spec"], f"state of {name}")
 
 
