@@ -1,6 +1,7 @@
 """A real 3-node Ceph cluster: up → HEALTH_OK → objects round-trip → status → down → nothing left."""
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def test_server_caches_are_dropped_before_each_step_when_asked(up_cluster, tmp_p
     intervals = json.loads((run / "intervals.json").read_text())
     assert [iv["server_cache_dropped"] for iv in intervals] == [
         "BlueStore caches (ceph tell osd.* cache drop), page cache"], intervals
-    assert (run / "raw/server-cache-drop.cmd").read_text().split() == ["ceph", "tell", "osd.*", "cache", "drop"]
+    assert shlex.split((run / "raw/server-cache-drop.cmd").read_text()) == ["ceph", "tell", "osd.*", "cache", "drop"]
     assert "Server caches dropped before every step: BlueStore caches" in (run / "report.html").read_text()
 
 
