@@ -3,6 +3,7 @@ printed whole."""
 
 import json
 import subprocess
+import sys
 
 from conftest import DFSLAB, REPO
 from dfslab.chaos.schedule import longest_stall
@@ -87,3 +88,16 @@ def test_help_texts_are_whole_sentences():
             summary = info.callback.__doc__.split("\n\n")[0]
             assert "\n" not in summary and summary.rstrip().endswith((".", ")")), (info.callback.__name__, summary)
             assert not summary.endswith("e.g."), summary
+
+
+def test_progress_lines_are_whole_when_piped():
+    """A finished step's line, piped (CI logs, grep): one line however long, nothing padded."""
+    script = ("from dfslab.cli import LiveProgress\n"
+              "with LiveProgress() as p:\n"
+              "    p('workload 1/2', 'fio[1] target=fs, numjobs=4, iodepth=1, size=32MiB, seconds=4, rw=randread, "
+              "bs=4KiB, direct=True, client_cache=None · rep 1/2')\n"
+              "    p('workload 2/2', 'next')\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("✓ workload 1/2 fio[1] target=fs") and "rep 1/2 (" in lines[0], lines
+    assert not lines[0].endswith(" ")

@@ -34,7 +34,7 @@ app = typer.Typer(
     "dfslab exec small -- ceph -s;  dfslab down small",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: one line per message, unpadded
 
 
 def _terminated(signum, frame):  # noqa: ARG001
