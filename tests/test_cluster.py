@@ -1,5 +1,6 @@
 """A real 3-node Ceph cluster: up → HEALTH_OK → objects round-trip → status → down → nothing left."""
 
+import csv
 import json
 import shlex
 import sys
@@ -94,8 +95,14 @@ def test_server_caches_are_dropped_before_each_step_when_asked(up_cluster, tmp_p
     exp.write_text(yaml.safe_dump({"name": "drop", "server_cache": "drop", "baselines": {"network": False, "disk": False},
                                    "workloads": [{"type": "radosbench", "seconds": 1, "modes": ["write", "seq"],
                                                   "threads": 4, "object_size": "1MiB"}]}))
-    res = dfslab("run", str(exp), "--cluster", NAME)
-    run = Path(res.stdout.strip().split("report: ")[-1]).parent
+    res = dfslab("run", str(exp), "--cluster", NAME, "--json")
+    out = json.loads(res.stdout)  # --json: one object on stdout, nothing else
+    run = Path(out["runs"][0]["run"])
+    assert out["runs"][0]["report"] == str(run / "report.html") and out["runs"][0]["failures"] == []
+    seq = next(line for line in out["runs"][0]["results"] if line["parameters"].endswith("mode=seq"))
+    rows = [r for r in csv.DictReader(open(run / "results.csv")) if r["metric"] == "bandwidth" and '"seq"' in r["params"]]
+    assert seq["bandwidth (MB/s)"] == {"mean": pytest.approx(float(rows[0]["value"])), "ci95": None}
+    assert seq["from storage (ratio)"]["mean"] >= 0.9
     intervals = json.loads((run / "intervals.json").read_text())
     assert [iv["server_cache_dropped"] for iv in intervals] == [
         "BlueStore caches (ceph tell osd.* cache drop), page cache"], intervals

@@ -301,6 +301,8 @@ def run(
     runs: Optional[int] = typer.Option(None, "--runs", min=1, max=20,
                                        help="the whole experiment N times on fresh clusters (the experiment's `runs:`); "
                                             "swept runtimes or settings interleaved A B B A..., compared over runs"),
+    as_json: bool = typer.Option(False, "--json", help="at the end, one JSON object on stdout (each run's directory, "
+                                 "report, failures and results table) instead of the table and report lines"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (each phase and step with its expected time, "
                                  "the data each step writes against what the cluster holds) and every problem; "
                                  "start nothing"),
@@ -376,6 +378,10 @@ def run(
     elif len(outcomes) > 1:
         print(f"{len(outcomes)} runs, one side of a comparison over runs: dfslab compare "
               f"{','.join(str(o.path) for o in outcomes)} OTHER_RUNS")  # unwrapped: a command to copy
+    if as_json:
+        print(json.dumps({"runs": [{"run": str(o.path.resolve()), "report": str(o.report.resolve()),
+                                    "failures": o.failures, "results": _results(o.path)} for o in outcomes]}, indent=2))
+        raise typer.Exit(1 if failed else 0)
     if original:
         _print_comparison(original, outcomes[-1].path)
     if len(outcomes) == 1:
@@ -408,15 +414,29 @@ def _print_plan(exp, cluster_name: str | None) -> None:
     raise typer.Exit(0)
 
 
-def _print_results(run_path: Path) -> None:
-    """The run's results on the terminal, as the report's Workloads table has them (mean ± 95 %
-    over repetitions; every metric is in results.csv), rows under the byte ledger's floor marked."""
-    from .ledger import FROM_STORAGE_FLOOR
+def _results_table(run_path: Path) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The report's Workloads table of a run: (lines, columns); see report.summarize."""
     from .labels import SUMMARY_METRICS
     from .report import summarize
     from .results import RunDir
     rows = [r for r in RunDir(run_path).rows() if r["workload"] != "baseline"]
-    lines, columns = summarize(rows, SUMMARY_METRICS + ["from_storage"])
+    return summarize(rows, SUMMARY_METRICS + ["from_storage"])
+
+
+def _results(run_path: Path) -> list[dict]:
+    """--json: each line of the results table as {workload, parameters, n, column: {mean, ci95}}
+    (ci95: the half-width of the 95 % interval over repetitions; null with one)."""
+    lines, columns = _results_table(run_path)
+    return [{"workload": line["workload"], "parameters": line["params"], "n": line["n"],
+             **{head: dict(zip(("mean", "ci95"), line["numbers"][key])) for key, head in columns if key in line["numbers"]}}
+            for line in lines]
+
+
+def _print_results(run_path: Path) -> None:
+    """The run's results on the terminal, as the report's Workloads table has them (mean ± 95 %
+    over repetitions; every metric is in results.csv), rows under the byte ledger's floor marked."""
+    from .ledger import FROM_STORAGE_FLOOR
+    lines, columns = _results_table(run_path)
     if not lines:
         return
     if not sys.stdout.isatty():  # for scripts: one line per row, tab-separated, nothing padded

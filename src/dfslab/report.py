@@ -157,12 +157,13 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict
             groups[(r["workload"], params_label(r["params"], varying[r["workload"]]))][key].append(value)
     out = []
     for (workload, params), metrics in groups.items():
-        cells = {}
+        cells, numbers = {}, {}
         for key, values in metrics.items():
-            mean, ci = mean_ci95(values)
+            mean, ci = numbers[key] = mean_ci95(values)
             cells[key] = cell(mean, ci, metric_of[key])
         if cells:
-            out.append({"workload": workload, "params": params, "cells": cells, "n": max(len(v) for v in metrics.values())})
+            out.append({"workload": workload, "params": params, "cells": cells, "numbers": numbers,
+                        "n": max(len(v) for v in metrics.values())})
     used = sorted(heads, key=lambda k: (columns.index(heads[k][0]), heads[k][1]))
     return out, [(k, k.replace("_", " ")) for k in used]
 
