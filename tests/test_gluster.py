@@ -144,7 +144,7 @@ FAULTS = [{"kind": "brick", "target": "node2", "during": 0, "at": "4s", "duratio
 
 
 def check_fault_run(tmp_path, name: str) -> list[dict]:
-    exp = {"name": f"{name}-faults", "cluster": {"name": name, "filesystem": "gluster", "nodes": 3},
+    exp = {"name": f"{name}-faults",  # no cluster: the running one's (runtime local here, docker in test_docker)
            "baselines": {"network": False, "disk": False}, "integrity": {"seed_objects": 8, "recovery_timeout": "150s"},
            "workloads": FAULTS_LOAD, "faults": FAULTS}
     code, run, err = run_experiment(tmp_path, name, exp)
