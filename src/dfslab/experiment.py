@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .chaos.entry import FaultEntry
 from .fields import Seconds, Strict
-from .spec import ClusterSpec, SpecError, _problems, check_name, parse_spec, read_yaml
+from .spec import ClusterSpec, SpecError, _problems, check_name, model_in, parse_spec, read_yaml
 from .workloads import FORMER_NAMES, WORKLOADS, Workload, current_name, workload
 
 
@@ -123,14 +123,6 @@ class Experiment:
         return sum(s.workload.estimate(s.params) for s in self.steps) * self.file.repetitions
 
 
-def _model_of(annotation: Any) -> Any:
-    """The pydantic model an annotation is (or is optional of), else None."""
-    for candidate in (annotation, *getattr(annotation, "__args__", ())):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
-
-
 def cluster_axes(data: dict[str, Any], model: Any = ClusterSpec, path: tuple = ()) -> list[tuple[tuple, list]]:
     """(path, values) of every sweep axis in a cluster mapping: a list where the spec takes a
     single value (at any depth, e.g. ceph.conf.osd.osd_op_num_shards), or a list of lists where
@@ -144,7 +136,7 @@ def cluster_axes(data: dict[str, Any], model: Any = ClusterSpec, path: tuple = (
             if not takes_list or (value and all(isinstance(v, list) for v in value)):
                 axes.append(((*path, key), value))
         elif isinstance(value, dict) and not _maps_to_lists(annotation):
-            axes += cluster_axes(value, _model_of(annotation), (*path, key))
+            axes += cluster_axes(value, model_in(annotation), (*path, key))
     return axes
 
 

@@ -88,10 +88,14 @@ def tool_bytes(rows: list[Measurement]) -> dict[str, float]:
     """What the step's tools counted each way (`tool_read`, `tool_write`), beside its counters in
     the interval: the report's link and disk shares are wire or disk bytes over these."""
     tool = {f"tool_{READ}": 0.0, f"tool_{WRITE}": 0.0}
-    for row in rows:
-        if row.metric == "bytes" and row.t is None and row.params.get("target") != "local":
-            tool[f"tool_{direction(row.params)}"] += row.value
+    for row in _counted(rows):
+        tool[f"tool_{direction(row.params)}"] += row.value
     return tool
+
+
+def _counted(rows: list[Measurement]) -> list[Measurement]:
+    """The step's `bytes` rows that crossed a link (target local is this machine's own disk)."""
+    return [r for r in rows if r.metric == "bytes" and r.t is None and r.params.get("target") != "local"]
 
 
 def shares(ledger: dict[str, Any] | None, way: str) -> dict[str, float]:
@@ -112,19 +116,17 @@ def ledger_rows(rows: list[Measurement], moved: dict[str, int | None]) -> list[M
     """For each `bytes` row of a step: `wire_bytes` (what the clients' links carried that way),
     `disk_bytes` (what the servers' disks did that way) and `from_storage` (wire / tool bytes
     over the step's rows of that direction). Nothing for what was not counted."""
-    counted = [r for r in rows if r.metric == "bytes" and r.t is None and r.params.get("target") != "local"]
-    tool = {READ: 0.0, WRITE: 0.0}
-    for row in counted:  # (target local is this machine's own disk: no wire to count)
-        tool[direction(row.params)] += row.value
+    tool = tool_bytes(rows)
     out = []
-    for row in counted:
+    for row in _counted(rows):
         way = direction(row.params)
-        if not tool[way]:
+        if not tool[f"tool_{way}"]:
             continue
         wire, disk = moved.get(WIRE_KEY[way]), moved.get(DISK_KEY[way])
         if wire is not None:
             out.append(Measurement(row.workload, "wire_bytes", float(wire), "B", row.params, row.repetition))
-            out.append(Measurement(row.workload, "from_storage", wire / tool[way], "ratio", row.params, row.repetition))
+            out.append(Measurement(row.workload, "from_storage", wire / tool[f"tool_{way}"], "ratio", row.params,
+                                   row.repetition))
         if disk is not None:
             out.append(Measurement(row.workload, "disk_bytes", float(disk), "B", row.params, row.repetition))
     return out

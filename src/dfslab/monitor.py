@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import psutil
 
+from .ledger import proc_io
 from .procs import TrackedProcess
 from .rates import CounterRates
 
@@ -33,14 +34,6 @@ def _net_dev(pid: int, dev: str = "eth0") -> tuple[int, int] | None:
     except OSError:
         return None
     return None
-
-
-def _proc_io(pid: int) -> tuple[int, int] | None:
-    try:
-        values = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-        return int(values["read_bytes"]), int(values["write_bytes"])
-    except (OSError, KeyError, ValueError):
-        return None
 
 
 class ResourceSampler:
@@ -98,7 +91,7 @@ class ResourceSampler:
             rss = proc.rss_bytes()
             if rss:
                 out[f"rss.{proc.name}"] = (rss / 2**20, "MiB")
-            io = _proc_io(proc.pid)
+            io = proc_io(proc.pid)
             if io:
                 acc = node_io.setdefault(proc.node, [0.0, 0.0])
                 acc[0] += io[0]

@@ -131,7 +131,11 @@ def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot
 
 def step_id(step: Step, rep: int) -> str:
     """What names a step in results.csv and intervals.json, the same for every load of the experiment."""
-    return f"{step.label} rep {rep}"
+    return _step_name(step.label, rep)
+
+
+def _step_name(label: str, rep: int) -> str:
+    return f"{label} rep {rep}"
 
 
 def _hint(target: str) -> str:
@@ -359,7 +363,7 @@ def _interval_step(interval: dict[str, Any]) -> str:
     """The step an interval belongs to (runs made before intervals named it: from label and repetition)."""
     if "step" in interval:
         return interval["step"]
-    return interval["label"] if interval["workload"] == "baseline" else f"{interval['label']} rep {interval['repetition']}"
+    return interval["label"] if interval["workload"] == "baseline" else _step_name(interval["label"], interval["repetition"])
 
 
 def _clock_text(seconds: float) -> str:

@@ -268,11 +268,11 @@ def _loc(loc: tuple) -> str:
     return path
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation holds (X, list[X], X | None, dict[str, X], ...)."""
+def model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds (X, list[X], X | None, dict[str, X], ...), else None."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+        return annotation
+    return next((m for arg in typing.get_args(annotation) if (m := model_in(arg)) is not None), None)
 
 
 def fields_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
@@ -283,8 +283,7 @@ def fields_at(model: type[BaseModel] | None, loc: tuple) -> list[str]:
             return []
         if isinstance(part, int) or part not in model.model_fields:
             continue  # a list index, or pydantic's own step (function-after, ...)
-        found = _models_in(model.model_fields[part].annotation)
-        model = found[0] if found else None
+        model = model_in(model.model_fields[part].annotation)
     return list(model.model_fields) if model is not None else []
 
 
