@@ -340,7 +340,7 @@ def run(
         for notice in exp.notices:
             console.print(f"[yellow]note:[/] {notice}")
         if dry_run:
-            _print_plan(exp, cluster_name)
+            _print_plan(exp, running)
         across = exp.file.runtimes and runtime is None
         if (across or exp.variants or exp.file.runs > 1) and cluster_name:
             fail(ValueError(f"{experiment}: swept runtimes or cluster settings, or runs: {exp.file.runs}, make a fresh "
@@ -392,14 +392,14 @@ def run(
         raise typer.Exit(1)
 
 
-def _print_plan(exp, cluster_name: str | None) -> None:
-    """--dry-run: the plan on stdout, then exit 0, or 2 with every problem (nothing started)."""
-    from . import cluster
+def _print_plan(exp, running) -> None:
+    """--dry-run: the plan on stdout, then exit 0, or 2 with every problem (nothing started).
+    `running`: the spec of the cluster given with --cluster (None: the run makes its own)."""
     from .dryrun import plan
     from .run import check_against_cluster
     from .spec import SpecError
-    spec = cluster.load(cluster_name)[1] if cluster_name else exp.cluster
-    p = plan(exp, spec, owned=cluster_name is None, check=check_against_cluster)
+    spec = running or exp.cluster
+    p = plan(exp, spec, owned=running is None, check=check_against_cluster)
     holds = f", holds {p.usable / 2**30:.1f} GiB of data" if p.usable else ""
     print(f"{exp.name} on {spec.name} ({spec.filesystem}, runtime {spec.runtime}{holds}): about "
           f"{p.seconds / 60:.1f} min")
@@ -439,13 +439,14 @@ def _print_results(run_path: Path) -> None:
     lines, columns = _results_table(run_path)
     if not lines:
         return
+    for line in lines:
+        share = line["numbers"].get("from_storage (ratio)")
+        line["note"] = "not from the storage" if share and share[0] < FROM_STORAGE_FLOOR else ""
     if not sys.stdout.isatty():  # for scripts: one line per row, tab-separated, nothing padded
         print("\t".join(["workload", "parameters", *(head for _, head in columns), "note"]))
         for line in lines:
-            share = line["cells"].get("from_storage (ratio)", "")
-            note = "not from the storage" if share and float(share.split()[0]) < FROM_STORAGE_FLOOR else ""
             cells = (line["cells"].get(k, "").replace(",", "") for k, _ in columns)  # 2687, not 2,687
-            print("\t".join([line["workload"], line["params"], *cells, note]))
+            print("\t".join([line["workload"], line["params"], *cells, line["note"]]))
         return
     table = Table(box=None, title="results (mean ± 95 % interval over repetitions)", title_justify="left")
     table.add_column("workload")
@@ -454,11 +455,8 @@ def _print_results(run_path: Path) -> None:
         table.add_column(head.replace("from storage (ratio)", "from storage"), justify="right")
     table.add_column("")
     for line in lines:
-        share = line["cells"].get("from_storage (ratio)", "")
-        low = share and float(share.split()[0]) < FROM_STORAGE_FLOOR
-        table.add_row(line["workload"], line["params"], *(line["cells"].get(key, "") for key, _ in columns),
-                      "not from the storage" if low else "")
-    Console(width=None if sys.stdout.isatty() else 250).print(table)
+        table.add_row(line["workload"], line["params"], *(line["cells"].get(key, "") for key, _ in columns), line["note"])
+    Console().print(table)
 
 
 @app.command()
