@@ -93,7 +93,7 @@ def test_server_caches_are_dropped_before_each_step_when_asked(up_cluster, tmp_p
     import yaml
     exp = tmp_path / "drop.yaml"
     exp.write_text(yaml.safe_dump({"name": "drop", "server_cache": "drop", "baselines": {"network": False, "disk": False},
-                                   "workloads": [{"type": "radosbench", "seconds": 1, "modes": ["write", "seq"],
+                                   "workloads": [{"type": "radosbench", "seconds": 1, "mode": ["write", "seq"],
                                                   "threads": 4, "object_size": "1MiB"}]}))
     res = dfslab("run", str(exp), "--cluster", NAME, "--json")
     out = json.loads(res.stdout)  # --json: one object on stdout, nothing else

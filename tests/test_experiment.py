@@ -27,10 +27,10 @@ def test_list_valued_parameters_expand_into_every_combination():
 
 
 def test_a_list_field_is_not_a_sweep_unless_nested():
-    e = exp(workloads=[{"type": "radosbench", "modes": ["write", "seq"], "threads": [16, 32]}])
-    assert [s.params.modes for s in e.steps] == [["write", "seq"]] * 2
-    e = exp(workloads=[{"type": "radosbench", "modes": [["write"], ["write", "rand"]]}])
-    assert [s.params.modes for s in e.steps] == [["write"], ["write", "rand"]]
+    e = exp(workloads=[{"type": "radosbench", "mode": ["write", "seq"], "threads": [16, 32]}])
+    assert [s.params.mode for s in e.steps] == [["write", "seq"]] * 2
+    e = exp(workloads=[{"type": "radosbench", "mode": [["write"], ["write", "rand"]]}])
+    assert [s.params.mode for s in e.steps] == [["write"], ["write", "rand"]]
 
 
 def test_inline_cluster_and_estimate():
@@ -156,8 +156,16 @@ def test_every_mistake_at_once_with_the_closest_valid_key(tmp_path):
 
 
 def test_a_list_field_takes_one_value_as_a_list_of_one():
-    e = exp(workloads=[{"type": "radosbench", "modes": "write", "threads": [16, 32]}])
-    assert [s.params.modes for s in e.steps] == [["write"]] * 2
+    e = exp(workloads=[{"type": "radosbench", "mode": "write", "threads": [16, 32]}])
+    assert [s.params.mode for s in e.steps] == [["write"]] * 2
+
+
+def test_a_renamed_parameter_still_works_with_a_notice_naming_the_new_name():
+    e = exp(workloads=[{"type": "radosbench", "modes": ["write"], "seconds": 1}])
+    assert e.steps[0].params.mode == ["write"]
+    assert e.notices == ["workloads[0].modes: now called mode (as in results and reports); modes still works, "
+                         "write mode to silence this"]
+    assert exp(workloads=[{"type": "radosbench", "mode": ["write"]}]).notices == []
 
 
 def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):

@@ -127,7 +127,7 @@ def test_existing_ceph_is_measured_and_left_as_it_was(byhand, tmp_path):
                         "cephfs": True},
                "prometheus": [f"http://127.0.0.1:{PROMETHEUS_PORT}/metrics"]}},
            "baselines": {"network": False, "disk": False},
-           "workloads": [{"type": "radosbench", "modes": ["write", "seq"], "seconds": 2, "threads": 8},
+           "workloads": [{"type": "radosbench", "mode": ["write", "seq"], "seconds": 2, "threads": 8},
                          {"type": "fio", "target": ["rbd", "fs"], "rw": "write", "bs": "1MiB", "size": "16MiB", "seconds": 2},
                          {"type": "metadata", "procs": 2, "files_per_proc": 50}]}
     code, run, out = dfslab_run(tmp_path, exp)
@@ -237,7 +237,7 @@ def test_an_allowed_out_fault_is_undone_through_the_cluster_api_and_loses_nothin
                "allow_faults": ["out"]}},
            "baselines": {"network": False, "disk": False},
            "integrity": {"seed_objects": 20, "recovery_timeout": "120s"},
-           "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 6, "threads": 4, "object_size": "1MiB"}],
+           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 6, "threads": 4, "object_size": "1MiB"}],
            "faults": [{"kind": "out", "target": "osd.1", "during": 0, "at": "1s", "duration": "3s"}]}
     code, run, out = dfslab_run(tmp_path, exp)
     assert code == 0, out[-3000:]

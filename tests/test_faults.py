@@ -121,8 +121,8 @@ def test_faults_during_load_lose_nothing(up, tmp_path):
     exp = {"name": "t-faultrun", "cluster": {"name": NAME, "nodes": 3},
            "baselines": {"network": False, "disk": False},
            "integrity": {"seed_objects": 12, "recovery_timeout": "120s"},
-           "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 14, "threads": 8, "object_size": "1MiB"},
-                         {"type": "radosbench", "modes": ["write"], "seconds": 8, "threads": 8, "object_size": "1MiB"}],
+           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 14, "threads": 8, "object_size": "1MiB"},
+                         {"type": "radosbench", "mode": ["write"], "seconds": 8, "threads": 8, "object_size": "1MiB"}],
            "faults": [{"kind": "kill", "target": "osd.1", "during": 0, "at": "6s", "duration": "6s"},
                       {"kind": "node", "target": "node3", "during": 1, "at": "2s", "duration": "4s"}]}
     path = tmp_path / "faults.yaml"
@@ -173,7 +173,7 @@ def test_down_after_kill_9_in_the_middle_of_a_fault_run(tmp_path):
     name = "t-faultkill"
     exp = {"name": name, "cluster": {"name": name, "nodes": 2, "ceph": {"replica_size": 2, "osd_size": "2GiB", "cephfs": False}},
            "baselines": {"network": False, "disk": False}, "integrity": {"seed_objects": 4},
-           "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": 30, "threads": 4, "object_size": "1MiB"}],
+           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 30, "threads": 4, "object_size": "1MiB"}],
            "faults": [{"kind": "partition", "target": "node2", "during": 0, "at": "1s", "duration": "60s"}]}
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(exp))

@@ -30,7 +30,7 @@ SPEC = {
 EXPERIMENT = {
     "name": "t-k8s-exp", "cluster": SPEC, "repetitions": 1,
     "workloads": [
-        {"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 8},
+        {"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 8},
         {"type": "fio", "target": ["rbd", "rados", "fs"], "rw": ["write"], "bs": "1MiB", "size": "32MiB", "seconds": 2},
     ],
 }
@@ -44,7 +44,7 @@ def _faults_under_write_load(k8s: Path, name: str, faults: list[dict], seconds: 
     exp.write_text(yaml.safe_dump({
         "name": name, "cluster": SPEC, "baselines": {"network": False, "disk": False},
         "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
-        "workloads": [{"type": "radosbench", "modes": ["write"], "seconds": seconds, "threads": 4, "object_size": "1MiB"}],
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": seconds, "threads": 4, "object_size": "1MiB"}],
         "faults": faults}))
     run, _ = run_against(exp, NAME)
     events = json.loads((run / "faults.json").read_text())

@@ -110,7 +110,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         exp.write_text(yaml.safe_dump({
             "name": "t-k8s-yours-exp", "cluster": _spec(), "repetitions": 1,
             "baselines": {"network": True, "disk": True, "seconds": 2},
-            "workloads": [{"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 8},
+            "workloads": [{"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 8},
                           {"type": "fio", "target": ["rbd", "rados"], "rw": ["write"], "bs": "1MiB", "size": "32MiB",
                            "seconds": 2}]}))
         run, out = run_against(exp, NAME)

@@ -25,7 +25,7 @@ NAME = "t-resume"
 EXPERIMENT = {"name": NAME, "cluster": {"name": NAME, "nodes": 1,
                                         "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "2GiB", "pg_num": 8}},
               "baselines": {"network": False, "disk": False},
-              "workloads": [{"type": "radosbench", "seconds": [1, 2, 3, 4], "modes": ["write"], "threads": 4}]}
+              "workloads": [{"type": "radosbench", "seconds": [1, 2, 3, 4], "mode": ["write"], "threads": 4}]}
 STEPS = 4
 
 

@@ -11,7 +11,7 @@ from dfslab.workloads import Measurement
 
 NAME = "t-resume-unit"
 EXPERIMENT = {"name": NAME, "cluster": {"name": NAME, "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False}},
-              "workloads": [{"type": "radosbench", "seconds": [1, 2], "modes": ["write"]}]}
+              "workloads": [{"type": "radosbench", "seconds": [1, 2], "mode": ["write"]}]}
 
 
 def interval(label: str, rep: int, step: str | None, error: str | None = None) -> dict:

@@ -28,7 +28,7 @@ EXPERIMENT = {
     "baselines": {"network": True, "disk": True, "seconds": 1},
     "sampler": {"interval": "1s"},
     "workloads": [
-        {"type": "radosbench", "modes": ["write", "seq"], "seconds": 3, "threads": 16},
+        {"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 16},
         {"type": "fio", "target": ["cephfs", "rbd", "local"], "rw": ["randread", "write"], "bs": "64KiB",
          "size": "32MiB", "seconds": 2},
         {"type": "fio", "target": "rados", "rw": "write", "bs": "64KiB", "size": "32MiB", "seconds": 2},
@@ -242,7 +242,7 @@ def test_run_owning_its_cluster_tears_it_down(tmp_path):
     exp = {"name": "t-own", "cluster": {"name": "t-own", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
                                                                              "osd_size": "2GiB"}},
            "baselines": {"network": False, "disk": False},
-           "workloads": [{"type": "radosbench", "seconds": 2, "modes": ["write"]}]}
+           "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write"]}]}
     path = tmp_path / "own.yaml"
     path.write_text(yaml.safe_dump(exp))
     try:
@@ -289,7 +289,7 @@ def test_failing_workload_is_reported_and_makes_run_exit_nonzero(tmp_path):
                                                                                "osd_size": "2GiB"}},
            "baselines": {"network": False, "disk": False},
            "workloads": [{"type": "radosbench", "seconds": 1, "pool": "no-such-pool"},
-                         {"type": "radosbench", "seconds": 1, "modes": ["write"]}]}
+                         {"type": "radosbench", "seconds": 1, "mode": ["write"]}]}
     path = tmp_path / "fail.yaml"
     path.write_text(yaml.safe_dump(exp))
     try:

@@ -22,7 +22,7 @@ def test_each_setting_gets_a_cluster_that_has_it_and_a_comparison(tmp_path):
                        "ceph": {"replica_size": [1, 2], "osd_size": "1GiB", "pg_num": 8, "cephfs": False,
                                 "conf": {"osd": {"osd_max_backfills": [3, 5]}}}},
            "baselines": {"network": False, "disk": False},
-           "workloads": [{"type": "radosbench", "seconds": 2, "modes": ["write"], "threads": 4, "object_size": "1MiB"}]}
+           "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write"], "threads": 4, "object_size": "1MiB"}]}
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(exp, sort_keys=False))  # axes in the order written: replica size outermost
     try:
@@ -58,7 +58,7 @@ def test_tune_searches_applies_in_place_and_confirms_the_winner_against_the_defa
                                          "ceph": {"replica_size": 1, "osd_size": "1GiB", "pg_num": 8, "cephfs": False,
                                                   "conf": {"osd": {"osd_max_backfills": [3, 5]},
                                                            "client": {"rbd_cache": [True, False]}}}},
-           "workloads": [{"type": "radosbench", "seconds": 2, "modes": ["write", "seq"], "threads": 4, "object_size": "1MiB"}]}
+           "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write", "seq"], "threads": 4, "object_size": "1MiB"}]}
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(exp, sort_keys=False))
     try:

@@ -20,7 +20,7 @@ CLUSTER = {"name": "t-tune", "nodes": 2,
            "ceph": {"replica_size": [1, 2], "osd_size": "1GiB", "pg_num": 8, "cephfs": False,
                     "conf": {"osd": {"osd_max_backfills": [1, 2, 3, 4]}}}}
 WORKLOADS = [{"type": "fio", "target": "rbd", "rw": ["randwrite", "write"], "bs": ["4KiB", "1MiB"], "seconds": 2},
-             {"type": "radosbench", "modes": ["write", "seq"], "seconds": 2}]
+             {"type": "radosbench", "mode": ["write", "seq"], "seconds": 2}]
 
 
 def experiment(tmp_path: Path, **extra) -> Path:

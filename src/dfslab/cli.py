@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperOption
 from rich.console import Console
 from rich.live import Live
 from rich.spinner import Spinner
@@ -556,7 +557,8 @@ def compare(
     run_a: str = typer.Argument(..., help="baseline run directory, or several runs of the same thing joined by commas "
                                           "(runs/a1,runs/a2)"),
     run_b: str = typer.Argument(..., help="run(s) to compare with it, the same way"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="the rows as JSON (B/A, interval, verdict per metric) instead "
+                                                        "of the table"),
     all_metrics: bool = typer.Option(False, "--all", help="every metric (latency percentiles, stddevs...), not only the headline ones"),
     margin: str = typer.Option("10%", help="what counts as the same: B/A within ±MARGIN (two one-sided tests)"),
     fail_if_worse: Optional[str] = typer.Option(
@@ -680,9 +682,10 @@ def fault(
     options = dict(o.split("=", 1) for o in option)
     try:
         if kind not in ("list", "restore"):
+            fault = chaos.fault_class(kind)  # an unknown kind is named before a missing target
             if not target:
                 raise chaos.FaultInputError(f"fault {kind} needs a target, e.g. dfslab fault {name} {kind} osd.1")
-            effective = chaos.fault_class(kind).check_options(options)  # nothing is touched before this passes
+            effective = fault.check_options(options)  # nothing is touched before this passes
         attached = cluster.attach(name)
     except (*USER_ERRORS, chaos.FaultError) as exc:
         fail(exc)
@@ -989,6 +992,19 @@ def _whole_help(*groups: typer.Typer) -> None:
 
 
 _whole_help(app, data_app, images_app)
+
+
+def _help_value(option: TyperOption, ctx: typer.Context) -> str | None:
+    """What an option's help shows after it: nothing for a flag (typer shows `<bool>`), the option's
+    own name for free text (`--cluster CLUSTER`, where typer shows `<str>`), typer's own otherwise."""
+    if option.is_flag:
+        return None
+    shown = _typer_help_value(option, ctx)
+    return option.name.upper() if shown == "<str>" and option.name else shown
+
+
+_typer_help_value = TyperOption.display_type_rich
+TyperOption.display_type_rich = _help_value  # type: ignore[method-assign]
 
 
 def main() -> None:

@@ -174,13 +174,19 @@ def cluster_variants(data: Any, where: str, source: str, runtime: str | None) ->
     return variants
 
 
-def former_name_notice(index: int, entry: Any) -> str | None:
-    """One line if the entry names a workload by its former name."""
+def former_name_notices(index: int, entry: Any) -> list[str]:
+    """One line for a workload named by its former name, one per parameter that has a new name."""
     kind = entry.get("type") if isinstance(entry, dict) else None
-    if isinstance(kind, str) and kind in FORMER_NAMES:
-        return (f"workloads[{index}]: type {kind} is now called {FORMER_NAMES[kind]}; "
-                f"{kind} still works, write {FORMER_NAMES[kind]} to silence this")
-    return None
+    if not isinstance(kind, str) or current_name(kind) not in WORKLOADS:
+        return []
+    notices = []
+    if kind in FORMER_NAMES:
+        notices.append(f"workloads[{index}]: type {kind} is now called {FORMER_NAMES[kind]}; "
+                       f"{kind} still works, write {FORMER_NAMES[kind]} to silence this")
+    renamed = workload(kind).renamed
+    notices += [f"workloads[{index}].{old}: now called {renamed[old]} (as in results and reports); {old} still works, "
+                f"write {renamed[old]} to silence this" for old in entry if old in renamed]
+    return notices
 
 
 def expand(index: int, entry: dict[str, Any]) -> list[Step]:
@@ -195,8 +201,9 @@ def expand(index: int, entry: dict[str, Any]) -> list[Step]:
     params = {k: v for k, v in entry.items() if k != "type"}
     if kind != wl.name:
         params = wl.from_former(kind, params)
+    params = {wl.renamed.get(k, k): v for k, v in params.items()}
     list_fields = {name for name, f in wl.Params.model_fields.items() if "list" in str(f.annotation)}
-    # A list field given one value (`modes: write`) is that one-element list, as every axis takes a scalar.
+    # A list field given one value (`mode: write`) is that one-element list, as every axis takes a scalar.
     params = {k: [v] if k in list_fields and not isinstance(v, list) else v for k, v in params.items()}
     axes = {k: v for k, v in params.items() if isinstance(v, list) and k not in list_fields
             or k in list_fields and isinstance(v, list) and v and isinstance(v[0], list)}
@@ -267,7 +274,7 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
         raise SpecError([("cluster", f"the experiment's cluster is {cluster.filesystem} on runtime {cluster.runtime}; "
                                      f"cluster {running.name!r} is {running.filesystem} on runtime {running.runtime}: "
                                      f"drop cluster: to run on {running.name!r}, or run without --cluster")], source)
-    notices = [n for i, entry in enumerate(exp.workloads) if (n := former_name_notice(i, entry))]
+    notices = [n for i, entry in enumerate(exp.workloads) for n in former_name_notices(i, entry)]
     return Experiment(exp, cluster, steps, data, notices, variants)
 
 

@@ -30,8 +30,11 @@ class SpecError(ValueError):
     def __init__(self, problems: list[tuple[str, str]], source: str = "spec"):
         self.problems = problems
         self.source = source
+        if len(problems) == 1 and not problems[0][0]:  # about the file as a whole (missing, not a mapping)
+            super().__init__(f"{source}: {problems[0][1]}")
+            return
         lines = [f"{source}: {len(problems)} problem(s):"]
-        lines += [f"  {path or '<top>'}: {msg}" for path, msg in problems]
+        lines += [f"  {path or '(the file)'}: {msg}" for path, msg in problems]
         super().__init__("\n".join(lines))
 
 
@@ -336,7 +339,8 @@ def read_yaml(path: str | Path) -> Any:
     """A YAML file's data, or a SpecError saying why it cannot be read."""
     path = Path(path)
     if not path.is_file():
-        raise SpecError([("", f"no such file {str(path)!r}")], str(path))
+        where = "a directory, not a file" if path.is_dir() else f"no such file (from {Path.cwd()})"
+        raise SpecError([("", f"{where}; give the path of a YAML file (the examples are in examples/)")], str(path))
     try:
         return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:

@@ -147,6 +147,9 @@ class Workload(ABC):
     Params: type[BaseModel]
     # What every run needs of the cluster when it has no `target` parameter (e.g. "rados").
     requires: str | None = None
+    # Parameters renamed so files, results and reports say one name: former name -> name, both
+    # accepted in experiment files (with a one-line notice).
+    renamed: dict[str, str] = {}
 
     @abstractmethod
     def run(self, runner: Runner, params: Any, repetition: int) -> list[Measurement]:

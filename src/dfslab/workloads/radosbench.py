@@ -31,7 +31,8 @@ SAMPLE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+
 
 
 class RadosBenchParams(WorkloadParams):
-    modes: list[Literal["write", "seq", "rand"]] = Field(["write", "seq"], description="write first; seq/rand read what it wrote")
+    mode: list[Literal["write", "seq", "rand"]] = Field(["write", "seq"], description="run in this order, write first; "
+                                                         "seq/rand read what it wrote (each row's `mode`)")
     seconds: int = Field(10, ge=1, le=600)
     threads: int = Field(16, ge=1, le=256, description="concurrent operations (-t)")
     object_size: Bytes = Field("4MiB", description="-b")
@@ -82,15 +83,16 @@ class RadosBench(Workload):
     name = "radosbench"
     Params = RadosBenchParams
     requires = "rados"
+    renamed = {"modes": "mode"}
 
     def estimate(self, params: RadosBenchParams) -> float:
         # seq reads what write left and ends when it has (half the write's time, in the quickstart)
         per_mode = {"write": params.seconds + 1, "seq": params.seconds / 2 + 0.5, "rand": params.seconds + 0.5}
-        return sum(per_mode[m] for m in params.modes) + 1
+        return sum(per_mode[m] for m in params.mode) + 1
 
     def run(self, runner: Runner, params: RadosBenchParams, repetition: int) -> list[Measurement]:
-        if params.modes[0] != "write":
-            raise WorkloadError("radosbench.modes must start with write (seq and rand read what write left)")
+        if params.mode[0] != "write":
+            raise WorkloadError("radosbench.mode must start with write (seq and rand read what write left)")
         rows: list[Measurement] = []
         tag = f"radosbench-{params.object_size}-{params.threads}t-r{repetition}"
         if runner.storage is None:
@@ -100,7 +102,7 @@ class RadosBench(Workload):
         # crashes OSDs: bound what the write may leave behind.
         max_objects = params.max_objects or max_objects_for(runner, pool, params.object_size)
         try:
-            for mode in params.modes:
+            for mode in params.mode:
                 argv = ["rados", "-p", pool, "bench", str(params.seconds), mode, "-t", str(params.threads),
                         "--run-name", tag]
                 if mode == "write":
