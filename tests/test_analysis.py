@@ -64,3 +64,18 @@ def test_measured_shares_replace_the_assumed_ones():
     # a size-1 pool: its disks wrote each byte once (and BlueStore's metadata), not twice
     write = bottleneck(400.0, "MB/s", "write", 50.0, limits, {"link": 1.01, "disk": 1.07})
     assert write["fractions"]["disk"] == pytest.approx(400 * 1.07 / 1000)
+
+
+def test_cpu_is_weighed_over_the_seconds_that_moved_data():
+    """The servers sweep's case: a pool made and removed around the transfer (CPU low, links idle)
+    must not dilute the transfer's CPU (measured: 82-93 % while moving, 45-52 % over the step)."""
+    from dfslab.analysis import transfer_seconds
+    series = {"net.node1.tx": [(1, 0.1), (2, 300.0), (3, 280.0), (4, 2.0)],
+              "net.client.rx": [(1, 0.0), (2, 310.0), (3, 290.0), (4, 1.0)],
+              "cpu.total": [(1, 10.0), (2, 90.0), (3, 86.0), (4, 12.0)]}
+    moving = transfer_seconds(series, 0, 5)
+    assert moving == {2, 3}
+    assert cpu_during(series["cpu.total"], 0, 5, moving) == 88.0
+    assert cpu_during(series["cpu.total"], 0, 5) == 49.5
+    assert transfer_seconds({"net.client.rx": [(1, 0.0)]}, 0, 5) is None  # nothing moved: the whole step
+    assert transfer_seconds(series, 10, 20) is None

@@ -101,3 +101,15 @@ def test_progress_lines_are_whole_when_piped():
     lines = res.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("✓ workload 1/2 fio[1] target=fs") and "rep 1/2 (" in lines[0], lines
     assert not lines[0].endswith(" ")
+
+
+def test_a_phase_timed_under_two_seconds_is_marked_once_per_line_with_its_shortest_time():
+    from dfslab.report import short_phase_lines, short_phases
+    rows = [row("parallel", "duration", 0.13, "s", clients=1, op="write"),
+            row("parallel", "duration", 0.19, "s", clients=1, op="write"),
+            row("parallel", "duration", 2.4, "s", clients=2, op="write"),
+            row("fio", "duration", 4.0, "s", rw="write"),
+            {**row("radosbench", "duration", 0.5, "s", mode="write"), "t": 3}]  # a per-second row is no phase
+    assert short_phases(rows) == {("parallel", "clients=1, op=write"): 0.13}
+    (line,) = short_phase_lines(rows)
+    assert line.startswith("parallel clients=1, op=write: timed over 0.13 s (under 2 s")

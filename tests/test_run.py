@@ -53,6 +53,7 @@ def load_rows(run: Path) -> list[dict]:
 
 # What the client namespace's links received and sent over the whole run, counted by the test itself.
 CLIENT_WIRE: dict[str, int] = {}
+PROCESSES_AFTER: list[str] = []  # what dfslab tracks on the cluster once the run has ended
 
 
 def client_wire() -> tuple[int, int]:
@@ -75,6 +76,9 @@ def run_dir(tmp_path_factory):
         res = dfslab("run", str(exp), "--cluster", NAME)
         rx_after, tx_after = client_wire()
         CLIENT_WIRE.update(rx=rx_after - rx, tx=tx_after - tx, stdout=res.stdout)
+        attached = cluster.attach(NAME)
+        PROCESSES_AFTER.extend(p.name for p in attached.runtime.sampled_processes())
+        attached.close()
         assert cluster.status(NAME)["health"] == "HEALTH_OK"  # --cluster: the cluster stays up
     finally:
         cluster.down(NAME, missing_ok=True)
@@ -179,11 +183,18 @@ def test_results_are_plausible_against_baselines(run_dir):
 
 
 def test_sampler_time_series(run_dir):
+    times: dict[str, list[float]] = defaultdict(list)
     with open(run_dir / "timeseries.csv") as fh:
-        series = {row["series"] for row in csv.DictReader(fh)}
+        for row in csv.DictReader(fh):
+            times[row["series"]].append(float(row["t"]))
     for expected in ("cpu.total", "rss.osd.0", "net.node1.tx", "net.client.rx", "ceph.health", "ceph.pgs.active+clean",
                      "disk.node2.write"):
-        assert expected in series, expected
+        assert expected in times, expected
+    # client2 mounts only for the parallel step; its link is counted from the run's first seconds all the same
+    for client in ("net.client.rx", "net.client2.rx"):
+        assert min(times[client]) - min(times["net.node1.rx"]) < 2.5, client
+        assert len(times[client]) >= len(times["net.node1.rx"]) - 2, client
+    assert not [name for name in PROCESSES_AFTER if name.startswith("counters.")]  # its idle windows went with it
 
 
 def test_report_names_a_bottleneck_for_every_workload(run_dir):

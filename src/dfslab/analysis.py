@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -60,10 +61,32 @@ def busiest_cpu(series: dict[str, list[tuple[float, float]]]) -> list[tuple[floa
     return sorted(busiest.items())
 
 
-def cpu_during(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
-    """Mean machine CPU % between start and end from (t, value) samples. A step shorter than
-    the sampling interval gets the first sample after it started (its CPU % covers the step)."""
-    inside = [v for t, v in samples if start <= t <= end]
+# A second moves data when the links carried at least this share of the step's busiest second.
+TRANSFER_SHARE = 0.25
+
+
+def transfer_seconds(series: dict[str, list[tuple[float, float]]], start: float, end: float) -> set[float] | None:
+    """The sample times between start and end when the nodes' links moved data (their rx + tx at
+    least TRANSFER_SHARE of the step's busiest second): a step's CPU is its transfer's, not that
+    of making and removing a pool around it. None when the links carried nothing to tell by."""
+    moved: dict[float, float] = defaultdict(float)
+    for name, pts in series.items():
+        if name.startswith("net.") and name.endswith((".rx", ".tx")):
+            for t, v in pts:
+                if start <= t <= end:
+                    moved[t] += v
+    peak = max(moved.values(), default=0.0)
+    if peak <= 0:
+        return None
+    return {t for t, v in moved.items() if v >= TRANSFER_SHARE * peak}
+
+
+def cpu_during(samples: list[tuple[float, float]], start: float, end: float,
+               only: set[float] | None = None) -> float | None:
+    """Mean machine CPU % between start and end from (t, value) samples, at the times in `only`
+    when given (transfer_seconds). A step shorter than the sampling interval gets the first
+    sample after it started (its CPU % covers the step)."""
+    inside = [v for t, v in samples if start <= t <= end and (only is None or t in only)]
     if inside:
         return statistics.fmean(inside)
     after = [(t, v) for t, v in samples if t > start]

@@ -435,14 +435,21 @@ def _results(run_path: Path) -> list[dict]:
 
 def _print_results(run_path: Path) -> None:
     """The run's results on the terminal, as the report's Workloads table has them (mean ± 95 %
-    over repetitions; every metric is in results.csv), rows under the byte ledger's floor marked."""
+    over repetitions; every metric is in results.csv), rows under the byte ledger's floor and rows
+    timed over less than MIN_PHASE_SECONDS marked."""
     from .ledger import FROM_STORAGE_FLOOR
+    from .report import short_phases
+    from .results import RunDir
     lines, columns = _results_table(run_path)
     if not lines:
         return
+    short = short_phases([r for r in RunDir(run_path).rows() if r["workload"] != "baseline"])
     for line in lines:
         share = line["numbers"].get("from_storage (ratio)")
-        line["note"] = "not from the storage" if share and share[0] < FROM_STORAGE_FLOOR else ""
+        seconds = short.get((line["workload"], line["params"]))
+        line["note"] = "; ".join(note for note in (
+            "not from the storage" if share and share[0] < FROM_STORAGE_FLOOR else "",
+            f"too short to time ({seconds:.2g} s)" if seconds is not None else "") if note)
     if not sys.stdout.isatty():  # for scripts: one line per row, tab-separated, nothing padded
         print("\t".join(["workload", "parameters", *(head for _, head in columns), "note"]))
         for line in lines:

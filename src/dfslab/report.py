@@ -21,12 +21,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .labels import SUMMARY_METRICS, params_label, varying_keys  # noqa: E402
-from .analysis import Limits, bottleneck, bottleneck_line, busiest_cpu, cpu_during, mean_ci95  # noqa: E402
+from .analysis import Limits, bottleneck, bottleneck_line, busiest_cpu, cpu_during, mean_ci95, transfer_seconds  # noqa: E402
 from .compare import compare_runs, headline, verdict  # noqa: E402
 from .results import RunDir, with_units  # noqa: E402
 from .units import human_bytes, to_display  # noqa: E402
 from .ledger import FROM_STORAGE_FLOOR, shares as ledger_shares  # noqa: E402
-from .workloads import direction  # noqa: E402
+from .workloads import MIN_PHASE_SECONDS, direction  # noqa: E402
 
 TEMPLATE = jinja2.Template("""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>dfslab {{ title }}</title>
@@ -97,7 +97,8 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 </table>{% endif %}
 {% if bottlenecks %}<h2>Bottlenecks</h2>
 <p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio)
-and of the machine's CPU while it ran. Link and disk are weighed by the bytes the byte ledger counted during the
+and of the machine's CPU in the seconds the step moved data (its links carried at least a quarter of its busiest
+second; not making and removing a pool around it). Link and disk are weighed by the bytes the byte ledger counted during the
 step (the clients' links; the servers' block I/O, replicas and metadata included); where it counted nothing the
 share is assumed (every byte on the link, every replica on the disks) and says so.</p>
 <ul class="bn">{% for line in bottlenecks %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
@@ -110,6 +111,7 @@ share is assumed (every byte on the link, every replica on the disks) and says s
 </table>{% endif %}{% endfor %}
 {% if uncached %}<p class="warn"><b>Not measuring the storage</b> (byte ledger: the clients' links carried under {{ floor }} of
 the bytes the tool counted; <code>from_storage</code> rows in results.csv):</p><ul>{% for line in uncached %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
+{% if short %}<p class="warn"><b>Too short to time</b> (<code>duration</code> rows in results.csv):</p><ul>{% for line in short %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if shallow %}<p class="warn"><b>Queue depth not reached:</b></p><ul>{% for line in shallow %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
 <h2>Cluster at the end</h2>
@@ -211,6 +213,24 @@ def not_from_storage_lines(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def short_phases(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """(workload, its parameters as the tables label them) -> the shortest timed phase of that
+    line, for every line with a phase under MIN_PHASE_SECONDS (its `duration` rows)."""
+    varying = varying_keys(rows)
+    out: dict[tuple[str, str], float] = {}
+    for r in rows:
+        if r["metric"] == "duration" and r["t"] is None and r["value"] < MIN_PHASE_SECONDS:
+            key = (r["workload"], params_label(r["params"], varying[r["workload"]]))
+            out[key] = min(r["value"], out.get(key, r["value"]))
+    return out
+
+
+def short_phase_lines(rows: list[dict[str, Any]]) -> list[str]:
+    return [f"{workload} {params}: timed over {seconds:.2g} s (under {MIN_PHASE_SECONDS:g} s: a burst of a few I/Os, "
+            f"its p99 near its maximum, shorter than one sample of the sampler; size it to run longer)"
+            for (workload, params), seconds in short_phases(rows).items()]
+
+
 def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     if path.exists():
@@ -236,7 +256,8 @@ def bottleneck_lines(rows, intervals, series, replicas, units=None) -> list[str]
             sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
             keys = varying.get(iv["workload"], set()) - {"op", "mode", "phase"}
             label = " ".join(filter(None, (iv["workload"], params_label(h["params"], keys))))
-            grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"]),
+            moving = transfer_seconds(series, iv["start"], iv["end"])
+            grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"], moving),
                                                          ledger_shares(iv.get("ledger"), op)))
     lines = []
     for (label, sub, op, unit), values in grouped.items():
@@ -370,7 +391,8 @@ def _scaling_figure(rows, axis: str, other_keys: set, caption: str) -> dict:
     ax.set_xlabel(axis)
     ax.set_ylabel(rows[0]["unit"] if rows else "")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    if any(lines):  # one unlabelled line needs no legend
+        ax.legend(fontsize=7)
     return {"svg": _svg(fig), "caption": caption}
 
 
@@ -571,6 +593,7 @@ def build(run_path: Path) -> Path:
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         bottlenecks=bottleneck_lines(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
+        short=short_phase_lines(workloads_rows),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
         status_summary=status.get("summary", []), status_tables=status.get("tables", []),
     )

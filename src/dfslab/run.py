@@ -129,6 +129,14 @@ def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot
     return lambda: ledger.snapshot(wire, clients, servers)
 
 
+def _counter_windows(attached) -> list[str]:
+    """An idle process in every client node that has none of dfslab's, so that the sampler counts
+    each client's link from the run's first second (client2 mounts only for a parallel step)."""
+    busy = {p.node for p in attached.runtime.sampled_processes() if p.alive()}
+    return [w for node in attached.spec.client_names() if node not in busy
+            and (w := attached.runtime.counter_window(node))]
+
+
 def step_id(step: Step, rep: int) -> str:
     """What names a step in results.csv and intervals.json, the same for every load of the experiment."""
     return _step_name(step.label, rep)
@@ -203,6 +211,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     first_new = len(intervals)
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
     sampler = endpoint = sampler_backend = attached = runner = None
+    windows: list[str] = []
     if owned:
         cluster.up(exp.cluster, progress)
     try:
@@ -217,6 +226,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         sampler_backend = backend_for(attached.spec, attached.runtime)  # its own connection: a thread of its own
         sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(sampler_backend, attached.runtime), exp.file.sampler.interval,
                                   extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v})
+        windows = _counter_windows(attached)
         sampler.start()
         if exp.file.sampler.prometheus_port:
             endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
@@ -283,6 +293,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         if sampler is not None:
             sampler.stop()
             sampler.write_csv(run_dir.path / "timeseries.csv", append=attempt > 1)
+        for window in windows:
+            attached.runtime.procs.stop(window)
         if endpoint is not None:
             endpoint.stop()
         for handle in (sampler_backend, attached):

@@ -114,6 +114,12 @@ class Runtime(ABC):
         else:
             terminate([proc.pid], {proc.pid: proc.start_time}, grace)
 
+    def counter_window(self, node: str) -> str | None:
+        """Where a node's link counters are read through a process inside it and the node may have
+        none (a client between mounts): start an idle one and return its tracked name (stop it with
+        `procs.stop`; `down` stops it too). None where the runtime samples nodes another way."""
+        return None
+
     def prepare(self, spec: ClusterSpec, progress) -> None:
         """Long one-time work before `create` (building images), with progress. Default: none."""
 

@@ -212,6 +212,13 @@ class LocalNetnsRuntime(Runtime):
     def command(self, node: str, argv: list[str]) -> list[str]:
         return ["nsenter", f"--net={NETNS_DIR / self.ns(node)}", "--", *argv]
 
+    def counter_window(self, node: str) -> str:
+        # nsenter execs sleep: the tracked PID is inside the namespace, so /proc/<pid>/net/dev is
+        # the node's. kind client: on runtime docker too a host process, not a container.
+        name = f"counters.{node}"
+        self.spawn(name, node, ["sleep", "infinity"], meta={"kind": "client"})
+        return name
+
     def _ours(self) -> list[str]:
         """The namespaces recorded in the state directory, exactly: each is recorded before it is
         made, so a crash cannot leave one unrecorded, and a name prefix would also match other

@@ -50,6 +50,11 @@ def metric_unit(metric: str) -> str | None:
     return next((unit for pattern, unit in METRIC_UNITS if re.search(pattern, metric)), None)
 
 
+# A timed phase shorter than this is a burst (a few I/Os, p99 = the maximum, shorter than the
+# sampler's second): its rows are marked "too short to time" in results and the report.
+MIN_PHASE_SECONDS = 2.0
+
+
 @dataclass
 class Measurement:
     workload: str

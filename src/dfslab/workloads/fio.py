@@ -89,6 +89,8 @@ def parse_json(text: str, workload: str, labels: dict[str, Any], repetition: int
         rows.append(Measurement(workload, "bandwidth", stats["bw_bytes"] / 1e6, "MB/s", p, repetition))
         rows.append(Measurement(workload, "iops", stats["iops"], "op/s", p, repetition))
         rows.append(Measurement(workload, "bytes", float(stats["io_bytes"]), "B", p, repetition))  # for the byte ledger
+        if stats.get("runtime"):  # ms: how long the phase was timed (MIN_PHASE_SECONDS)
+            rows.append(Measurement(workload, "duration", stats["runtime"] / 1000, "s", p, repetition))
         for prefix, key in (("latency", "lat_ns"), ("clat", "clat_ns"), ("slat", "slat_ns")):
             part = stats.get(key) or {}
             if not part.get("N"):  # sync engines measure no submission latency

@@ -36,8 +36,10 @@ class Metadata(Workload):
                 str(params.files_per_proc), str(params.file_size)]
         result = json.loads(runner.run(argv, tag, timeout=3600))
         labels = params.model_dump(mode="python")
-        return [Measurement(self.name, "ops", result[phase]["ops"] / result[phase]["seconds"], "op/s",
-                            {**labels, "phase": phase}, repetition) for phase in PHASES]
+        return [Measurement(self.name, metric, value, unit, {**labels, "phase": phase}, repetition)
+                for phase in PHASES
+                for metric, value, unit in (("ops", result[phase]["ops"] / result[phase]["seconds"], "op/s"),
+                                            ("duration", result[phase]["seconds"], "s"))]
 
     def headlines(self, rows: list[Measurement]) -> list[Measurement]:
         return [r for r in rows if r.metric == "ops"]

@@ -88,4 +88,5 @@ class ParallelIO(Workload):
             raise WorkloadError("fio reported no runtime")
         p = {**labels, "op": op}
         return [Measurement(self.name, "bandwidth", moved / slowest / 1e6, "MB/s", p, repetition),
-                Measurement(self.name, "bytes", float(moved), "B", p, repetition)]
+                Measurement(self.name, "bytes", float(moved), "B", p, repetition),
+                Measurement(self.name, "duration", slowest, "s", p, repetition)]

@@ -120,6 +120,8 @@ class Sql(Workload):
         labels = {**params.model_dump(mode="python"), "queries": queries}
         rows = [Measurement(self.name, metric, value, "s", labels, repetition) for metric, value in times.items()]
         rows.append(Measurement(self.name, "qps", queries / times["time_avg"], "op/s", labels, repetition))
+        # one iteration (all the queries) is the timed phase: mysqlslap times each and averages them
+        rows.append(Measurement(self.name, "duration", times["time_avg"], "s", labels, repetition))
         return rows
 
     def headlines(self, rows: list[Measurement]) -> list[Measurement]:
