@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -173,3 +174,10 @@ ceph:
   replica_size: 2
   cephfs: {cephfs}
 """
+
+
+def steps_table(html: str) -> list[list[str]]:
+    """The report's verdict table: per step its cells (step, result, CPU, link, disk, limited by)."""
+    table = html[html.index('<table class="steps">'):]
+    table = table[:table.index("</table>")]
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in table.split("<tr>")[2:]]

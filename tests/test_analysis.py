@@ -1,6 +1,6 @@
 import pytest
 
-from dfslab.analysis import Limits, bottleneck, bottleneck_line, cpu_during, mean_ci95
+from dfslab.analysis import Limits, bottleneck, cpu_during, mean_ci95, share_cells
 
 
 def test_mean_ci95_matches_student_t():
@@ -19,8 +19,7 @@ def test_bottleneck_names_the_saturated_resource():
     assert cpu["fractions"]["disk"] == pytest.approx(246 * 2 / 2500)  # every replica hits the one disk
     idle = bottleneck(20.0, "MB/s", "read", 20.0, limits)
     assert idle["bound"] is None and "no resource saturated" in idle["verdict"]
-    line = bottleneck_line("radosbench write", 246.0, "MB/s", cpu)
-    assert line.startswith("radosbench write 246 MB/s — 94 % of CPU") and line.endswith("CPU-bound")
+    assert share_cells(cpu)["CPU"] == "94 %" and cpu["bound"] == "CPU"
 
 
 def test_a_resource_the_result_exceeds_is_not_the_bottleneck():
@@ -60,7 +59,7 @@ def test_measured_shares_replace_the_assumed_ones():
     assert cached["fractions"]["link"] == pytest.approx(0.0048) and cached["assumed"] == []
     assumed = bottleneck(480.0, "MB/s", "read", 30.0, limits)
     assert assumed["fractions"]["link"] == pytest.approx(0.48) and set(assumed["assumed"]) == {"link", "disk"}
-    assert "48 % of link (assumed, not counted)" in bottleneck_line("fio read", 480.0, "MB/s", assumed)
+    assert share_cells(assumed)["link"] == "48 % (assumed)" and share_cells(cached)["link"] == "0 %"
     # a size-1 pool: its disks wrote each byte once (and BlueStore's metadata), not twice
     write = bottleneck(400.0, "MB/s", "write", 50.0, limits, {"link": 1.01, "disk": 1.07})
     assert write["fractions"]["disk"] == pytest.approx(400 * 1.07 / 1000)

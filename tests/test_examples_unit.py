@@ -47,6 +47,7 @@ CLAIMS: list[tuple[str, str, Callable[[], Any]]] = [
      lambda: _workload("containerized-vs-host.yaml", "filegrid", "record_size")),
     ("gluster-scaling.yaml", r"(\d+ MiB) sequential", lambda: _workload("gluster-scaling.yaml", "servers", "bs")),
     ("gluster-scaling.yaml", r"(\d+ KiB) random", _random_bs),
+    ("tour.yaml", r"O_DIRECT (\d+ MiB) reads", lambda: _workload("tour.yaml", "fio", "bs")),
     ("fault-matrix.yaml", r"use \+ (\d+ MiB)",
      lambda: next(f for f in _load("fault-matrix.yaml")["faults"] if f["kind"] == "fill")["options"]["headroom"]),
 ]

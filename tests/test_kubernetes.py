@@ -177,6 +177,12 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     assert ("radosbench", "bandwidth", "write") in metrics and ("radosbench", "bandwidth", "seq") in metrics, out
     assert {("fio", "bandwidth", t) for t in ("rbd", "rados", "fs")} <= metrics, sorted(metrics)
     assert all(float(r["value"]) > 0 for r in rows if r["metric"] == "bandwidth")
+    # The byte ledger counts the client node the Jobs ran on (its network is theirs): every write
+    # left it, to within the API server's own chatter on that link
+    shares = {(r["workload"], json.loads(r["params"]).get("target") or json.loads(r["params"]).get("mode")): float(r["value"])
+              for r in rows if r["metric"] == "from_storage"}
+    assert {("fio", t) for t in ("rbd", "rados", "fs")} | {("radosbench", "write")} <= set(shares), shares
+    assert all(0.9 <= shares[("fio", t)] <= 1.3 for t in ("rbd", "rados", "fs")), shares
     # The sampler watched the daemons Rook runs in pods, by their Ceph names
     with open(run / "timeseries.csv") as fh:
         series = {r["series"] for r in csv.DictReader(fh)}

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import cluster_up, dfslab, small_spec, write_spec
+from conftest import cluster_up, dfslab, small_spec, steps_table, write_spec
 from dfslab import cluster
 
 pytestmark = pytest.mark.cluster
@@ -198,10 +198,10 @@ def test_sampler_time_series(run_dir):
 
 
 def test_report_names_a_bottleneck_for_every_workload(run_dir):
-    html = (run_dir / "report.html").read_text()
-    lines = re.findall(r"<li>([^<]*(?:-bound|saturated)[^<]*)</li>", html)
-    assert {line.split()[0] for line in lines} == {"radosbench", "fio", "filegrid", "metadata", "sql", "servers", "parallel"}
-    assert all(re.search(r"\d+ % of CPU", line) for line in lines)
+    steps = steps_table((run_dir / "report.html").read_text())
+    assert {cells[0].split()[0] for cells in steps} == {"radosbench", "fio", "filegrid", "metadata", "sql", "servers", "parallel"}
+    assert all(re.fullmatch(r"\d+ %", cells[2]) for cells in steps), steps  # CPU, measured on every step
+    assert all(cells[5] in ("CPU", "network", "disk") or cells[5].startswith("none saturated") for cells in steps), steps
 
 
 def chromium() -> str:
@@ -226,6 +226,17 @@ def test_report_renders_in_headless_chromium(run_dir):
     assert dom.count("<svg") == html.count("<svg") >= figures  # every plot is in the rendered page
     console = [l for l in res.stderr.splitlines() if "CONSOLE" in l and ("Error" in l or "error" in l)]
     assert console == []
+    # The verdict and the first steps with what limited them fit the first screen; no cell in scientific notation
+    probe = Path(profile) / "report.html"
+    probe.write_text(html.replace("</body>", "<script>const t = document.querySelector('table.steps tr:nth-child(2)');"
+                                  "document.documentElement.dataset.verdict = document.querySelector('p.verdict')"
+                                  ".getBoundingClientRect().bottom + ',' + t.getBoundingClientRect().bottom;</script></body>"))
+    shown = subprocess.run([chromium(), *flags, "--window-size=1280,800", "--dump-dom", f"file://{probe}"],
+                           capture_output=True, text=True, timeout=120).stdout
+    verdict_bottom, first_step_bottom = map(float, re.search(r'data-verdict="([\d.]+),([\d.]+)"', shown).groups())
+    assert verdict_bottom < 800 and first_step_bottom < 800, (verdict_bottom, first_step_bottom)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html, re.S)
+    assert cells and not [c for c in cells if re.search(r"\d[eE][+-]?\d", c)]
     shot = run_dir / "screenshot.png"
     subprocess.run([chromium(), *flags, "--window-size=1200,3000", f"--screenshot={shot}", url],
                    capture_output=True, timeout=120, check=True)

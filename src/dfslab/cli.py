@@ -119,7 +119,7 @@ class LiveProgress:
 
 @app.command()
 def up(
-    spec_file: Path = typer.Argument(..., help="cluster spec (YAML); see README.md 'Spec reference'"),
+    spec_file: Path = typer.Argument(..., help="cluster spec (YAML); every field: docs/spec.md, or dfslab schema spec"),
     name: Optional[str] = typer.Option(None, callback=_cluster_name, help="override the spec's name (run several copies side by side)"),
     timeout: float = typer.Option(300, help="seconds to wait for HEALTH_OK before giving up and tearing down"),
     keep_on_failure: bool = typer.Option(False, help="leave a failed cluster in place to debug it (remove with `dfslab down`)"),
@@ -960,6 +960,19 @@ def plan(
             console.print(f"  {f['failure']}: {f['pgs_degraded']} PGs degraded, {human_bytes(f['bytes_moved'])} to "
                           f"re-replicate, >= {f['recovery_seconds'] / 60:.1f} min ({f['limit']})")
     print(f"report: {write(plans, out).resolve()}")
+
+
+@app.command()
+def schema(
+    kind: str = typer.Argument(..., metavar="spec|experiment", help="which file's schema"),
+) -> None:
+    """Print the JSON Schema of a cluster spec or an experiment (from the models that validate them).
+
+    Save it and point your editor at it, and files are completed and checked while you type: with the YAML language server (VS Code's YAML extension, Neovim, Emacs), dfslab schema experiment > .dfslab-experiment.json, then a first line # yaml-language-server: $schema=.dfslab-experiment.json in the file."""
+    from .schema import SCHEMAS
+    if kind not in SCHEMAS:
+        fail(ValueError(f"no schema {kind!r}; give one of: {', '.join(SCHEMAS)}"))
+    print(json.dumps(SCHEMAS[kind](), indent=2))
 
 
 @app.command()

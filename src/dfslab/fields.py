@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
 
 from .units import UnitError, parse_bandwidth, parse_duration, parse_size
 
@@ -31,9 +31,15 @@ class Unit(str):
     """The unit a field's value is in, kept on the field so a run can record it."""
 
 
-Bytes = Annotated[int, _unit_validator(parse_size), _with_unit("B"), Unit("B")]
-BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit"), Unit("bit/s")]
-Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s"), Unit("s")]
+def _written(*examples: str) -> WithJsonSchema:
+    # What a file holds (a number with its unit), for the JSON Schema editors check files against.
+    return WithJsonSchema({"type": "string", "examples": list(examples)})
+
+
+Bytes = Annotated[int, _unit_validator(parse_size), _with_unit("B"), Unit("B"), _written("4GiB", "1MiB", "64KiB")]
+BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit"), Unit("bit/s"),
+                          _written("1gbit", "100mbit")]
+Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s"), Unit("s"), _written("10s", "5min", "0.5ms")]
 
 
 def field_units(model: type[BaseModel]) -> dict[str, str]:

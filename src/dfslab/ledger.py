@@ -6,9 +6,10 @@ A ceph-fuse read served from its cache moves no bytes on the client's link; a li
 acknowledged by its cache moves them later. `from_storage` = wire bytes / tool bytes, per
 direction (reads: what the clients received; writes: what they sent); under FROM_STORAGE_FLOOR
 the report marks the row as not measuring the storage. Counted where the clients are network
-namespaces of dfslab's (runtime local, docker) or this machine itself (runtime host); elsewhere
-(loopback, where every daemon shares `lo`; Kubernetes Jobs) the ledger says "not counted" rather
-than a number that is not the client's."""
+namespaces of dfslab's (runtime local, docker, and the client node of the Kubernetes dfslab starts,
+whose Jobs use its network) or this machine itself (runtime host); elsewhere (loopback, where every
+daemon shares `lo`; a Kubernetes you run, whose client pods are on other machines) the ledger
+says "not counted" rather than a number that is not the client's."""
 
 from __future__ import annotations
 

@@ -21,10 +21,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .labels import SUMMARY_METRICS, params_label, varying_keys  # noqa: E402
-from .analysis import Limits, bottleneck, bottleneck_line, busiest_cpu, cpu_during, mean_ci95, transfer_seconds  # noqa: E402
+from .analysis import Limits, bottleneck, busiest_cpu, share_cells, cpu_during, mean_ci95, transfer_seconds  # noqa: E402
 from .compare import compare_runs, headline, verdict  # noqa: E402
 from .results import RunDir, with_units  # noqa: E402
-from .units import human_bytes, to_display  # noqa: E402
+from .units import human_bytes, quantity, si, to_display  # noqa: E402
 from .ledger import FROM_STORAGE_FLOOR, shares as ledger_shares  # noqa: E402
 from .workloads import MIN_PHASE_SECONDS, direction  # noqa: E402
 
@@ -36,12 +36,29 @@ table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding
 th{background:#f3f3f3}td.l,th.l{text-align:left}td.p{white-space:nowrap}.ok{color:#080}.bad{color:#b00}.warn{color:#a60}
 figure{margin:1.2em 0}figcaption{font-size:.9em;color:#555}code{background:#f6f6f6;padding:0 .2em}
 ul.bn li{margin:.25em 0;font-family:ui-monospace,monospace;font-size:.92em}
+p.verdict{font-size:1.1em}td.sat{font-weight:bold;color:#b00}p.note{font-size:.85em;color:#555;max-width:60em}
 </style></head><body>
 <h1>dfslab {{ title }}</h1>
 <p>Cluster <b>{{ cluster }}</b> ({{ filesystem }}, runtime {{ runtime }}) ·
-health after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad' }}">{{ health }}</b> ·
 {{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ (prov.filesystem_versions or {'ceph': prov.ceph_version}).values()|join(' · ') }} ·
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
+<h2 id="verdict">Verdict</h2>
+<p class="verdict">Cluster after the workloads: <b class="{{ 'ok' if health == 'HEALTH_OK' else 'bad' }}">{{ health }}</b> ·
+data: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrity.corrupt else 'bad' }}">{{ integrity.lost }} lost,
+{{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed{% elif faults %}<b class="bad">not verified</b>{% else %}not
+checked (no faults: an experiment's <code>faults:</code> checks every acknowledged write){% endif %} ·
+{{ measured_steps }} step(s) measured{% if failures %}, <b class="bad">{{ failures|length }} failed</b>{% endif %}{% if skipped %},
+<span class="warn">{{ skipped|length }} skipped</span>{% endif %}</p>
+{% if bottlenecks %}<table class="steps"><tr><th class="l">step</th><th>result</th><th>CPU</th><th>link</th><th>disk</th><th class="l">limited by</th></tr>
+{% for b in bottlenecks %}<tr><td class="l">{{ b.step }}</td><td class="p">{{ b.result }}</td>{% for k in ('CPU', 'link', 'disk') %}<td class="p {{ 'sat' if b.bound == k else '' }}">{{ b.shares.get(k, '–') }}</td>{% endfor %}
+<td class="l p {{ 'sat' if b.bound else '' }}">{{ b.limit }}</td></tr>{% endfor %}
+</table>
+<p class="note">Each step's share of the limits measured before the workloads (client link by iperf3, disk by fio)
+and of the machine's CPU in the seconds the step moved data (its links carried at least a quarter of its busiest
+second; not making and removing a pool around it); a resource at 75 % or more is what limited the step (marked).
+Link and disk are weighed by the bytes the byte ledger counted during the step (the clients' links; the servers'
+block I/O, replicas and metadata included); where it counted nothing the share is assumed and says so. "None
+saturated": the step was bound by latency or by how many I/Os it kept in flight.</p>{% endif %}
 {% if failures %}<p class="bad"><b>Failures:</b></p><ul>{% for f in failures %}<li class="bad">{{ f }}</li>{% endfor %}</ul>{% endif %}
 {% if skipped %}<p class="warn">Skipped: {{ skipped|join('; ') }}</p>{% endif %}
 {% if server_cache %}<p>Server caches dropped before every step: {{ server_cache }}.</p>{% endif %}
@@ -95,13 +112,6 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 <td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% if r.over == 'one run' %} (within one run){% endif %}{% else %}none{% endif %}</td>
 <td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}</td></tr>{% endfor %}
 </table>{% endif %}
-{% if bottlenecks %}<h2>Bottlenecks</h2>
-<p>Each result as a fraction of the limits measured before the workloads (client link by iperf3, disk by fio)
-and of the machine's CPU in the seconds the step moved data (its links carried at least a quarter of its busiest
-second; not making and removing a pool around it). Link and disk are weighed by the bytes the byte ledger counted during the
-step (the clients' links; the servers' block I/O, replicas and metadata included); where it counted nothing the
-share is assumed (every byte on the link, every replica on the disks) and says so.</p>
-<ul class="bn">{% for line in bottlenecks %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
 <h2>Summary</h2>
 <p>Mean ± 95 % interval over repetitions (n). Every metric of every tool is in <code>results.csv</code>.</p>
 {% for title, lines, columns in tables %}{% if lines %}<h3>{{ title }}</h3>
@@ -171,14 +181,12 @@ def summarize(rows: list[dict[str, Any]], columns: list[str]) -> tuple[list[dict
 
 
 def cell(mean: float, ci: float | None, metric: str) -> str:
-    """A table cell: shares with 3 decimals, thousands grouped (17,390 op/s, not 1.739e+04), else
-    4 significant digits; the interval to the same decimals."""
+    """A table cell: shares with 3 decimals, else 3 significant figures with an SI suffix
+    (17.4 k op/s, not 1.739e+04); the interval to 2."""
     if metric == "from_storage":
         text, ci_text = f"{mean:.3f}", f"{ci:.3f}" if ci is not None else ""
-    elif abs(mean) >= 1000:
-        text, ci_text = f"{mean:,.0f}", f"{ci:,.0f}" if ci is not None else ""
     else:
-        text, ci_text = f"{mean:.4g}", f"{ci:.2g}" if ci is not None else ""
+        text, ci_text = si(mean), si(ci, 2) if ci is not None else ""
     return text + (f" ± {ci_text}" if ci_text else "")
 
 
@@ -240,9 +248,13 @@ def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
     return series
 
 
-def bottleneck_lines(rows, intervals, series, replicas, units=None) -> list[str]:
-    """One line per headline (mean over repetitions); `units` (units.json) shows byte parameters
-    as the tables do (bs=4KiB, not 4096)."""
+LIMIT_TEXT = {"CPU": "CPU", "link": "network", "disk": "disk", None: "none saturated"}
+
+
+def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[str, Any]]:
+    """One row per headline (mean over repetitions): the step, its number, the share of CPU, link
+    and disk it used and what limited it; `units` (units.json) shows byte parameters as the tables
+    do (bs=4KiB, not 4096)."""
     varying = varying_keys(rows)
     limits = Limits.from_rows(rows, replicas)
     cpu = busiest_cpu(series)
@@ -266,7 +278,10 @@ def bottleneck_lines(rows, intervals, series, replicas, units=None) -> list[str]
         measured = {k: statistics.fmean(m[k] for _, _, m in values) for k in ("link", "disk")
                     if all(k in m for _, _, m in values)}
         result = bottleneck(value, unit, op, sum(cpus) / len(cpus) if cpus else None, limits, measured)
-        lines.append(bottleneck_line(f"{label}{f' {sub}' if sub else ''}", value, unit, result))
+        lines.append({"step": f"{label}{f' {sub}' if sub else ''}", "result": quantity(value, unit),
+                      "shares": share_cells(result),
+                      "bound": result["bound"], "verdict": result["verdict"], "limit": LIMIT_TEXT[result["bound"]]
+                      + (f"; above the {' and '.join(result['exceeded'])} baseline: a cache" if result["exceeded"] else "")})
     return lines
 
 
@@ -591,7 +606,8 @@ def build(run_path: Path) -> Path:
         server_cache=next((iv["server_cache_dropped"] for iv in intervals if iv.get("server_cache_dropped")), None),
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
         faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
-        bottlenecks=bottleneck_lines(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
+        measured_steps=sum(1 for iv in intervals if iv["workload"] != "baseline" and not iv.get("error")),
+        bottlenecks=bottleneck_rows(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
         short=short_phase_lines(workloads_rows),
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),

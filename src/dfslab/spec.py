@@ -297,7 +297,7 @@ def unknown_field(name: Any, valid: list[str]) -> str:
         return f"unknown field; did you mean {close[0]}?"
     if valid:
         return f"unknown field; valid here: {', '.join(valid)}"
-    return "unknown field; check its spelling against the spec reference in README.md"
+    return "unknown field; check its spelling against docs/spec.md (every field), or dfslab schema spec"
 
 
 def _problems(exc: ValidationError, model: type[BaseModel] | None = None) -> list[tuple[str, str]]:

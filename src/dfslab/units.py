@@ -6,6 +6,8 @@ guess makes a cluster that silently does not fit the machine.
 
 from __future__ import annotations
 
+import math
+
 import re
 
 _NUMBER = r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z/]*)"
@@ -75,6 +77,33 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+SI_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures in plain notation (0.112, 30.4, 576, 100; never 1e+03)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    rounded = float(f"{value:.{digits}g}")  # 99.96 -> 100.0: the decimals follow the rounded value
+    return f"{rounded:.{max(0, digits - 1 - math.floor(math.log10(abs(rounded))))}f}"
+
+
+def si(value: float, digits: int = 3) -> str:
+    """3 significant figures with an SI suffix: 17390 -> "17.4 k", 576.2 -> "576", 0.112 -> "0.112"."""
+    for scale, prefix in SI_PREFIXES:
+        if abs(float(f"{value:.{digits}g}")) >= scale:
+            return f"{significant(value / scale, digits)} {prefix}"
+    return significant(value, digits)
+
+
+def quantity(value: float, unit: str) -> str:
+    """A number with its unit for reading: MB/s climbs to GB/s, counts take SI suffixes
+    (1359 MB/s -> "1.36 GB/s", 17390 op/s -> "17.4 k op/s", 6.98 ms -> "6.98 ms")."""
+    if unit == "MB/s" and abs(float(f"{value:.3g}")) >= 1000:
+        return f"{si(value / 1000)} GB/s"
+    return f"{si(value)} {unit}"
 
 
 class ByteCount(int):

@@ -32,7 +32,7 @@ def cluster_target(target: str) -> str | None:
     return None if target == "local" else {"cephfs": "fs"}.get(target, target)
 
 
-# One unit per metric name, whatever the workload (README, "Numbers you can check"): a `groupby("metric")` over
+# One unit per metric name, whatever the workload (docs/experiments.md, "Numbers you can check"): a `groupby("metric")` over
 # results.parquet never mixes seconds and milliseconds. Checked when a row is made.
 METRIC_UNITS = [
     (r"(^|_)(latency|clat|slat)_", "ms"),

@@ -12,7 +12,7 @@ target, and only it, crosses the full ratio and Ceph raises OSD_FULL. Ratios are
 so under a concurrent writer (which grows every OSD) the gap is re-measured and more is written
 until the target is reported full. Ceph then flags every pool with a PG on the target FULL
 (POOL_FULL) and client writes to those pools block, as on a full production cluster: measured
-on replica 3 over 3 OSDs, 0 acknowledged writes while full (README "Breaking it"). While the
+on replica 3 over 3 OSDs, 0 acknowledged writes while full (docs/faults.md). While the
 fault is still filling (10-20 s), client writes go on, slowed by the fill's own writes.
 Undo restores the ratios and the OSD's device class and deletes the fill pool; blocked writes
 resume.

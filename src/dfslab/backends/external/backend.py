@@ -60,7 +60,7 @@ class ExternalBackend(Backend):
         for i, endpoint in enumerate(ext.clients):
             if why := tcp_answers(*split_endpoint(endpoint, FIO_PORT)):
                 problems.append(f"external.clients[{i}]: fio server {endpoint} does not answer ({why}); start "
-                                f"`fio --server` there (README: Measuring a cluster you already have)")
+                                f"`fio --server` there (docs/existing.md)")
         for i, endpoint in enumerate(ext.iperf):
             if why := tcp_answers(*split_endpoint(endpoint, IPERF_PORT)):
                 problems.append(f"external.iperf[{i}]: iperf3 server {endpoint} does not answer ({why}); start `iperf3 -s` there")
