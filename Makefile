@@ -1,7 +1,8 @@
 # `make demo` and `make test` install what is missing first (scripts/install-deps.sh: Debian's
-# packages and the venv). The Kubernetes and Rook build (scripts/build-kubernetes.sh, 5-11 min cold,
-# cached after) is only for runtime kubernetes: `make install-deps` runs it, and `make test` runs
-# it in the background beside the tests that do not need it.
+# packages and the venv; the demo only its own group). The Kubernetes and Rook build
+# (scripts/build-kubernetes.sh, 5-11 min cold, cached after) is only for runtime kubernetes: dfslab
+# runs it on first use, `make install-deps` runs it ahead, and `make test` runs it in the
+# background beside the tests that do not need it.
 # `make` alone builds the native code: native/cls_dfslab, the object class for query pushdown.
 DFSLAB := .venv/bin/dfslab
 N ?= 3
@@ -19,8 +20,15 @@ install-base:
 install-deps: install-base
 	bash scripts/build-kubernetes.sh
 
-demo: install-base native
-	$(DFSLAB) run examples/quickstart.yaml
+# `make demo` installs only what the quickstart needs (group demo of src/dfslab/debian-packages.txt):
+# GlusterFS, Docker's and Kubernetes' pieces are installed by dfslab on their first use. It ends
+# with the time of each phase.
+demo:
+	@start=$$(date +%s); bash scripts/install-deps.sh demo || exit $$?; installed=$$(date +%s); \
+	$(MAKE) --no-print-directory native >/dev/null || exit $$?; \
+	$(DFSLAB) run examples/quickstart.yaml; rc=$$?; end=$$(date +%s); \
+	echo "make demo: install $$((installed - start)) s, quickstart $$((end - installed)) s, total $$((end - start)) s"; \
+	exit $$rc
 
 # The whole suite in timed phases, the 30 slowest tests and the totals at the end (docs/testing.md).
 test: install-base native

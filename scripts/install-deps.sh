@@ -5,16 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse glusterfs-server glusterfs-client python3-rados python3-rbd
-      g++ make fio iperf3 iproute2 iputils-ping util-linux procps fuse3 python3-venv python3-pip
-      mariadb-server mariadb-client
-      docker.io debootstrap prometheus-node-exporter prometheus
-      etcd-server containernetworking-plugins golang-go patch
-      chromium)  # chromium: the report test renders report.html headless; mariadb: the sql workload; g++: cls_dfslab
-                 # docker.io + debootstrap: runtime docker (dfslab starts its own dockerd, builds its image)
-                 # prometheus-node-exporter: the scraping test of filesystem: external; prometheus: the live-metrics test
-                 # etcd-server, containernetworking-plugins (+ containerd, runc from docker.io): runtime kubernetes's
-                 # local cluster; golang-go: only to fetch a recent Go toolchain (scripts/build-kubernetes.sh)
+# Usage: scripts/install-deps.sh [GROUP...]: the Debian packages of those groups of
+# src/dfslab/debian-packages.txt (all of them without arguments), then the venv.
+LIST=src/dfslab/debian-packages.txt
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || mapfile -t groups < <(sed -n 's/^\([a-z]*\):.*/\1/p' "$LIST")
+DEBS=()
+for group in "${groups[@]}"; do
+  line=$(grep "^$group:" "$LIST") || { echo "install-deps: no group $group in $LIST" >&2; exit 2; }
+  read -r -a pkgs <<< "${line#*:}"
+  DEBS+=("${pkgs[@]}")
+done
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (dfslab creates network namespaces and runs Ceph daemons)" >&2

@@ -58,8 +58,8 @@ def k8s_cache() -> Path:
 def binary(name: str) -> str:
     path = k8s_cache() / "bin" / name
     if not path.exists():
-        raise RuntimeError_(f"runtime kubernetes: {path} is missing; build the Kubernetes and Rook binaries once "
-                            "with `bash scripts/build-kubernetes.sh` (make install-deps runs it; ~10 min cold)")
+        raise RuntimeError_(f"runtime kubernetes: {path} is missing; `dfslab up` builds the Kubernetes and Rook "
+                            "binaries on first use, or ahead: bash scripts/build-kubernetes.sh (~10 min cold)")
     return str(path)
 
 

@@ -1,0 +1,84 @@
+"""What a cluster needs from Debian beyond `make demo`'s packages, installed on its first use:
+GlusterFS's packages for `filesystem: gluster`, docker.io and debootstrap for `runtime: docker`,
+and for `runtime: kubernetes` the local cluster's packages and the Kubernetes and Rook build
+(scripts/build-kubernetes.sh, ~10 min cold, cached after). Groups and packages are listed once,
+in debian-packages.txt, which scripts/install-deps.sh reads too."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+from .runtime import RuntimeError_
+from .spec import ClusterSpec
+from .state import dfslab_home
+
+PACKAGES = Path(__file__).with_name("debian-packages.txt")
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"  # the repository's, beside src/
+RUNTIME_GROUPS = {"docker": ["docker"], "kubernetes": ["kubernetes"], "kubernetes-existing": ["docker"]}
+FILESYSTEM_GROUPS = {"gluster": ["gluster"]}
+KUBERNETES_BUILD_MINUTES = 10  # measured cold on this 2-core machine (scripts/build-kubernetes.sh)
+
+
+class DepsError(RuntimeError_):
+    """A missing package or build that could not be installed here (a user's error: exit 2 names the command)."""
+
+
+def groups() -> dict[str, list[str]]:
+    out = {}
+    for line in PACKAGES.read_text().splitlines():
+        name, sep, packages = line.partition(":")
+        if sep and not line.startswith("#"):
+            out[name.strip()] = packages.split()
+    return out
+
+
+def missing(group: str) -> list[str]:
+    """The group's packages dpkg does not have installed."""
+    out = []
+    for package in groups()[group]:
+        res = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True)
+        if "install ok installed" not in res.stdout:
+            out.append(package)
+    return out
+
+
+def _script(name: str, args: list[str], what: str, log_name: str) -> None:
+    script = SCRIPTS / name
+    if os.geteuid() != 0 or not script.is_file():
+        raise DepsError(f"{what} is missing; as root, from the repository: bash scripts/{name} {' '.join(args)}")
+    log = dfslab_home() / "logs" / log_name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as out:
+        res = subprocess.run(["bash", str(script), *args], stdout=out, stderr=subprocess.STDOUT, cwd=script.parent.parent)
+    if res.returncode != 0:
+        tail = log.read_text()[-600:].strip()
+        raise DepsError(f"installing {what} failed (bash scripts/{name} {' '.join(args)}; log {log}): {tail}")
+
+
+def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], None]) -> None:
+    """Install what `spec` on `runtime_kind` needs and this machine lacks, saying what and why."""
+    wanted = RUNTIME_GROUPS.get(runtime_kind, []) + FILESYSTEM_GROUPS.get(spec.filesystem, [])
+    for group in dict.fromkeys(wanted):
+        lacking = missing(group)
+        if lacking:
+            progress("installing", f"first use of {group}: Debian's {' '.join(lacking)} (about a minute)")
+            started = time.monotonic()
+            _script("install-deps.sh", [group], f"Debian's {' '.join(lacking)}", f"install-{group}.log")
+            progress("installed", f"{group} in {time.monotonic() - started:.0f} s")
+    if runtime_kind == "kubernetes":
+        ensure_kubernetes_build(progress)
+
+
+def ensure_kubernetes_build(progress: Callable[[str, str], None]) -> None:
+    from .runtime.kubernetes import COMPONENTS, k8s_cache
+    if all((k8s_cache() / "bin" / name).exists() for name in (*COMPONENTS, "rook")):
+        return
+    progress("building Kubernetes and Rook", f"first use of runtime kubernetes: about {KUBERNETES_BUILD_MINUTES} min "
+                                             f"on 2 cores, cached in {k8s_cache()} (log: {dfslab_home() / 'logs'})")
+    started = time.monotonic()
+    _script("build-kubernetes.sh", [], "the Kubernetes and Rook build", "build-kubernetes.log")
+    progress("built", f"Kubernetes and Rook in {(time.monotonic() - started) / 60:.1f} min")

@@ -1,0 +1,31 @@
+"""What each use installs: `make demo` only Ceph and the quickstart's tools; GlusterFS, Docker's
+and Kubernetes' pieces on the first use that needs them (one list, read by scripts/install-deps.sh
+and dfslab.deps alike)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import REPO
+from dfslab import deps
+from dfslab.experiment import load_experiment
+
+
+def test_the_demo_group_holds_what_the_quickstart_runs_and_nothing_heavier():
+    demo = set(deps.groups()["demo"])
+    assert {"ceph-osd", "ceph-fuse", "fio", "iperf3", "mariadb-server"} <= demo
+    assert not demo & {"docker.io", "debootstrap", "chromium", "prometheus", "golang-go", "etcd-server", "glusterfs-server"}
+    exp = load_experiment(f"{REPO}/examples/quickstart.yaml")
+    assert exp.cluster.filesystem == "ceph" and exp.cluster.runtime == "local"  # nothing beyond demo on first use
+    assert deps.RUNTIME_GROUPS.get("local", []) == [] and deps.FILESYSTEM_GROUPS.get("ceph", []) == []
+
+
+def test_every_group_dfslab_asks_for_is_one_the_install_script_knows():
+    wanted = {g for gs in (*deps.RUNTIME_GROUPS.values(), *deps.FILESYSTEM_GROUPS.values()) for g in gs}
+    assert wanted <= set(deps.groups())
+    res = subprocess.run(["bash", "scripts/install-deps.sh", "no-such-group"], cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 2 and "no group no-such-group" in res.stderr
+
+
+def test_installed_packages_are_not_installed_again():
+    assert deps.missing("demo") == []  # this machine ran `make test`'s install, which has every group
