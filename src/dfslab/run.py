@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import socket
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +25,8 @@ from .fields import field_units
 from . import ledger
 from .spec import ClusterSpec, SpecError
 from .state import ClusterState
-from .workloads import Measurement, Runner, baseline
+from .watch import StepWatch
+from .workloads import Measurement, Runner, WorkloadError, baseline
 
 
 AfterRep = Callable[[Step, int, list[Measurement]], bool]
@@ -97,17 +99,26 @@ def _record(run_dir: RunDir, intervals: list, interval: dict[str, Any], rows: li
 
 
 def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list, attempt: int,
-              count: Callable[[], ledger.Snapshot], server_cache: str = "keep") -> tuple[dict[str, Any], list[Measurement]]:
+              count: Callable[[], ledger.Snapshot], server_cache: str = "keep",
+              alarms: Callable[[], list[str]] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
+    """One step. `alarms` (the backend's, None while a fault is scheduled in the step): watched
+    while the tools run; the first one stops them and fails the step naming it (dfslab.watch)."""
     start = time.time()
     dropped = None
+    watch = StepWatch(runner, alarms) if alarms is not None else None
     try:
         step.workload.prepare(runner, step.params)
         if server_cache == "drop" and runner.storage is not None:
             dropped = runner.storage.drop_server_caches(runner)
         before = count()
-        rows = step.workload.run(runner, step.params, rep)
+        with watch or nullcontext():
+            rows = step.workload.run(runner, step.params, rep)
+        short = _stopped(watch, runner) or step.workload.shortfall(step.params, rows)
+        if short:
+            raise WorkloadError(short)
     except Exception as exc:  # one failed step is recorded and reported; the run goes on
-        rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=str(exc) or repr(exc))
+        error = _stopped(watch, runner) or str(exc) or repr(exc)
+        rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=error)
     else:
         moved = ledger.delta(before, count())
         rows += ledger.ledger_rows(rows, moved)
@@ -117,6 +128,15 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         interval["server_cache_dropped"] = dropped
     _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
     return interval, rows
+
+
+def _stopped(watch: StepWatch | None, runner: Runner) -> str | None:
+    """Why the watch stopped the step's tools, with what fills the storage when that is it."""
+    if watch is None or watch.reason is None:
+        return None
+    detail = runner.storage.space_detail(runner) if "FULL" in watch.reason and runner.storage is not None else None
+    return (f"stopped after {watch.after:.0f} s: {watch.reason}" + (f" ({detail})" if detail else "")
+            + "; the tools were stopped rather than left waiting on the cluster")
 
 
 def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot]:
@@ -259,7 +279,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 continue
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
-            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache)
+            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
+                                       None if timed else sampler_backend.alarms)
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
                 stopped.add(id(step))
             if timed:

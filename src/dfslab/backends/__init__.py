@@ -152,6 +152,15 @@ class Backend(ABC):
     def status(self) -> dict[str, Any]:
         """health, summary, tables, write_amplification, plus the filesystem's own keys."""
 
+    def alarms(self) -> list[str]:
+        """What would make a client's I/O wait forever, as this backend's latest `sample` saw it
+        (a full OSD, monitors that stopped answering), one line each; [] when nothing (dfslab.watch)."""
+        return []
+
+    def space_detail(self, runner: Any) -> str | None:
+        """What fills the storage, for a step stopped by a full device (data vs metadata)."""
+        return None
+
     @abstractmethod
     def healthy(self) -> bool:
         """Fully recovered: healthy and every placement of data complete (faults wait on it)."""

@@ -53,6 +53,8 @@ def metric_unit(metric: str) -> str | None:
 # A timed phase shorter than this is a burst (a few I/Os, p99 = the maximum, shorter than the
 # sampler's second): its rows are marked "too short to time" in results and the report.
 MIN_PHASE_SECONDS = 2.0
+# A timed write that ran under this share of the seconds it asked for ended early (dfslab.watch).
+SHORTFALL = 0.8
 
 
 @dataclass
@@ -99,6 +101,9 @@ class Runner:
     # The cluster's backend: what only the filesystem knows (Backend.fio_target, confine,
     # pool_free_bytes). None for work on this machine alone (baselines).
     storage: Any = None
+    # The tools of the step now running (`run`, `popen(watched=True)`): what `stop_tools` stops
+    # when the cluster can no longer serve the step (dfslab.watch).
+    live: set = field(default_factory=set)
 
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
         """A directory a file workload writes in: on the cluster's POSIX mount on `node`
@@ -122,16 +127,44 @@ class Runner:
         """Hosts running `fio --server` that fio workloads fan out to (external clusters)."""
         return self.storage.fio_servers() if self.storage is not None else []
 
-    def popen(self, argv: list[str], node: str = "client", **kw) -> subprocess.Popen:
-        return subprocess.Popen(self.command(node, argv), env=self.env, **kw)
+    def popen(self, argv: list[str], node: str = "client", watched: bool = False, **kw) -> subprocess.Popen:
+        """A process on `node`; `watched`: one of the step's tools (stopped with them; the caller
+        takes it out of `live` when it ended), not a server kept across steps."""
+        proc = subprocess.Popen(self.command(node, argv), env=self.env, **kw)
+        if watched:
+            self.live.add(proc)
+        return proc
 
     def run(self, argv: list[str], name: str, node: str = "client", timeout: float = 600, check: bool = True) -> str:
-        """Run a tool, keep its output untouched in raw/<name>.txt, return it (check: raise on failure)."""
-        res = subprocess.run(self.command(node, argv), capture_output=True, text=True, env=self.env, timeout=timeout)
-        path = self.keep(name, argv, res.stdout, res.stderr)
-        if res.returncode != 0 and check:
-            raise WorkloadError(f"`{' '.join(argv)}` exited {res.returncode}; output in {path}: {res.stderr.strip()[-300:]}")
-        return res.stdout if res.returncode == 0 else ""
+        """Run a tool, keep its output untouched in raw/<name>.txt, return it (check: raise on failure).
+        A tool still running at `timeout` is stopped and named: a step never waits on it forever."""
+        proc = self.popen(argv, node, watched=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            path = self.keep(name, argv, stdout, stderr)
+            raise WorkloadError(f"`{argv[0]}` was still running at its deadline ({timeout:.0f} s) and was stopped; "
+                                f"output so far in {path}") from None
+        finally:
+            self.live.discard(proc)
+        path = self.keep(name, argv, stdout, stderr)
+        if proc.returncode != 0 and check:
+            raise WorkloadError(f"`{' '.join(argv)}` exited {proc.returncode}; output in {path}: {stderr.strip()[-300:]}")
+        return stdout if proc.returncode == 0 else ""
+
+    def stop_tools(self, grace: float = 5.0) -> None:
+        """Stop the step's tools: SIGTERM (a Job's wrapper deletes its Job), SIGKILL after `grace`."""
+        tools = list(self.live)
+        for proc in tools:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in tools:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
     def keep(self, name: str, argv: list[str], stdout: str, stderr: str) -> Path:
         """raw/<name>.txt is the tool's output untouched; the command and stderr go beside it."""
@@ -174,6 +207,19 @@ class Workload(ABC):
     def estimate(self, params: Any) -> float:
         """Seconds one run is expected to take (for ETA and the time budget)."""
         return float(getattr(params, "seconds", 10)) + 5
+
+    def shortfall(self, params: Any, rows: list[Measurement]) -> str | None:
+        """Why the step ran short of what it asked, or None: a timed write that ended early (the
+        pool filled, the tool's own error) is a failure, not a number. Reads may end early (rados
+        bench's seq reads what write left)."""
+        asked = getattr(params, "seconds", None)
+        if not asked:
+            return None
+        ran = [r.value for r in rows if r.metric == "duration" and r.t is None and direction(r.params) == "write"]
+        if ran and min(ran) < SHORTFALL * asked:
+            return (f"asked for {asked:g} s of writes, the tool ran {min(ran):.2f} s: it ended early (its output "
+                    f"in raw/ says why; a full pool or device is the usual cause)")
+        return None
 
     def headlines(self, rows: list[Measurement]) -> list[Measurement]:
         """The figures a bottleneck line is about: throughput, one per direction/phase."""

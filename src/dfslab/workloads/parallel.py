@@ -73,10 +73,12 @@ class ParallelIO(Workload):
         for c, directory in dirs.items():
             argv = fio_argv(f"ior-{c}", rw=op, bs=params.transfer_size, size=params.block_size, numjobs=params.procs,
                             ioengine="psync", directory=str(directory), end_fsync=int(op == "write"))
-            procs[c] = (argv, runner.popen(argv, node=c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            procs[c] = (argv, runner.popen(argv, node=c, watched=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           text=True))
         moved, slowest = 0, 0.0
         for c, (argv, proc) in procs.items():
             out, err = proc.communicate(timeout=3600)
+            runner.live.discard(proc)
             tag = f"parallel-{params.target}-c{params.clients}-p{params.procs}-{op}-{c}-r{repetition}"
             runner.keep(tag, argv, out, err)
             if proc.returncode != 0:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import psutil
 
 from ...procs import tool_version
+from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, drop_page_cache, table
@@ -190,6 +193,9 @@ class CephBackend(Backend):
 
     def sample(self) -> dict[str, tuple[float, str]]:
         status = self.ctx.admin.cmd("status", timeout=10)
+        self.seen_checks = {name: check.get("summary", {}).get("message", name)
+                            for name, check in status["health"].get("checks", {}).items()}
+        self.answered_at = time.monotonic()
         health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(status["health"]["status"], 2)
         osdmap = status.get("osdmap", {})
         pgmap = status.get("pgmap", {})
@@ -204,6 +210,31 @@ class CephBackend(Backend):
         for entry in pgmap.get("pgs_by_state", []):
             out[f"ceph.pgs.{entry['state_name']}"] = (entry["count"], "PGs")
         return out
+
+    # Health checks under which clients' writes block until someone acts (frees space, raises a
+    # ratio): a step that meets one fails naming it, not after the tool's own timeout.
+    BLOCKING_CHECKS = ("OSD_FULL", "POOL_FULL")
+    MONITOR_SILENCE = 20.0  # seconds without an answer to `status`: the MONs lost quorum (or died)
+    seen_checks: dict[str, str] = {}
+    answered_at: float | None = None
+
+    def alarms(self) -> list[str]:
+        found = [f"{name}: {message}" for name, message in self.seen_checks.items() if name in self.BLOCKING_CHECKS]
+        if self.answered_at is not None and time.monotonic() - self.answered_at > self.MONITOR_SILENCE:
+            found.append(f"the monitors have not answered for {time.monotonic() - self.answered_at:.0f} s "
+                         f"(quorum lost, or every MON down)")
+        return found
+
+    def space_detail(self, runner: Any) -> str | None:
+        out = runner.run(["ceph", "osd", "df", "--format", "json"], "osd-df-when-stopped", timeout=30, check=False)
+        try:
+            nodes = json.loads(out[out.index("{"):])["nodes"]
+        except (ValueError, KeyError):
+            return None
+        fullest = max(nodes, key=lambda n: n.get("utilization", 0))
+        kib = lambda key: human_bytes(fullest.get(key, 0) * 1024)  # noqa: E731
+        return (f"{fullest['name']} is {fullest.get('utilization', 0):.0f} % used: {kib('kb_used_data')} data, "
+                f"{kib('kb_used_meta')} BlueFS/RocksDB metadata, {kib('kb_used_omap')} omap, of {kib('kb')}")
 
     # Averages of past heartbeat times: they stay raised for minutes after a link is back and
     # say nothing about whether the data has recovered.

@@ -1,0 +1,58 @@
+"""No step waits blind (dfslab.watch): an alarm from the cluster stops the step's running tools
+within seconds and says why; a tool past its deadline is stopped and named; a timed write that
+ended early fails instead of yielding a number. Real processes, a fake cluster's alarms."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dfslab.watch import StepWatch
+from dfslab.workloads import Measurement, Runner, WorkloadError
+from dfslab.workloads.radosbench import RadosBench, RadosBenchParams
+
+
+def runner(tmp_path) -> Runner:
+    return Runner(command=lambda node, argv: argv, env={"PATH": "/usr/bin:/bin"}, raw_dir=tmp_path / "raw")
+
+
+def test_an_alarm_stops_the_running_tool_within_the_watch_interval(tmp_path):
+    asked = []
+
+    def alarms():
+        asked.append(time.monotonic())
+        return ["OSD_FULL: 1 full osd(s)"] if len(asked) >= 3 else []
+    r = runner(tmp_path)
+    started = time.monotonic()
+    with StepWatch(r, alarms, interval=0.2) as watch, pytest.raises(WorkloadError, match="exited -15"):
+        r.run(["sleep", "60"], "sleeper")
+    assert time.monotonic() - started < 5
+    assert watch.reason == "OSD_FULL: 1 full osd(s)" and 0.5 <= watch.after < 5
+    assert not r.live  # nothing of the step's is left to stop
+
+
+def test_no_alarm_leaves_the_tool_alone(tmp_path):
+    r = runner(tmp_path)
+    with StepWatch(r, lambda: [], interval=0.1) as watch:
+        assert r.run(["sh", "-c", "sleep 0.5; echo done"], "quiet").strip() == "done"
+    assert watch.reason is None
+
+
+def test_a_tool_past_its_deadline_is_stopped_and_named(tmp_path):
+    r = runner(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(WorkloadError, match=r"`sleep` was still running at its deadline \(1 s\)"):
+        r.run(["sleep", "60"], "stuck", timeout=1)
+    assert time.monotonic() - started < 5 and not r.live
+
+
+def test_a_timed_write_that_ended_early_fails_the_step():
+    """The issue's case: 60 s asked, rados bench stopped after 1.74 s as the pool filled."""
+    params = RadosBenchParams(mode=["write", "seq"], seconds=60)
+    rows = [Measurement("radosbench", "duration", 1.74, "s", {"mode": "write"}),
+            Measurement("radosbench", "duration", 0.9, "s", {"mode": "seq"})]  # a read may end early
+    why = RadosBench().shortfall(params, rows)
+    assert why and why.startswith("asked for 60 s of writes, the tool ran 1.74 s")
+    rows[0] = Measurement("radosbench", "duration", 60.02, "s", {"mode": "write"})
+    assert RadosBench().shortfall(params, rows) is None
