@@ -183,5 +183,10 @@ def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
                                     "workloads": [{"type": "fio", "target": "fs", "size": "4GiB", "numjobs": [1, 4]}]}))
     res = dfslab("run", str(path), "--dry-run", check=False)
     assert res.returncode == 2, res
-    assert "1 problem(s)" in res.stderr and "workloads[0]: fio[0] size=4GiB, target=fs, numjobs=4 writes 16.0 GiB; " \
-        "the cluster holds 12.0 GiB" in res.stderr.replace("\n  ", " "), res.stderr
+    said = "workloads[0]: fio[0] size=4GiB, target=fs, numjobs=4 writes 16.0 GiB > 70% of the 12.0 GiB of data the " \
+        "cluster holds"
+    assert "1 problem(s)" in res.stderr and said in res.stderr.replace("\n  ", " "), res.stderr
+    # without --dry-run the same experiment is refused before anything starts
+    res = dfslab("run", str(path), check=False)
+    assert res.returncode == 2 and said in res.stderr.replace("\n  ", " "), res.stderr
+    assert not cluster.leftovers("small")

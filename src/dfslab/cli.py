@@ -342,6 +342,10 @@ def run(
             console.print(f"[yellow]note:[/] {notice}")
         if dry_run:
             _print_plan(exp, running)
+        from .dryrun import fill_problems
+        too_big = fill_problems(exp, running or exp.cluster)
+        if too_big:
+            raise SpecError(too_big, str(experiment))
         across = exp.file.runtimes and runtime is None
         if (across or exp.variants or exp.file.runs > 1) and cluster_name:
             fail(ValueError(f"{experiment}: swept runtimes or cluster settings, or runs: {exp.file.runs}, make a fresh "

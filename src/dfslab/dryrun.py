@@ -47,6 +47,21 @@ def baseline_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, floa
     return out
 
 
+def fill_problems(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, str]]:
+    """Every step that would write more than FILL_LIMIT of what the cluster holds, with the
+    arithmetic: refused before a run starts (a full cluster blocks its clients' writes)."""
+    usable = backend_class(spec).usable_bytes(spec)
+    problems = []
+    for step in exp.steps:
+        writes = step.workload.writes(step.params)
+        if writes and usable and writes > FILL_LIMIT * usable:
+            problems.append((f"workloads[{step.index}]",
+                             f"{step.label} writes {writes / 2**30:.1f} GiB > {FILL_LIMIT:.0%} of the "
+                             f"{usable / 2**30:.1f} GiB of data the cluster holds (the most a step may fill): lower "
+                             f"size / block_size, or give the OSDs more room (ceph.osd_size)"))
+    return list(dict.fromkeys(problems))
+
+
 def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
     """The plan of `exp` on a cluster of `spec` (made by the run when `owned`). `check(exp, spec)`
     raises SpecError with what only the cluster can tell (run.check_against_cluster)."""
@@ -61,14 +76,9 @@ def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
         result.phases.append((f"deploy ({spec.filesystem}, runtime {spec.runtime})", DEPLOY_SECONDS.get(spec.runtime, 30.0)))
     result.phases += baseline_seconds(exp, spec)
     for step in exp.steps:
-        writes = step.workload.writes(step.params)
         result.steps.append({"index": step.index, "label": step.label, "seconds": reps * step.workload.estimate(step.params),
-                             "writes": writes})
-        if writes and result.usable and writes > FILL_LIMIT * result.usable:
-            result.problems.append((f"workloads[{step.index}]",
-                                    f"{step.label} writes {writes / 2**30:.1f} GiB; the cluster holds "
-                                    f"{result.usable / 2**30:.1f} GiB of data ({FILL_LIMIT:.0%} is the most a step "
-                                    f"may fill): lower size / block_size, or give the OSDs more room (ceph.osd_size)"))
+                             "writes": step.workload.writes(step.params)})
+    result.problems += fill_problems(exp, spec)
     result.phases.append((f"workloads ({len(exp.steps)} step(s) x {reps} repetition(s))",
                           sum(s["seconds"] for s in result.steps)))
     result.phases.append(("status and report", REPORT_SECONDS))
