@@ -17,11 +17,11 @@ def test_the_demo_group_holds_what_the_quickstart_runs_and_nothing_heavier():
     assert not demo & {"docker.io", "debootstrap", "chromium", "prometheus", "golang-go", "etcd-server", "glusterfs-server"}
     exp = load_experiment(f"{REPO}/examples/quickstart.yaml")
     assert exp.cluster.filesystem == "ceph" and exp.cluster.runtime == "local"  # nothing beyond demo on first use
-    assert deps.RUNTIME_GROUPS.get("local", []) == [] and deps.FILESYSTEM_GROUPS.get("ceph", []) == []
+    assert deps.RUNTIME_GROUPS.get("local", []) == [] and deps.debian_groups("ceph") == []
 
 
 def test_every_group_dfslab_asks_for_is_one_the_install_script_knows():
-    wanted = {g for gs in (*deps.RUNTIME_GROUPS.values(), *deps.FILESYSTEM_GROUPS.values()) for g in gs}
+    wanted = {g for gs in (*deps.RUNTIME_GROUPS.values(), *map(deps.debian_groups, deps.FILESYSTEMS)) for g in gs}
     assert wanted <= set(deps.groups())
     res = subprocess.run(["bash", "scripts/install-deps.sh", "no-such-group"], cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 2 and "no group no-such-group" in res.stderr

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .backends.registry import FILESYSTEMS, debian_groups
 from .runtime import RuntimeError_
 from .spec import ClusterSpec
 from .state import dfslab_home
@@ -19,7 +20,6 @@ from .state import dfslab_home
 PACKAGES = Path(__file__).with_name("debian-packages.txt")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"  # the repository's, beside src/
 RUNTIME_GROUPS = {"docker": ["docker"], "kubernetes": ["kubernetes"], "kubernetes-existing": ["docker"]}
-FILESYSTEM_GROUPS = {"gluster": ["gluster"]}
 KUBERNETES_BUILD_MINUTES = 10  # measured cold on this 2-core machine (scripts/build-kubernetes.sh)
 
 
@@ -61,7 +61,7 @@ def _script(name: str, args: list[str], what: str, log_name: str) -> None:
 
 def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], None]) -> None:
     """Install what `spec` on `runtime_kind` needs and this machine lacks, saying what and why."""
-    wanted = RUNTIME_GROUPS.get(runtime_kind, []) + FILESYSTEM_GROUPS.get(spec.filesystem, [])
+    wanted = RUNTIME_GROUPS.get(runtime_kind, []) + debian_groups(spec.filesystem)
     for group in dict.fromkeys(wanted):
         lacking = missing(group)
         if lacking:

@@ -1,7 +1,8 @@
 """Every filesystem dfslab can deploy or measure, one line each.
 
 A filesystem is a package under `backends/`: its `__init__` (light, no imports) may declare
-`FAULTS` (fault kinds only it has, kind -> "module:Class"), `IMAGE_PACKAGES` (the Debian
+`FAULTS` (fault kinds only it has, kind -> "module:Class"), `DEBIAN_GROUPS` (what it needs installed
+here beyond `make demo`'s), `IMAGE_PACKAGES` (the Debian
 packages its daemons need in a container image) and `DEFAULT_RUNTIME`; `section.py` (`SECTION`: the model of its
 spec section, with a `check(cluster)` for what depends on the nodes) and `backend.py`
 (`BACKEND`: its `Backend` class). This module imports neither until asked, so the spec can
@@ -52,3 +53,8 @@ def image_packages(filesystem: str) -> list[str]:
 def default_runtime(filesystem: str) -> str | None:
     """The runtime a spec of `filesystem` gets when it names none (None: the spec's default)."""
     return getattr(import_module(FILESYSTEMS[filesystem]), "DEFAULT_RUNTIME", None)
+
+
+def debian_groups(filesystem: str) -> list[str]:
+    """Groups of debian-packages.txt the filesystem needs beyond `make demo`'s (its `DEBIAN_GROUPS`)."""
+    return list(getattr(import_module(FILESYSTEMS[filesystem]), "DEBIAN_GROUPS", []))

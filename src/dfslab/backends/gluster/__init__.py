@@ -4,6 +4,9 @@ bricks on those nodes (volume.py), FUSE clients (client.py). `section.py` is the
 
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version).
 IMAGE_PACKAGES = ["glusterfs-server"]
+# Groups of src/dfslab/debian-packages.txt this filesystem needs here beyond `make demo`'s
+# (installed on its first use, dfslab.deps).
+DEBIAN_GROUPS = ["gluster"]
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"brick": "dfslab.backends.gluster.faults:KillBrick"}
 # Runtimes on which an engine of their own deploys it (kubernetes: glusterd StatefulSet + bootstrap Job).
