@@ -29,12 +29,17 @@ def _kind(data: dict) -> str | None:
     return "experiment" if "workloads" in data else None if "hosts" in data else "spec"  # hosts: a plan layout
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+CHECKED = [p for p in sorted(EXAMPLES.glob("*.yaml")) if _kind(yaml.safe_load(p.read_text()))]
+
+
+def test_every_example_but_plan_layouts_is_checked():
+    assert {p.name for p in EXAMPLES.glob("*.yaml")} - {p.name for p in CHECKED} == {"plan-1000.yaml"}
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: p.name)
 def test_every_example_is_valid_under_its_schema(validators, path):
     data = yaml.safe_load(path.read_text())
     kind = _kind(data)
-    if kind is None:
-        pytest.skip("a plan layout (dfslab plan), not a spec or an experiment")
     errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in validators[kind].iter_errors(data)]
     assert errors == []
 
