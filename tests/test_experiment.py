@@ -1,5 +1,6 @@
 """Experiment files: sweeps expand into every combination; bad entries name their field."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,11 @@ def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
     assert any("baseline network (iperf3, 6 pairs)" in line for line in lines)
     assert sum("  workloads[" in line for line in lines) == 24
     assert not cluster.leftovers("small")  # nothing was made
+    # an experiment of several runs plans each, on its own runtime (a Rook bring-up, a Job per step)
+    first = dfslab("run", str(EXAMPLES / "containerized-vs-host.yaml"), "--dry-run").stdout.splitlines()[0]
+    per_run = dict(re.findall(r"runtime (\w+) ([\d.]+)", first.split("in all: ")[1]))
+    assert "6 runs, about" in first and set(per_run) == {"local", "docker", "kubernetes"}, first
+    assert float(per_run["local"]) < float(per_run["docker"]) < float(per_run["kubernetes"]), first
     path = tmp_path / "big.yaml"
     path.write_text(yaml.safe_dump({"name": "big", "cluster": str(EXAMPLES / "ceph-small.yaml"),
                                     "sampler": {"prometheus_port": 0},

@@ -400,14 +400,16 @@ def run(
 def _print_plan(exp, running) -> None:
     """--dry-run: the plan on stdout, then exit 0, or 2 with every problem (nothing started).
     `running`: the spec of the cluster given with --cluster (None: the run makes its own)."""
-    from .dryrun import plan
+    from .dryrun import plan, run_seconds
     from .run import check_against_cluster
     from .spec import SpecError
     spec = running or exp.cluster
     p = plan(exp, spec, owned=running is None, check=check_against_cluster)
     holds = f", holds {p.usable / 2**30:.1f} GiB of data" if p.usable else ""
+    runs = run_seconds(exp, spec, p)
     print(f"{exp.name} on {spec.name} ({spec.filesystem}, runtime {spec.runtime}{holds}): about "
-          f"{p.seconds / 60:.1f} min")
+          f"{p.seconds / 60:.1f} min" + (f" a run; {len(runs)} runs, about {sum(s for _, s in runs) / 60:.1f} min in all: "
+                                         + ", ".join(f"{label} {s / 60:.1f}" for label, s in runs) if len(runs) > 1 else ""))
     for what, seconds in p.phases:
         print(f"  {seconds:7.1f} s  {what}")
     print("steps (seconds over all repetitions, data each leaves on the cluster):")

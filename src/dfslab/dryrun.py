@@ -15,6 +15,9 @@ from .spec import ClusterSpec, SpecError
 # runtime 8-9 s up, 2 s down; examples/rook-small.yaml on Kubernetes 178-239 s to HEALTH_OK.
 DEPLOY_SECONDS = {"local": 10.0, "loopback": 10.0, "docker": 30.0, "kubernetes": 200.0, "host": 2.0}
 TEARDOWN_SECONDS = 2.0
+# Per step and repetition beyond the tool's own time: on Kubernetes each tool runs as a Job whose
+# pod starts first (~5 s measured; the admin commands around a step take the control path).
+STEP_OVERHEAD = {"kubernetes": 5.0}
 REPORT_SECONDS = 3.0  # status, results.parquet and report.html with its figures
 # A step may fill at most this share of what the cluster holds: Ceph stops writes at 95 % full
 # (and warns from 85 %), with BlueStore's own metadata on top of the data.
@@ -60,6 +63,23 @@ def fill_problems(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, str]]:
                              f"{usable / 2**30:.1f} GiB of data the cluster holds (the most a step may fill): lower "
                              f"size / block_size, or give the OSDs more room (ceph.osd_size)"))
     return list(dict.fromkeys(problems))
+
+
+def run_seconds(exp: Experiment, spec: ClusterSpec, one: Plan) -> list[tuple[str, float]]:
+    """(label, expected seconds) of each run an experiment makes, in order, from the plan of one
+    run on `spec`: one per runtime of `runtimes:` (its own deploy and per-step cost), per setting
+    combination, or per run of `runs: N`; one entry for a single run."""
+    from .run import runtime_order, settings_order
+    steps = len(exp.steps) * exp.file.repetitions
+
+    def on(runtime: str) -> float:
+        return (one.seconds - DEPLOY_SECONDS.get(spec.runtime, 30.0) + DEPLOY_SECONDS.get(runtime, 30.0)
+                + steps * STEP_OVERHEAD.get(runtime, 0.0))
+    if exp.file.runtimes:
+        return [(f"runtime {rt}", on(rt)) for rt in runtime_order(exp)]
+    if exp.variants:
+        return [(f"setting {exp.variants.index(v) + 1}", one.seconds) for v in settings_order(exp)]
+    return [(f"run {i}", one.seconds) for i in range(1, exp.file.runs + 1)]
 
 
 def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
