@@ -56,3 +56,22 @@ def test_a_timed_write_that_ended_early_fails_the_step():
     assert why and why.startswith("asked for 60 s of writes, the tool ran 1.74 s")
     rows[0] = Measurement("radosbench", "duration", 60.02, "s", {"mode": "write"})
     assert RadosBench().shortfall(params, rows) is None
+
+
+def test_a_write_stopped_at_dfslabs_own_object_cap_is_marked_not_failed():
+    """rados bench's --max-objects (40 % of the pool's free space) ends a timed write on a small
+    cluster before its seconds, on purpose: the step stands, with a cap_reached row the report lists."""
+    from dfslab.report import short_phase_lines
+    from dfslab.workloads.radosbench import cap_rows
+    params = RadosBenchParams(mode=["write"], seconds=2)
+    labels = {"mode": "write", "seconds": 2}
+    rows = [Measurement("radosbench", "duration", 1.55, "s", labels),
+            Measurement("radosbench", "bytes", 190 * 4 * 2**20, "B", labels)]
+    assert cap_rows(rows, 191, 4 * 2**20) == []  # one object short of the cap: the tool ended by itself
+    assert RadosBench().shortfall(params, rows).startswith("asked for 2 s of writes")
+    rows += cap_rows(rows, 190, 4 * 2**20)
+    assert [(r.metric, r.value, r.unit) for r in rows[2:]] == [("cap_reached", 190.0, "objects")]
+    assert RadosBench().shortfall(params, rows) is None
+    as_dicts = [{"workload": r.workload, "metric": r.metric, "value": r.value, "unit": r.unit, "params": r.params,
+                 "repetition": 0, "t": None} for r in rows]
+    assert any("stopped at dfslab's cap of 190 objects" in line for line in short_phase_lines(as_dicts))

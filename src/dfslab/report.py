@@ -234,9 +234,14 @@ def short_phases(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
 
 
 def short_phase_lines(rows: list[dict[str, Any]]) -> list[str]:
-    return [f"{workload} {params}: timed over {seconds:.2g} s (under {MIN_PHASE_SECONDS:g} s: a burst of a few I/Os, "
-            f"its p99 near its maximum, shorter than one sample of the sampler; size it to run longer)"
-            for (workload, params), seconds in short_phases(rows).items()]
+    varying = varying_keys(rows)
+    capped = [f"{r['workload']} {params_label(r['params'], varying[r['workload']])}, repetition {r['repetition']}: "
+              f"stopped at dfslab's cap of {r['value']:.0f} objects (40 % of the pool's free space, so a write cannot "
+              f"fill the cluster) before its {r['params'].get('seconds', '?')} s; give the OSDs more room to time it all"
+              for r in rows if r["metric"] == "cap_reached"]
+    return capped + [f"{workload} {params}: timed over {seconds:.2g} s (under {MIN_PHASE_SECONDS:g} s: a burst of a few "
+                     f"I/Os, its p99 near its maximum, shorter than one sample of the sampler; size it to run longer)"
+                     for (workload, params), seconds in short_phases(rows).items()]
 
 
 def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:

@@ -213,7 +213,7 @@ class Workload(ABC):
         pool filled, the tool's own error) is a failure, not a number. Reads may end early (rados
         bench's seq reads what write left)."""
         asked = getattr(params, "seconds", None)
-        if not asked:
+        if not asked or any(r.metric == "cap_reached" for r in rows):  # bounded on purpose: marked, not failed
             return None
         ran = [r.value for r in rows if r.metric == "duration" and r.t is None and direction(r.params) == "write"]
         if ran and min(ran) < SHORTFALL * asked:

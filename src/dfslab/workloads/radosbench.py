@@ -73,6 +73,15 @@ def parse(output: str, params: dict[str, Any], repetition: int) -> list[Measurem
     return rows
 
 
+def cap_rows(rows: list[Measurement], max_objects: int, object_size: int) -> list[Measurement]:
+    """A `cap_reached` row (objects) beside a write that stopped at dfslab's object cap, before its
+    seconds: the write was bounded on purpose (a full cluster blocks its clients), not cut short by
+    an error; the report says so and the step stands (Workload.shortfall)."""
+    return [Measurement(r.workload, "cap_reached", float(max_objects), "objects", r.params, r.repetition)
+            for r in rows if r.metric == "bytes" and r.params.get("mode", r.params.get("rw")) == "write"
+            and r.value >= max_objects * object_size]
+
+
 def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float = 0.4) -> int:
     if runner.storage is None:
         raise WorkloadError("rados bench needs a cluster")
@@ -110,6 +119,7 @@ class RadosBench(Workload):
                 out = runner.run(argv, f"{tag}-{mode}", timeout=params.seconds * 4 + 60)
                 labels = {"mode": mode, "object_size": params.object_size, "threads": params.threads, "seconds": params.seconds}
                 rows += parse(out, labels, repetition)
+            rows += cap_rows(rows, max_objects, params.object_size)
         finally:
             runner.run(["rados", "-p", pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300)
         if not any(r.metric == "bandwidth" for r in rows):

@@ -15,7 +15,7 @@ from pydantic import Field
 from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fio import fio_argv, parse_json
-from .radosbench import max_objects_for, parse as parse_rados
+from .radosbench import cap_rows, max_objects_for, parse as parse_rados
 
 RANDOM_BS = 4096
 # rados bench's modes for the ops a pool can run (it has no random write).
@@ -106,7 +106,7 @@ class ServerScaling(Workload):
                 rows += parse_rados(out, self._labels(params, op, params.bs), repetition)
         finally:
             runner.run(["rados", "-p", pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300, check=False)
-        return rows
+        return rows + cap_rows(rows, max_objects, params.bs)
 
     def _on_files(self, runner: Runner, path: str, params: ServersParams, repetition: int) -> list[Measurement]:
         rows: list[Measurement] = []
