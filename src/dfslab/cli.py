@@ -27,7 +27,7 @@ from .runtime import RuntimeError_
 from .safety import BadName, check_name
 from .spec import SpecError, load_spec
 from .state import list_clusters, teardown_order
-from .units import UnitError, human_bytes, parse_percent
+from .units import UnitError, human_bytes, parse_percent, si
 
 app = typer.Typer(
     help="Deploy, measure and break distributed filesystems from one declarative file.\n\n"
@@ -456,21 +456,9 @@ def _print_results(run_path: Path) -> None:
         line["note"] = "; ".join(note for note in (
             "not from the storage" if share and share[0] < FROM_STORAGE_FLOOR else "",
             f"too short to time ({seconds:.2g} s)" if seconds is not None else "") if note)
-    if not sys.stdout.isatty():  # for scripts: one line per row, tab-separated, nothing padded
-        print("\t".join(["workload", "parameters", *(head for _, head in columns), "note"]))
-        for line in lines:
-            cells = (line["cells"].get(k, "").replace(",", "") for k, _ in columns)  # 2687, not 2,687
-            print("\t".join([line["workload"], line["params"], *cells, line["note"]]))
-        return
-    table = Table(box=None, title="results (mean ± 95 % interval over repetitions)", title_justify="left")
-    table.add_column("workload")
-    table.add_column("parameters", overflow="fold")
-    for _, head in columns:
-        table.add_column(head.replace("from storage (ratio)", "from storage"), justify="right")
-    table.add_column("")
-    for line in lines:
-        table.add_row(line["workload"], line["params"], *(line["cells"].get(key, "") for key, _ in columns), line["note"])
-    Console().print(table)
+    _print_table(["workload", "parameters", *(head for _, head in columns), "note"],
+                 [[line["workload"], line["params"], *(line["cells"].get(k, "") for k, _ in columns), line["note"]]
+                  for line in lines], "results (mean ± 95 % interval over repetitions)")
 
 
 @app.command()
@@ -639,20 +627,34 @@ def _measured(runs: Path | list[Path]) -> str:
     return "; ".join(f"{w} ({', '.join(sorted(m)[:6])}{', ...' if len(m) > 6 else ''})" for w, m in sorted(found.items())) or "nothing"
 
 
+def _print_table(headers: list[str], lines: list[list[str]], title: str) -> None:
+    """A table on a terminal; piped, for scripts: the title, then tab-separated lines, nothing padded."""
+    if not sys.stdout.isatty():
+        print(title)
+        for line in [headers, *lines]:
+            print("\t".join(line))
+        sys.stdout.flush()  # before what the console (unbuffered) says next
+        return
+    table = Table(*headers, box=None, title=title, title_justify="left")
+    for line in lines:
+        table.add_row(*line)
+    Console().print(table)
+
+
 def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_metrics: bool = False,
                       margin: float = 0.10, rows: list | None = None) -> None:
     from .compare import compare_runs, headline, verdict
     rows = rows if rows is not None else compare_runs(run_a, run_b, margin)
     shown = rows if all_metrics else headline(rows)
     names = lambda runs: " + ".join(p.name for p in (runs if isinstance(runs, list) else [runs]))  # noqa: E731
-    table = Table("workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why", box=None,
-                  title=f"A = {names(run_a)} · B = {names(run_b)}")
+    lines = []
     for r in shown:
         interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "none"
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        table.add_row(r["workload"], r["params"], r["metric"], r["unit"], f"{r['mean_a']:.4g}", f"{r['mean_b']:.4g}", ratio,
-                      interval, MARKS.get(r["verdict"], ""), r["why"] if r["over"] != "one run" else "within one run")
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
+        lines.append([r["workload"], r["params"], r["metric"], r["unit"], si(r["mean_a"]), si(r["mean_b"]), ratio,
+                      interval, MARKS.get(r["verdict"], ""), r["why"] if r["over"] != "one run" else "within one run"])
+    _print_table(["workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why"], lines,
+                 f"A = {names(run_a)} · B = {names(run_b)}")
     print(verdict(rows, margin) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
 
 
