@@ -32,6 +32,9 @@ EXPERIMENT = {
         {"type": "fio", "target": ["cephfs", "rbd", "local"], "rw": ["randread", "write"], "bs": "64KiB",
          "size": "32MiB", "seconds": 2},
         {"type": "fio", "target": "rados", "rw": "write", "bs": "64KiB", "size": "32MiB", "seconds": 2},
+        # a warm read on purpose: buffered, through the client that laid the file out (its cache)
+        {"type": "fio", "target": "cephfs", "rw": "randread", "bs": "64KiB", "size": "32MiB", "seconds": 2, "direct": False,
+         "iodepth": 1},
         {"type": "filegrid", "file_size": ["8MiB", "16MiB"], "threads": [1, 2]},
         {"type": "metadata", "procs": 2, "files_per_proc": 100},
         {"type": "sql", "target": ["cephfs", "local"], "concurrency": [2, 4], "iterations": 1, "queries": 128},
@@ -133,18 +136,18 @@ def test_parquet_latencies_are_the_tools_own_in_one_unit(run_dir):
     assert schema.field("bs").metadata == {b"unit": b"B"} and schema.field("t").metadata == {b"unit": b"s"}
     assert json.loads(schema.metadata[b"metric_units"])["latency_avg"] == "ms"
     rows = duckdb.sql(f"SELECT workload, metric, value, unit, step, target, rw, bs, iodepth, numjobs, repetition, mode,"
-                      f" object_size, threads, file_size, op, servers FROM '{run_dir / 'results.parquet'}'"
+                      f" object_size, threads, file_size, op, servers, direct FROM '{run_dir / 'results.parquet'}'"
                       f" WHERE regexp_matches(metric, '(latency|clat|slat)_') AND t IS NULL").fetchall()
     assert rows and {r[3] for r in rows} == {"ms"} and all(r[4] for r in rows)  # every row names its step
     checked = 0
     fio_parts = {"latency": "lat_ns", "clat": "clat_ns", "slat": "slat_ns"}
     rados_labels = {"latency_avg": "Average Latency", "latency_stddev": "Stddev Latency", "latency_max": "Max latency",
                     "latency_min": "Min latency"}
-    for workload, metric, value, _, _, target, rw, bs, iodepth, numjobs, rep, mode, size, threads, file_size, op, servers \
-            in rows:
+    for workload, metric, value, _, _, target, rw, bs, iodepth, numjobs, rep, mode, size, threads, file_size, op, servers, \
+            direct in rows:
         if workload in ("fio", "filegrid"):
-            name = (f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}" if workload == "fio"
-                    else f"filegrid-{target}-{file_size}-t{threads}-{op}-r{rep}")
+            name = (f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}" + ("-buffered" if direct is False else "")
+                    if workload == "fio" else f"filegrid-{target}-{file_size}-t{threads}-{op}-r{rep}")
             job = json.loads((run_dir / "raw" / f"{name}.txt").read_text())
             part, _, stat = metric.partition("_")
             ns = job["jobs"][0][op][fio_parts[part]]
@@ -335,12 +338,17 @@ def test_every_read_and_write_row_says_how_much_of_it_crossed_the_clients_links(
     ledgers = [iv["ledger"] for iv in intervals if iv.get("ledger")]
     assert ledgers and sum(lg["client_rx"] for lg in ledgers) <= CLIENT_WIRE["rx"]
     assert sum(lg["client_tx"] for lg in ledgers) <= CLIENT_WIRE["tx"]
-    share = {(r["params"].get("target"), r["params"].get("op"), r["workload"], r["params"].get("clients"), r["repetition"]):
-             r["value"] for r in rows if r["metric"] == "from_storage"}
-    fio_reads = [v for (t, op, w, _, _), v in share.items() if w == "fio" and t == "cephfs" and op == "read"]
-    parallel_reads = [v for (_, op, w, _, _), v in share.items() if w == "parallel" and op == "read"]
-    assert len(fio_reads) == 2 and len(parallel_reads) == 4, share
+    share = {(r["params"].get("target"), r["params"].get("op"), r["workload"], r["params"].get("clients"), r["repetition"],
+              r["params"].get("direct", True)): r["value"] for r in rows if r["metric"] == "from_storage"}
+    fio_reads = [v for (t, op, w, _, _, direct), v in share.items() if w == "fio" and t == "cephfs" and op == "read" and direct]
+    warm = [v for (t, op, w, _, _, direct), v in share.items() if w == "fio" and not direct]
+    parallel_reads = [v for (_, op, w, _, _, _), v in share.items() if w == "parallel" and op == "read"]
+    assert len(fio_reads) == 2 and len(parallel_reads) == 4 and len(warm) == 2, share
     assert all(0.9 <= v <= 1.2 for v in fio_reads + parallel_reads), share
+    assert all(v < 0.8 for v in warm), share  # the warm read is marked: in the report and on the terminal
+    html = (run_dir / "report.html").read_text()
+    assert "Not measuring the storage" in html and "direct=False" in html, "the warm read is not listed"
+    assert any("not from the storage" in line and "direct=False" in line for line in CLIENT_WIRE["stdout"].splitlines())
     # per step and direction: the wire over what the step's tools counted that way
     from dfslab.workloads import direction
     steps: dict = defaultdict(lambda: defaultdict(list))
