@@ -1,7 +1,8 @@
 """No step waits blind, on a real cluster: rados bench told to write for 60 s into two 1 GiB OSDs
-fills them in seconds; the cluster raises OSD_FULL / POOL_FULL, writes block, and `dfslab run`
-stops the tool, fails the step naming the full OSD and what fills it, and exits 1 within a few
-minutes, its cluster removed (without the watch it waited on the blocked writes until Ctrl-C)."""
+fills them in seconds; the cluster raises OSD_FULL / POOL_FULL or an OSD aborts on ENOSPC and its
+PGs go inactive, writes block, and `dfslab run` stops the tool (and the cleanup after it), fails
+the step naming why and what fills the OSDs, and exits 1 within a few minutes, its cluster removed
+(without the watch it waited on the blocked writes until rados bench's deadline, then on its cleanup)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,10 @@ def test_a_cluster_that_fills_fails_the_step_in_seconds_and_names_it(tmp_path):
     assert took < 180, took  # bring-up, a few seconds of writing, the stop, teardown
     run = next(line.split("report: ")[1].strip() for line in res.stdout.splitlines() if "report: " in line)
     (interval,) = [iv for iv in json.load(open(f"{run.rsplit('/', 1)[0]}/intervals.json")) if iv["workload"] == "radosbench"]
-    assert "FULL" in interval["error"] and "stopped after" in interval["error"], interval["error"]
-    assert "% used" in interval["error"] and "BlueFS/RocksDB metadata" in interval["error"], interval["error"]
-    assert interval["end"] - interval["start"] < 45, interval  # not the 60 s asked, nor a blocked write's wait
+    # Either the full ratio trips first (OSD_FULL / POOL_FULL), or an OSD aborts on ENOSPC before it
+    # does (seen on 1 GiB OSDs: BlueFS needs its share) and its PGs' writes block
+    error = interval["error"]
+    assert "stopped after" in error and ("FULL" in error or "exited during the step: it ran out of space" in error), error
+    assert "% used" in error and "BlueFS/RocksDB metadata" in error, error  # what fills the OSDs
+    assert interval["end"] - interval["start"] < 60, interval  # not rados bench's 300 s deadline
     assert name not in dfslab("list").stdout

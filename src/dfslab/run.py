@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import socket
 import traceback
@@ -131,12 +132,42 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
 
 
 def _stopped(watch: StepWatch | None, runner: Runner) -> str | None:
-    """Why the watch stopped the step's tools, with what fills the storage when that is it."""
+    """Why the watch stopped the step's tools, with what fills the storage (asked once)."""
     if watch is None or watch.reason is None:
         return None
-    detail = runner.storage.space_detail(runner) if "FULL" in watch.reason and runner.storage is not None else None
-    return (f"stopped after {watch.after:.0f} s: {watch.reason}" + (f" ({detail})" if detail else "")
-            + "; the tools were stopped rather than left waiting on the cluster")
+    if watch.message is None:
+        detail = runner.storage.space_detail(runner) if runner.storage is not None else None
+        watch.message = (f"stopped after {watch.after:.0f} s: {watch.reason}" + (f" ({detail})" if detail else "")
+                         + "; the tools were stopped rather than left waiting on the cluster")
+    return watch.message
+
+
+def _step_alarms(backend, runtime, clients: list[str]) -> Callable[[], list[str]]:
+    """What the watch asks during a step: the backend's alarms, and any server daemon alive when the
+    step began that has exited since (an OSD that aborted on ENOSPC: its PGs wait minutes to be
+    marked down and inactive, its clients' writes from the first second)."""
+    alive = {p.name for p in runtime.sampled_processes() if p.node not in clients and p.alive()}
+
+    def alarms() -> list[str]:
+        gone = [p for p in runtime.sampled_processes() if p.name in alive and not p.alive()]
+        return backend.alarms() + [f"{p.name} exited during the step{_why_it_ended(p.log)}" for p in gone]
+    return alarms
+
+
+# What a daemon's last log lines say when it ran out of space (BlueStore, a brick's filesystem).
+OUT_OF_SPACE = re.compile(r"ENOSPC|No space left on device")
+
+
+def _why_it_ended(log: str) -> str:
+    """`: it ran out of space (ENOSPC in LOG)`, or where its log is."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - 65536))
+            tail = fh.read().decode(errors="replace")
+    except OSError:
+        return f" (its log: {log or 'in its pod'})"
+    return (f": it ran out of space (ENOSPC in {log})" if OUT_OF_SPACE.search(tail) else f" (its log: {log})")
 
 
 def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot]:
@@ -280,7 +311,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
             interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
-                                       None if timed else sampler_backend.alarms)
+                                       None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients))
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
                 stopped.add(id(step))
             if timed:

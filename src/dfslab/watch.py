@@ -23,6 +23,7 @@ class StepWatch:
         self.interval = interval
         self.reason: str | None = None
         self.after: float | None = None  # seconds into the step when it was stopped
+        self.message: str | None = None  # the step's error, with the backend's detail (run._stopped)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="step-watch", daemon=True)
         self._started = 0.0
@@ -38,12 +39,13 @@ class StepWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                found = self.alarms()
-            except Exception:  # a question that failed is no alarm; the sampler reports its own errors
-                continue
-            if found:
+            if self.reason is None:
+                try:
+                    found = self.alarms()
+                except Exception:  # a question that failed is no alarm; the sampler reports its own errors
+                    continue
+                if not found:
+                    continue
                 self.reason = "; ".join(found)
                 self.after = time.monotonic() - self._started
-                self.runner.stop_tools()
-                return
+            self.runner.stop_tools()  # and whatever the step starts after (its cleanup would wait too)

@@ -195,7 +195,8 @@ class CephBackend(Backend):
         status = self.ctx.admin.cmd("status", timeout=10)
         self.seen_checks = {name: check.get("summary", {}).get("message", name)
                             for name, check in status["health"].get("checks", {}).items()}
-        self.answered_at = time.monotonic()
+        self.answered_at = now = time.monotonic()
+        self.checks_since = {name: self.checks_since.get(name, now) for name in self.seen_checks}
         health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(status["health"]["status"], 2)
         osdmap = status.get("osdmap", {})
         pgmap = status.get("pgmap", {})
@@ -214,12 +215,21 @@ class CephBackend(Backend):
     # Health checks under which clients' writes block until someone acts (frees space, raises a
     # ratio): a step that meets one fails naming it, not after the tool's own timeout.
     BLOCKING_CHECKS = ("OSD_FULL", "POOL_FULL")
+    # PGs inactive (every OSD holding them down, as when an OSD crashes on ENOSPC before the full
+    # ratio trips): their clients' I/O waits. Peering makes them inactive for seconds; a minimum
+    # duration tells the two apart.
+    LASTING_CHECKS = {"PG_AVAILABILITY": 15.0}
     MONITOR_SILENCE = 20.0  # seconds without an answer to `status`: the MONs lost quorum (or died)
     seen_checks: dict[str, str] = {}
+    checks_since: dict[str, float] = {}
     answered_at: float | None = None
 
     def alarms(self) -> list[str]:
-        found = [f"{name}: {message}" for name, message in self.seen_checks.items() if name in self.BLOCKING_CHECKS]
+        now = time.monotonic()
+        found = [f"{name}: {message}" + (f" (for {now - self.checks_since[name]:.0f} s)" if name in self.LASTING_CHECKS else "")
+                 for name, message in self.seen_checks.items()
+                 if name in self.BLOCKING_CHECKS
+                 or name in self.LASTING_CHECKS and now - self.checks_since.get(name, now) >= self.LASTING_CHECKS[name]]
         if self.answered_at is not None and time.monotonic() - self.answered_at > self.MONITOR_SILENCE:
             found.append(f"the monitors have not answered for {time.monotonic() - self.answered_at:.0f} s "
                          f"(quorum lost, or every MON down)")
@@ -233,8 +243,10 @@ class CephBackend(Backend):
             return None
         fullest = max(nodes, key=lambda n: n.get("utilization", 0))
         kib = lambda key: human_bytes(fullest.get(key, 0) * 1024)  # noqa: E731
+        down = [n["name"] for n in nodes if n.get("status") == "down"]
         return (f"{fullest['name']} is {fullest.get('utilization', 0):.0f} % used: {kib('kb_used_data')} data, "
-                f"{kib('kb_used_meta')} BlueFS/RocksDB metadata, {kib('kb_used_omap')} omap, of {kib('kb')}")
+                f"{kib('kb_used_meta')} BlueFS/RocksDB metadata, {kib('kb_used_omap')} omap, of {kib('kb')}"
+                + (f"; down: {', '.join(down)}" if down else ""))
 
     # Averages of past heartbeat times: they stay raised for minutes after a link is back and
     # say nothing about whether the data has recovered.
