@@ -456,7 +456,7 @@ def _print_results(run_path: Path) -> None:
         line["note"] = "; ".join(note for note in (
             "not from the storage" if share and share[0] < FROM_STORAGE_FLOOR else "",
             f"too short to time ({seconds:.2g} s)" if seconds is not None else "") if note)
-    _print_table(["workload", "parameters", *(head for _, head in columns), "note"],
+    _print_rows(["workload", "parameters", *(head for _, head in columns), "note"],
                  [[line["workload"], line["params"], *(line["cells"].get(k, "") for k, _ in columns), line["note"]]
                   for line in lines], "results (mean ± 95 % interval over repetitions)")
 
@@ -627,7 +627,7 @@ def _measured(runs: Path | list[Path]) -> str:
     return "; ".join(f"{w} ({', '.join(sorted(m)[:6])}{', ...' if len(m) > 6 else ''})" for w, m in sorted(found.items())) or "nothing"
 
 
-def _print_table(headers: list[str], lines: list[list[str]], title: str) -> None:
+def _print_rows(headers: list[str], lines: list[list[str]], title: str) -> None:
     """A table on a terminal; piped, for scripts: the title, then tab-separated lines, nothing padded."""
     if not sys.stdout.isatty():
         print(title)
@@ -653,7 +653,7 @@ def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_me
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
         lines.append([r["workload"], r["params"], r["metric"], r["unit"], si(r["mean_a"]), si(r["mean_b"]), ratio,
                       interval, MARKS.get(r["verdict"], ""), r["why"] if r["over"] != "one run" else "within one run"])
-    _print_table(["workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why"], lines,
+    _print_rows(["workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why"], lines,
                  f"A = {names(run_a)} · B = {names(run_b)}")
     print(verdict(rows, margin) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
 
