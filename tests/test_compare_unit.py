@@ -168,3 +168,46 @@ def test_compare_takes_run_ids_shows_units_and_refuses_nothing_in_common(tmp_pat
     res = CliRunner().invoke(app, ["compare", a.name, other.name])
     assert res.exit_code == 1 and "nothing in common" in res.output
     assert "radosbench (bandwidth)" in res.output and "fio (latency_avg)" in res.output
+
+
+def ledgered_run(tmp_path: Path, name: str, iops: list[float], share: float) -> Path:
+    """A run of a 4 KiB read whose byte ledger says `share` of its bytes crossed the client's link."""
+    path = tmp_path / name
+    path.mkdir()
+    params = {"rw": "randread", "bs": 4096}
+    RunDir(path).add([*(Measurement("fio", "iops", v, "op/s", params, rep) for rep, v in enumerate(iops)),
+                      *(Measurement("fio", "from_storage", share, "ratio", params, rep) for rep in range(len(iops)))])
+    return path
+
+
+def test_a_side_a_cache_served_is_marked_in_rows_verdict_and_terminal(tmp_path):
+    # A read from the storage (0.98 of its bytes on the wire) against one from ceph-fuse's cache
+    # (0.03): the 8x "speed-up" is a cache's, and every form of the comparison says so.
+    a = [ledgered_run(tmp_path, f"a{i}", [2800 + i, 2810 + i], 0.98) for i in range(2)]
+    b = [ledgered_run(tmp_path, f"b{i}", [24900 + i, 25000 + i], 0.03) for i in range(2)]
+    rows = compare_runs(a, b)
+    [iops] = [r for r in rows if r["metric"] == "iops"]
+    assert iops["not_from_storage"] == ["B"]
+    assert iops["from_storage_a"] == pytest.approx(0.98) and iops["from_storage_b"] == pytest.approx(0.03)
+    assert "1 of them not from the storage on side B" in verdict(rows)
+    res = CliRunner().invoke(app, ["compare", ",".join(map(str, a)), ",".join(map(str, b))])
+    assert res.exit_code == 0 and "not from the storage on B" in res.output, res.output
+    # both from the storage: nothing marked
+    clean = compare_runs(a[0], a[1])
+    assert all(not r["not_from_storage"] for r in clean) and "not from the storage" not in verdict(clean)
+
+
+def test_the_report_of_a_comparison_marks_the_side_a_cache_served(tmp_path):
+    from dfslab.report import build
+    a = [ledgered_run(tmp_path, f"a{i}", [2800 + i, 2810 + i], 0.98) for i in range(2)]
+    b = [ledgered_run(tmp_path, f"b{i}", [24900 + i, 25000 + i], 0.03) for i in range(2)]
+    run = RunDir(b[-1])
+    run.start("hash", {}, [])
+    run.write_json("intervals.json", [])
+    run.write_json("status.json", {"name": "u", "filesystem": "ceph", "runtime": "docker", "daemons": []})
+    run.write_json("comparison.json", {"baseline_runtime": "local", "runtime": "docker", "baseline_runs": ["a0", "a1"],
+                                       "runs": ["b0", "b1"], "rows": compare_runs(a, b)})
+    run.finish(failures=[], skipped=[], cluster="u", experiment="unit")
+    html = build(run.path).read_text()
+    assert "not from the storage on B (byte ledger: 0.98 / 0.03 of its bytes on the wire)" in html
+    assert "1 of them not from the storage on side B" in html

@@ -5,6 +5,8 @@ counts the examples use."""
 from __future__ import annotations
 
 import math
+
+import pytest
 import random
 
 from dfslab.compare import rank, rank_settings
@@ -67,3 +69,19 @@ def test_rank_settings_reads_run_directories(tmp_path):
             groups[label].append(run.path)
     [row] = rank_settings(groups)
     assert row["winner"] == "bs=1M" and row["ranking"][0]["n"] == 2
+
+
+def test_a_setting_a_cache_served_is_marked_in_the_ranking(tmp_path):
+    groups = {}
+    for label, values, share in (("cache=on", [[900.0, 910.0], [905.0, 915.0]], 0.05),
+                                 ("cache=off", [[150.0, 151.0], [149.0, 152.0]], 1.01)):
+        groups[label] = []
+        for i, reps in enumerate(values):
+            run = RunDir.create(f"{label.replace('=', '')}-{i}", tmp_path)
+            params = {"rw": "randread"}
+            run.add([*(Measurement("fio", "bandwidth", v, "MB/s", params, j) for j, v in enumerate(reps)),
+                     *(Measurement("fio", "from_storage", share, "ratio", params, j) for j in range(len(reps)))])
+            groups[label].append(run.path)
+    [row] = rank_settings(groups)
+    assert row["winner"] == "cache=on" and row["not_from_storage"] == ["cache=on"]
+    assert [e["from_storage"] for e in row["ranking"]] == [pytest.approx(0.05), pytest.approx(1.01)]

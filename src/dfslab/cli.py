@@ -513,12 +513,17 @@ def tune(
         table.add_row(str(t.number), ", ".join(f"{k}={v}" for k, v in t.settings.items()), str(len(t.values)),
                       f"{t.mean:.4g}" if t.mean is not None else "", t.state, t.applied)
     console.print(table)
+    from .ledger import FROM_STORAGE_FLOOR
     c = outcome.confirmation
     interval = f"95 % interval {c['low']:.3f} – {c['high']:.3f}" if c["low"] is not None else "no interval"
     best = ", ".join(f"{k}={v}" for k, v in outcome.best.settings.items())
     verdict = {"different": "a real difference", "same": "the same as the default"}.get(c["verdict"], "can't tell")
     console.print(f"best: [bold]{best}[/] · measured again beside the default, runs interleaved: best/default = "
                   f"{c['best_over_default']:.3f}, {interval}: {verdict} ({c['why']})")
+    if c.get("not_from_storage"):
+        console.print(f"[yellow]not from the storage:[/] the {' and '.join(c['not_from_storage'])} configuration's "
+                      f"{objective.metric} came from a cache (byte ledger: the clients' links carried under "
+                      f"{FROM_STORAGE_FLOOR:g} of the bytes the tool counted); it ranks a cache, not the cluster")
     for failure in outcome.failures:
         console.print(f"[red]failed:[/] {failure}")
     print(f"spec to reproduce: {(outcome.run / 'best-spec.yaml').resolve()}")
@@ -651,8 +656,11 @@ def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_me
     for r in shown:
         interval = f"{r['low']:.3f} – {r['high']:.3f}" if r["low"] is not None else "none"
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
+        why = r["why"] if r["over"] != "one run" else "within one run"
+        if r.get("not_from_storage"):
+            why = f"not from the storage on {' and '.join(r['not_from_storage'])}; {why}"
         lines.append([r["workload"], r["params"], r["metric"], r["unit"], si(r["mean_a"]), si(r["mean_b"]), ratio,
-                      interval, MARKS.get(r["verdict"], ""), r["why"] if r["over"] != "one run" else "within one run"])
+                      interval, MARKS.get(r["verdict"], ""), why])
     _print_rows(["workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why"], lines,
                  f"A = {names(run_a)} · B = {names(run_b)}")
     print(verdict(rows, margin) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))

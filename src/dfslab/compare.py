@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import mean_ci95
+from .ledger import FROM_STORAGE_FLOOR
 from .labels import SUMMARY_METRICS, params_label, varying_keys
 from .ratios import geometric_mean, ratio_test, run_values
 from .results import RunDir
@@ -36,9 +37,23 @@ def _per_run(run_rows: list[list[dict[str, Any]]], varying: dict[str, set[str]])
     return out
 
 
+def storage_share(grouped: dict[tuple, list[list[float]]], key: tuple) -> float | None:
+    """The byte ledger's `from_storage` of the step a metric came from (its mean over runs and
+    repetitions), None where it was not counted."""
+    values = [v for run in grouped.get((key[0], key[1], "from_storage", "ratio"), []) for v in run]
+    return sum(values) / len(values) if values else None
+
+
+def not_from_storage(shares: dict[str, float | None]) -> list[str]:
+    """The sides (or settings) whose value came less than FROM_STORAGE_FLOOR from the storage:
+    a cache's number, which a comparison or ranking must carry marked."""
+    return [side for side, share in shares.items() if share is not None and share < FROM_STORAGE_FLOOR]
+
+
 def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.10) -> list[dict[str, Any]]:
     """Every metric both sides measured: B/A with its interval and verdict (see dfslab.ratios:
-    over runs where a side has 2 or more, within one run otherwise)."""
+    over runs where a side has 2 or more, within one run otherwise), and each side's byte-ledger
+    share (`from_storage_a/b`, `not_from_storage`: the sides under the floor)."""
     rows_a, rows_b = _run_rows(a), _run_rows(b)
     varying = varying_keys([r for rows in rows_a + rows_b for r in rows])
     ga, gb = _per_run(rows_a, varying), _per_run(rows_b, varying)
@@ -46,8 +61,11 @@ def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.1
     for key in sorted(set(ga) & set(gb)):
         test = ratio_test(ga[key], gb[key], margin)
         workload, params, metric, unit = key
+        shares = {"A": storage_share(ga, key), "B": storage_share(gb, key)}
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit,
                     "mean_a": _centre(ga[key]), "mean_b": _centre(gb[key]),
+                    "from_storage_a": shares["A"], "from_storage_b": shares["B"],
+                    "not_from_storage": not_from_storage(shares),
                     "reps_a": sum(map(len, ga[key])), "reps_b": sum(map(len, gb[key])),
                     "runs_a": len(ga[key]), "runs_b": len(gb[key]), **test.fields()})
     return out
@@ -74,11 +92,21 @@ def verdict(rows: list[dict[str, Any]], margin: float = 0.10) -> str:
             f"{same} the same within ±{margin * 100:g} % (=), {unsure} can't tell")
     if not over_runs:
         return text + ("; one run per side: intervals are within one run and cannot see run-to-run variation, so "
-                       "no difference is claimed (compare 2 or more runs per side: dfslab run EXP --runs 3)")
+                       "no difference is claimed (compare 2 or more runs per side: dfslab run EXP --runs 3)") + cached_note(top)
     sides = ", ".join(sorted({f"{r['runs_a']} and {r['runs_b']}" for r in over_runs}))
     needed = [r["runs_needed"] for r in top if r["runs_needed"]]
     more = f"; about {max(needed)} runs per side would decide every can't tell" if needed else ""
-    return text + f"; tested over runs ({sides} runs per side, each run its repetitions' geometric mean){more}"
+    return text + f"; tested over runs ({sides} runs per side, each run its repetitions' geometric mean){more}" + cached_note(top)
+
+
+def cached_note(rows: list[dict[str, Any]]) -> str:
+    """What a verdict must say of the rows a cache served on either side (byte ledger)."""
+    cached = [r for r in rows if r.get("not_from_storage")]
+    if not cached:
+        return ""
+    return (f"; {len(cached)} of them not from the storage on side {'/'.join(sorted({s for r in cached for s in r['not_from_storage']}))} "
+            f"(the clients' links carried under {FROM_STORAGE_FLOOR:g} of the bytes the tool counted: a cache's number, "
+            f"marked 'not from the storage')")
 
 
 def regressions(rows: list[dict[str, Any]], worse_by: float) -> list[dict[str, Any]]:
@@ -121,7 +149,7 @@ def rank(grouped: dict[str, dict[tuple, list[list[float]]]]) -> list[dict[str, A
         if metric not in SUMMARY_METRICS:
             continue
         ranked = sorted(labels, key=lambda lab: _centre(grouped[lab][key]), reverse=not lower_is_better(metric))
-        entries = [_entry(lab, grouped[lab][key]) for lab in ranked]
+        entries = [{**_entry(lab, grouped[lab][key]), "from_storage": storage_share(grouped[lab], key)} for lab in ranked]
         winner = effect = None
         why = "one setting"
         if len(ranked) > 1:
@@ -130,7 +158,8 @@ def rank(grouped: dict[str, dict[tuple, list[list[float]]]]) -> list[dict[str, A
             if test.verdict == "different":
                 winner, effect = ranked[0], test.ratio
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit, "ranking": entries,
-                    "winner": winner, "best_over_runner_up": effect, "why": why})
+                    "winner": winner, "best_over_runner_up": effect, "why": why,
+                    "not_from_storage": not_from_storage({e["settings"]: e["from_storage"] for e in entries})})
     return out
 
 

@@ -84,7 +84,9 @@ settings ({{ tune.search.sampler }}; {{ tune.search.pruner }}); stopped: {{ tune
 Best: <b>{% for k, v in tune.best.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}</b>.
 Measured afresh beside the default, in runs default, best, best, default ({% for k, v in tune.default.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}),
 best / default = <b>{{ '%.3f' % c.best_over_default }}</b>{% if c.low is not none %}, 95 % interval {{ '%.3f' % c.low }} – {{ '%.3f' % c.high }}:
-<b class="{{ 'ok' if c.significant else 'warn' }}">{{ {'different': 'a real difference', 'same': 'the same as the default'}.get(c.verdict, "can't tell") }}</b>{% endif %} ({{ c.why }}).
+<b class="{{ 'ok' if c.significant else 'warn' }}">{{ {'different': 'a real difference', 'same': 'the same as the default'}.get(c.verdict, "can't tell") }}</b>{% endif %} ({{ c.why }}).{% if c.not_from_storage %}
+<b class="warn">Not from the storage</b>: the {{ c.not_from_storage|join(' and ') }} configuration's {{ c.metric }} came from a
+cache (byte ledger: the clients' links carried under {{ floor }} of the bytes the tool counted); this ranks a cache, not the cluster.{% endif %}
 To reproduce: <code>{{ tune.reproduce }}</code> in this run's directory.</p>
 <table><tr><th>setting</th><th class="l">values</th><th>repetitions</th><th>mean {{ c.metric }}</th><th class="l">state</th><th class="l">applied</th><th class="l">run</th></tr>
 {% for t in tune.trials %}<tr><td>{{ t.number }}</td><td class="l p">{% for k, v in t.settings.items() %}{{ k }}={{ v }}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
@@ -97,7 +99,7 @@ interval of best / runner-up, over runs, excludes 1: with one run per setting no
 see run-to-run variation; <code>runs: 3</code> gives each setting runs). <code>settings.json</code> has it all.</p>
 <table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th class="l">ranking (mean ± 95 %)</th><th class="l">winner</th></tr>
 {% for r in ranking %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
-<td class="l">{% for e in r.ranking %}{{ e.settings }}: {{ '%.4g' % e.mean }}{% if e.ci95 is not none %} ± {{ '%.2g' % e.ci95 }}{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
+<td class="l">{% for e in r.ranking %}{{ e.settings }}: {{ '%.4g' % e.mean }}{% if e.ci95 is not none %} ± {{ '%.2g' % e.ci95 }}{% endif %}{% if e.settings in r.not_from_storage %} <span class="warn">(not from the storage: {{ '%.2f' % e.from_storage }} of its bytes on the wire)</span>{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
 <td class="l">{% if r.winner %}<b>{{ r.winner }}</b> ({{ '%.3f' % r.best_over_runner_up }}× the runner-up){% else %}no winner: {{ r.why or 'none beat the noise' }}{% endif %}</td></tr>{% endfor %}
 </table>{% for f in settings_figures %}<figure>{{ f.svg }}<figcaption>{{ f.caption }}</figcaption></figure>{% endfor %}{% endif %}
 {% if comparison %}<h2>{% set what = comparison.what or "runtime" %}{{ what|capitalize }} {{ comparison.runtime }} against {{ what }} {{ comparison.baseline_runtime }}</h2>
@@ -110,7 +112,7 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 {% for r in comparison.headline %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
 <td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio if r.ratio is not none else '-' }}</td>
 <td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% if r.over == 'one run' %} (within one run){% endif %}{% else %}none{% endif %}</td>
-<td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}</td></tr>{% endfor %}
+<td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}{% if r.not_from_storage %} <span class="warn">· not from the storage on {{ r.not_from_storage|join(' and ') }} (byte ledger: {{ '%.2f' % r.from_storage_a if r.from_storage_a is not none else '?' }} / {{ '%.2f' % r.from_storage_b if r.from_storage_b is not none else '?' }} of its bytes on the wire)</span>{% endif %}</td></tr>{% endfor %}
 </table>{% endif %}
 <h2>Summary</h2>
 <p>Mean ± 95 % interval over repetitions (n). Every metric of every tool is in <code>results.csv</code>.</p>

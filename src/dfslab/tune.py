@@ -286,14 +286,19 @@ def tune(path: Path, objective: Objective, budget: float, progress: Progress, re
             measured[role][1].append(outcome.path)
             failures += [f"{role}: {f}" for f in outcome.failures]
     test = ratio_test(measured["default"][0], measured["best"][0])
+    rows = compare_runs(measured["default"][1], measured["best"][1])
+    # A side whose objective a cache served (byte ledger) is said with the verdict, never left out.
+    cached = sorted({side for r in rows if r["workload"] == search.step.workload.name and r["metric"] == objective.metric
+                     for side in r["not_from_storage"]})
     confirmation = {"metric": objective.metric, "default": measured["default"][0], "best": measured["best"][0],
                     "best_over_default": test.ratio, "low": test.low, "high": test.high,
-                    "significant": test.significant, "verdict": test.verdict, "why": test.why}
+                    "significant": test.significant, "verdict": test.verdict, "why": test.why,
+                    "not_from_storage": [{"A": "default", "B": "best"}[side] for side in cached]}
     target = RunDir(measured["best"][1][-1])
     target.write_json("comparison.json", {
         "what": "settings", "baseline_runtime": f"default ({_shown(default_shown)})",
         "baseline_runs": [p.name for p in measured["default"][1]], "runtime": f"best ({_shown(best.settings)})",
-        "runs": [p.name for p in measured["best"][1]], "rows": compare_runs(measured["default"][1], measured["best"][1])})
+        "runs": [p.name for p in measured["best"][1]], "rows": rows})
     target.write_spec(parse_spec(best_data, search.source).model_dump(mode="json"), "best-spec.yaml")
     target.write_spec({**search.exp.raw, "cluster": best_data}, "best-experiment.yaml")
     target.write_json("tune.json", {
