@@ -8,6 +8,7 @@ import subprocess
 
 from conftest import REPO
 from dfslab import deps
+from dfslab.backends.registry import FILESYSTEMS
 from dfslab.experiment import load_experiment
 
 
@@ -21,7 +22,7 @@ def test_the_demo_group_holds_what_the_quickstart_runs_and_nothing_heavier():
 
 
 def test_every_group_dfslab_asks_for_is_one_the_install_script_knows():
-    wanted = {g for gs in (*deps.RUNTIME_GROUPS.values(), *map(deps.debian_groups, deps.FILESYSTEMS)) for g in gs}
+    wanted = {g for gs in (*deps.RUNTIME_GROUPS.values(), *map(deps.debian_groups, FILESYSTEMS)) for g in gs}
     assert wanted <= set(deps.groups())
     res = subprocess.run(["bash", "scripts/install-deps.sh", "no-such-group"], cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 2 and "no group no-such-group" in res.stderr
@@ -29,3 +30,9 @@ def test_every_group_dfslab_asks_for_is_one_the_install_script_knows():
 
 def test_installed_packages_are_not_installed_again():
     assert deps.missing("demo") == []  # this machine ran `make test`'s install, which has every group
+
+
+def test_a_package_dpkg_does_not_know_is_missing_beside_installed_ones(monkeypatch):
+    # one dpkg-query for the whole group: an unknown name must not hide the others' status
+    monkeypatch.setattr(deps, "groups", lambda: {"g": ["fio", "dfslab-no-such-package", "iperf3"]})
+    assert deps.missing("g") == ["dfslab-no-such-package"]

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .backends.registry import FILESYSTEMS, debian_groups
+from .backends.registry import debian_groups
 from .runtime import RuntimeError_
 from .spec import ClusterSpec
 from .state import dfslab_home
@@ -38,12 +38,11 @@ def groups() -> dict[str, list[str]]:
 
 def missing(group: str) -> list[str]:
     """The group's packages dpkg does not have installed."""
-    out = []
-    for package in groups()[group]:
-        res = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True)
-        if "install ok installed" not in res.stdout:
-            out.append(package)
-    return out
+    wanted = groups()[group]
+    # One dpkg-query for the group; a package it does not know is on stderr, absent from stdout.
+    res = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Status}\n", *wanted], capture_output=True, text=True)
+    installed = {line.split()[0].partition(":")[0] for line in res.stdout.splitlines() if line.endswith("install ok installed")}
+    return [p for p in wanted if p not in installed]
 
 
 def _script(name: str, args: list[str], what: str, log_name: str) -> None:
