@@ -65,6 +65,7 @@ def test_up_gives_a_started_replica_volume_with_every_brick_online(replica3):
     assert [p["connected"] for p in info["peers"]] == [True, True]
     assert info["heal_pending"] == 0
     assert info["ping_timeout"] == "10"  # the spec's default, not GlusterFS's 42 s
+    assert _volume_get(replica3, "performance.strict-o-direct") == "on"  # O_DIRECT writes acknowledged by the bricks
     assert sorted(d["name"] for d in info["daemons"] if d["alive"]) == ["glusterd.node1", "glusterd.node2", "glusterd.node3",
                                                                         "glusterfs.client"]  # the FUSE mount
 

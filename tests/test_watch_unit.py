@@ -75,3 +75,42 @@ def test_a_write_stopped_at_dfslabs_own_object_cap_is_marked_not_failed():
     as_dicts = [{"workload": r.workload, "metric": r.metric, "value": r.value, "unit": r.unit, "params": r.params,
                  "repetition": 0, "t": None} for r in rows]
     assert any("stopped at dfslab's cap of 190 objects" in line for line in short_phase_lines(as_dicts))
+
+
+def _bricks(*online: bool) -> list[dict]:
+    return [{"brick": f"10.0.0.{i + 1}:/b{i}", "online": up} for i, up in enumerate(online)]
+
+
+def test_a_gluster_set_below_its_quorum_is_an_alarm_and_one_brick_down_is_not():
+    from dfslab.backends.gluster.backend import set_alarms
+    from dfslab.backends.gluster.section import GlusterSpec
+    replica3 = GlusterSpec(volume="replicate", replica=3)
+    assert set_alarms(replica3, _bricks(True, False, True)) == []  # 2 of 3: writes go on
+    [alarm] = set_alarms(replica3, _bricks(True, False, False))
+    assert "replicate set 0 has 1 of 3 bricks online, needs 2" in alarm and "read-only" in alarm and "/b2" in alarm
+    # two sets of a 2 x 3 volume: only the second is named
+    [alarm] = set_alarms(replica3, _bricks(True, True, True, False, False, True))
+    assert alarm.startswith("replicate set 1 ")
+    replica2 = GlusterSpec(volume="replicate", replica=2)
+    assert set_alarms(replica2, _bricks(True, False)) == []  # half, with the first brick up: quorum auto allows it
+    assert set_alarms(replica2, _bricks(False, True))  # half without the first: read-only
+    disperse = GlusterSpec(volume="disperse", disperse_data=2, redundancy=1)
+    assert set_alarms(disperse, _bricks(False, True, True)) == []
+    assert "needs 2" in set_alarms(disperse, _bricks(False, False, True))[0]
+    assert set_alarms(GlusterSpec(volume="distribute"), _bricks(False, False)) == []
+
+
+def test_a_brick_filesystem_out_of_space_is_an_alarm(tmp_path):
+    import subprocess
+    from dfslab.backends.gluster.backend import space_alarms
+    assert space_alarms({"node1": tmp_path}) == []  # this machine's disk has room
+    # a real filesystem with no room: a 1 MiB tmpfs
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "dfslab-test", str(small)], capture_output=True).returncode:
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        [alarm] = space_alarms({"node2": small, "node3": tmp_path / "missing"})
+        assert alarm.startswith("the bricks of node2 are full: 1 MiB free")
+    finally:
+        subprocess.run(["umount", str(small)], check=True)

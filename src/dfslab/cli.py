@@ -21,7 +21,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from . import __version__, cluster
+from . import __version__, cluster, polling
 from .backends import BackendError, backend_class
 from .runtime import RuntimeError_
 from .safety import BadName, check_name
@@ -91,12 +91,20 @@ class LiveProgress:
 
     def __init__(self) -> None:
         self.start = self.step_start = time.monotonic()
-        self.step, self.detail = "starting", ""
+        self.step, self.detail, self.waiting = "starting", "", ""
         self.live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
+        self._reporting = polling.reporting(self._waiting)
 
     def _render(self):
         elapsed = time.monotonic() - self.start
-        return Spinner("dots", Text.assemble((f"[{elapsed:5.1f}s] ", "dim"), (self.step, "bold"), "  ", self.detail[:160]))
+        waiting = f" · {self.waiting}" if self.waiting else ""
+        return Spinner("dots", Text.assemble((f"[{elapsed:5.1f}s] ", "dim"), (self.step, "bold"), "  ",
+                                             self.detail[:160], (waiting[:120], "dim")))
+
+    def _waiting(self, text: str) -> None:
+        """What a wait (dfslab.polling) is waiting on, beside the step: "waiting on osd.2 · 12/300 s"."""
+        self.waiting = text
+        self.live.update(self._render())
 
     def __call__(self, step: str, detail: str) -> None:
         if step == "warning":
@@ -111,9 +119,11 @@ class LiveProgress:
 
     def __enter__(self):
         self.live.__enter__()
+        self._reporting.__enter__()
         return self
 
     def __exit__(self, *exc):
+        self._reporting.__exit__(*exc)
         self.live.__exit__(*exc)
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from ..runtime import Runtime
 from . import BackendError
+from ..polling import wait_until
 
 
 def is_mounted(path: Path) -> bool:
@@ -24,14 +24,15 @@ def fuse_mount(runtime: Runtime, name: str, node: str, argv: list[str], mnt: Pat
     runtime.state.add_resource("mounts", str(mnt))
     # nsenter --net only (not `ip netns exec`): the mount stays visible to every process.
     proc = runtime.spawn(name, node, argv, env=env, meta={"kind": "client", "mount": str(mnt)})
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def mounted() -> bool:
         if is_mounted(mnt):
-            return mnt
+            return True
         if runtime.procs.exited(name) is not None:
-            break
-        time.sleep(0.1)
-    raise BackendError(f"{argv[0]} did not mount {mnt} within {timeout:.0f} s; see {proc.log}")
+            raise BackendError(f"{argv[0]} exited without mounting {mnt}; see {proc.log}")
+        return False
+    wait_until(mounted, f"{argv[0]} to mount {mnt}", timeout, 0.1,
+               lambda _: BackendError(f"{argv[0]} did not mount {mnt} within {timeout:.0f} s; see {proc.log}"))
+    return mnt
 
 
 def unmount(mountpoint: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..runtime.kubernetes.objects import running_ready
 from . import Fault, FaultError, FaultInputError
+from ..polling import wait_until
 
 OPERATOR = "rook-ceph-operator"
 RESTART_TIMEOUT = 300
@@ -49,12 +50,8 @@ class KubernetesFault(Fault):
         return self.cluster.runtime.namespace  # Rook's (the spec's) or the filesystem's own
 
     def wait(self, done, what: str, timeout: float = RESTART_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if done():
-                return
-            time.sleep(1)
-        raise FaultError(f"{what} not within {timeout:.0f} s; `dfslab status {self.cluster.state.name}` shows the pods")
+        wait_until(done, what, timeout, 1.0, lambda _: FaultError(
+            f"{what} not within {timeout:.0f} s; `dfslab status {self.cluster.state.name}` shows the pods"))
 
     def wait_for_nothing_missing(self, missing, what: str, timeout: float = RESTART_TIMEOUT) -> None:
         """`wait`, naming in its error what was still missing at the deadline."""

@@ -33,6 +33,7 @@ from ..procs import ENV_MARK, TrackedProcess
 from ..spec import ClusterSpec
 from . import RuntimeError_, engine, images
 from .local import LocalNetnsRuntime, node_addresses
+from ..polling import wait_until
 
 # The daemon's output goes to the same log file as on the local runtime; `exec` keeps the
 # daemon itself as the child of the container's init.
@@ -186,16 +187,15 @@ class DockerRuntime(LocalNetnsRuntime):
     def _daemon_pid(self, cname: str, timeout: float = 10) -> int:
         """The host PID of the daemon: the only child of the container's init."""
         init = self._pid(cname)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def first_child() -> int | None:
             try:
                 children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
             except OSError:
                 children = []
-            if children:
-                return int(children[0])
-            time.sleep(0.02)
-        raise RuntimeError_(f"container {cname} started no daemon; see its log in {self.state.logs_dir}")
+            return int(children[0]) if children else None
+        return wait_until(first_child, f"the daemon of container {cname}", timeout, 0.02,
+                          lambda _: RuntimeError_(f"container {cname} started no daemon; see its log in {self.state.logs_dir}"))
 
     def in_daemon(self, proc: TrackedProcess, argv: list[str]) -> list[str]:
         # `docker exec` enters the namespaces of the container's init, and the daemon may have a

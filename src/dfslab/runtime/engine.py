@@ -20,11 +20,11 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from ..procs import ENV_MARK, proc_start_time, terminate
 from . import RuntimeError_
+from ..polling import poll
 
 NETNS = "dfs-engine"
 LABEL = "dfslab.cluster"
@@ -101,15 +101,13 @@ def start(timeout: float = 60) -> None:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True, close_fds=True)
     (RUN_DIR / "engine.json").write_text(json.dumps({"pid": proc.pid, "start_time": proc_start_time(proc.pid) or 0}))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answering() -> bool:
         if proc.poll() is not None:
             raise RuntimeError_(f"dockerd exited with {proc.returncode}; see {RUN_DIR / 'dockerd.log'}")
-        if responding():
-            return
-        time.sleep(0.3)
-    stop()
-    raise RuntimeError_(f"dockerd did not answer within {timeout:.0f} s; see {RUN_DIR / 'dockerd.log'}")
+        return responding()
+    if not poll(answering, "dockerd to answer", timeout, 0.3):
+        stop()
+        raise RuntimeError_(f"dockerd did not answer within {timeout:.0f} s; see {RUN_DIR / 'dockerd.log'}")
 
 
 def in_use() -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from pydantic import Field
@@ -18,6 +17,7 @@ from pydantic import Field
 from ..safety import remove_owned_tree
 from ..state import clusters_root
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from ..polling import wait_until
 
 TIMES = {"Average": "time_avg", "Minimum": "time_min", "Maximum": "time_max"}
 
@@ -62,14 +62,11 @@ class MariaDB:
              f"--pid-file={self.socket.with_suffix('.pid')}", "--skip-networking", "--user=root", "--skip-grant-tables",
              "--innodb-buffer-pool-size=128M", f"--log-error={self.socket.with_suffix('.err')}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def listening() -> bool:
             if self.proc.poll() is not None:
                 raise WorkloadError(f"mariadbd exited {self.proc.returncode}; see {self.socket.with_suffix('.err')}")
-            if self.socket.exists():
-                return
-            time.sleep(0.2)
-        raise WorkloadError(f"mariadbd did not open {self.socket} within {timeout:.0f} s")
+            return self.socket.exists()
+        wait_until(listening, f"mariadbd to open {self.socket}", timeout, 0.2, WorkloadError)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import BackendError, table
 from .tools import set_image_cache
+from ...polling import wait_until
 
 
 class ExistingCeph:
@@ -80,13 +81,10 @@ class ExistingCeph:
         return None
 
     def wait_pool_clean(self, pool: str, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def active() -> bool:
             stats = (self.cmd("pg", "ls-by-pool", pool, check=False) or {}).get("pg_stats", [])
-            if stats and all(s["state"].startswith("active") for s in stats):
-                return
-            time.sleep(0.5)
-        raise BackendError(f"pool {pool} did not become active within {timeout:.0f} s")
+            return bool(stats) and all(s["state"].startswith("active") for s in stats)
+        wait_until(active, f"pool {pool} to become active", timeout, 0.5, BackendError)
 
     # -- reading the cluster ------------------------------------------------------------
     def pools(self) -> list[dict[str, Any]]:

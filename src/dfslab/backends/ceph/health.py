@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...procs import ProcessTable
 from .. import BackendError, Progress
 from .admin import CephAdmin
+from ...polling import wait_until
 
 
 @dataclass
@@ -77,22 +77,20 @@ def check_daemons(procs: ProcessTable) -> None:
 
 def wait_healthy(admin: CephAdmin, procs: ProcessTable, want_osds: int, want_mds: bool,
                  progress: Progress, timeout: float) -> Snapshot:
-    deadline = time.monotonic() + timeout
-    passes, snap = 0, Snapshot()
-    while time.monotonic() < deadline:
+    seen = {"snap": Snapshot(), "passes": 0}
+
+    def healthy() -> Snapshot | None:
         check_daemons(procs)
-        snap = snapshot(admin)
+        snap = seen["snap"] = snapshot(admin)
         total, up, _ = snap.osds
         detail = f"{snap.health} · OSDs {up}/{want_osds} up · {snap.pg_line()}"
         if snap.checks:
             detail += " · " + "; ".join(snap.checks.values())
         progress("waiting for HEALTH_OK", detail)
-        # Two passes a second apart: the MGR's view lags, one good sample can be stale.
-        passes = passes + 1 if ready(snap, want_osds, want_mds) else 0
-        if passes >= 2:
-            return snap
-        time.sleep(0.5 if passes == 0 else 1.0)
-    raise BackendError(diagnose(admin, procs, snap, timeout))
+        # Three passes half a second apart: the MGR's view lags, one good sample can be stale.
+        seen["passes"] = seen["passes"] + 1 if ready(snap, want_osds, want_mds) else 0
+        return snap if seen["passes"] >= 3 else None
+    return wait_until(healthy, "HEALTH_OK", timeout, 0.5, lambda _: BackendError(diagnose(admin, procs, seen["snap"], timeout)))
 
 
 def diagnose(admin: CephAdmin, procs: ProcessTable, snap: Snapshot, timeout: float) -> str:

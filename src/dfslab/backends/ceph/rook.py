@@ -27,6 +27,7 @@ from . import health, pools
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
 from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
+from ...polling import poll
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
@@ -358,20 +359,23 @@ class RookCephBackend(CephBackend):
         from kubernetes import client
         custom = client.CustomObjectsApi(api)
         core = client.CoreV1Api(api)
-        message = ""
-        while time.monotonic() < deadline:
+        last = {"message": ""}
+
+        def ready() -> bool:
             obj = custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "cephclusters", CLUSTER_NAME)
             status = obj.get("status") or {}
             phase, message = status.get("phase", "Pending"), status.get("message", "")
+            last["message"] = message
             pods = core.list_namespaced_pod(self.namespace).items
             running = sorted(p.metadata.labels.get("app", p.metadata.name) for p in pods if p.status.phase == "Running")
             progress("Rook deploying Ceph", f"{phase}: {message[:80]} · running: {', '.join(running)[:120]}"
                                             f"{newest_event(core, self.namespace)}")
-            if phase == "Ready" and self._osds_up(core):
-                return
             if phase == "Failure":
                 raise BackendError(f"Rook reports CephCluster {CLUSTER_NAME} Failure: {message}")
-            time.sleep(3)
+            return phase == "Ready" and self._osds_up(core)
+        if poll(ready, "Rook's CephCluster Ready", max(0.0, deadline - time.monotonic()), 3.0):
+            return
+        message = last["message"]
         raise BackendError(f"Rook did not make the CephCluster Ready in time (last: {message}); operator log: "
                            f"{self.state.dir}/kubernetes/nodes/client/pod-logs")
 

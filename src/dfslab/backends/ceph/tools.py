@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from .. import BackendError, Confinement
 from .pools import BENCH_POOL
+from ...polling import wait_until
 
 RBD_IMAGE = "dfslab-fio"
 
@@ -84,14 +85,11 @@ def confine(runner: Any, nodes: list[str], pgs: int) -> Iterator[Confinement]:
 
 
 def _wait_clean(ceph, pool: str, pgs: int, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def clean() -> bool:
         out = ceph("pg", "ls-by-pool", pool, "--format", "json", check=False)
         stats = json.loads(out).get("pg_stats", []) if out.strip() else []
-        if len(stats) == pgs and all(s["state"] == "active+clean" for s in stats):
-            return
-        time.sleep(0.5)
-    raise BackendError(f"pool {pool} did not become active+clean within {timeout:.0f} s")
+        return len(stats) == pgs and all(s["state"] == "active+clean" for s in stats)
+    wait_until(clean, f"pool {pool} to become active+clean", timeout, 0.5, BackendError)
 
 
 def pool_free_bytes(runner: Any, pool: str) -> int:

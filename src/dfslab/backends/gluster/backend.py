@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from ...runtime import CLIENT
 from .. import Backend, BackendError, Chart, Confinement, Progress, table
 from . import client, glusterd, volume
 from .glusterd import GlusterContext
+from ...polling import wait_until
 
 
 class GlusterBackend(Backend):
@@ -122,6 +124,7 @@ class GlusterBackend(Backend):
         except BackendError:
             out["gluster.degraded"] = (1, "0=OK,1=degraded")
             return out
+        self.seen_bricks, self.answered_at = bricks, time.monotonic()
         out["gluster.bricks_online"] = (sum(b["online"] for b in bricks), "bricks")
         if heal is not None:
             out["gluster.heal_pending"] = (heal, "entries")
@@ -130,6 +133,20 @@ class GlusterBackend(Backend):
 
     def bricks(self) -> list[dict[str, Any]]:
         return volume.bricks(self.ctx, self.first)
+
+    seen_bricks: list[dict[str, Any]] = []
+    answered_at: float | None = None
+    GLUSTERD_SILENCE = 20  # s without an answer from the first server's glusterd
+
+    def alarms(self) -> list[str]:
+        """A set of bricks below its quorum (replicate: the volume turns read-only; disperse:
+        writes fail), a brick's filesystem out of space, glusterd silent: from the sampler's
+        latest `volume status` and the bricks' own filesystems (dfslab.watch)."""
+        found = set_alarms(self.spec.gluster, self.seen_bricks)
+        found += space_alarms({n: self.ctx.node_dir(n, "bricks") for n in self.spec.node_names()})
+        if self.answered_at is not None and time.monotonic() - self.answered_at > self.GLUSTERD_SILENCE:
+            found.append(f"glusterd on {self.first} has not answered for {time.monotonic() - self.answered_at:.0f} s")
+        return found
 
     def start_offline_bricks(self) -> None:
         """`volume start force`: restarts bricks that are down, leaves running ones alone."""
@@ -168,18 +185,17 @@ class GlusterBackend(Backend):
         glusterd.cli(self.ctx, node, "volume", "add-brick", volume.VOLUME, *bricks, "force")
         volume.wait_bricks_online(self.ctx, node, len(existing) + count)
         glusterd.cli(self.ctx, node, "volume", "rebalance", volume.VOLUME, "start")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def rebalanced() -> dict | None:
             st = volume.rebalance_status(self.ctx, node)
             progress("rebalancing", f"{st['status']}: {st['files']} files ({st['bytes'] / 2**20:.1f} MiB) moved, "
                      f"{st['scanned']} scanned, {st['failures']} failed")
-            if st["status"] in ("completed", "failed", "stopped"):
-                if st["status"] != "completed" or st["failures"]:
-                    raise BackendError(f"rebalance {st['status']} with {st['failures']} failure(s); "
-                                       f"see {self.ctx.root}/<node>/log/dfslab-rebalance.log")
-                return {"added": bricks, **st}
-            time.sleep(0.5)
-        raise BackendError(f"rebalance not completed within {timeout:.0f} s")
+            if st["status"] not in ("completed", "failed", "stopped"):
+                return None
+            if st["status"] != "completed" or st["failures"]:
+                raise BackendError(f"rebalance {st['status']} with {st['failures']} failure(s); "
+                                   f"see {self.ctx.root}/<node>/log/dfslab-rebalance.log")
+            return {"added": bricks, **st}
+        return wait_until(rebalanced, "the rebalance to complete", timeout, 0.5, BackendError)
 
     def apply_live(self, new) -> list[str] | None:
         """Volume options (gluster.options, ping and heal timeouts) change on the running volume;
@@ -218,3 +234,43 @@ class GlusterBackend(Backend):
 
 
 BACKEND = GlusterBackend
+
+
+BRICK_FREE_FLOOR = 64 * 2**20  # bytes: below it a brick's writes fail with ENOSPC soon
+
+
+def set_alarms(g: Any, bricks: list[dict[str, Any]]) -> list[str]:
+    """Each replica or disperse set (consecutive bricks, as the volume lists them) with fewer
+    bricks online than it needs to take writes: more than half of a replica set (client quorum
+    `auto`; exactly half counts when the first brick is up), k of a k+m disperse set."""
+    if g.volume == "replicate":
+        size, need = g.replica, g.replica // 2 + 1
+    elif g.volume == "disperse":
+        size, need = g.disperse_data + g.redundancy, g.disperse_data
+    else:
+        return []
+    out = []
+    for start in range(0, len(bricks) - size + 1, size):
+        members = bricks[start:start + size]
+        up = sum(b["online"] for b in members)
+        half_with_first = g.volume == "replicate" and 2 * up == size and members[0]["online"]
+        if up < need and not half_with_first:
+            down = ", ".join(b["brick"] for b in members if not b["online"])
+            out.append(f"{g.volume} set {start // size} has {up} of {size} bricks online, needs {need} to take writes "
+                       f"({'read-only' if g.volume == 'replicate' else 'writes fail'}; offline: {down})")
+    return out
+
+
+def space_alarms(brick_dirs: dict[str, Path]) -> list[str]:
+    """Brick filesystems with less than BRICK_FREE_FLOOR free (their writes fail with ENOSPC)."""
+    out = []
+    for node, path in brick_dirs.items():
+        try:
+            st = os.statvfs(path)
+        except OSError:
+            continue  # not on this machine's filesystem (a container's own)
+        free = st.f_bavail * st.f_frsize
+        if free < BRICK_FREE_FLOOR:
+            out.append(f"the bricks of {node} are full: {free / 2**20:.0f} MiB free of "
+                       f"{st.f_blocks * st.f_frsize / 2**30:.1f} GiB at {path}")
+    return out

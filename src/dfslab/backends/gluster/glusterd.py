@@ -22,6 +22,7 @@ from ...procs import TrackedProcess
 from ...runtime import Runtime
 from ...spec import ClusterSpec
 from .. import BackendError
+from ...polling import wait_until
 
 PRIVATE_PATHS = {"lib": "/var/lib/glusterd", "log": "/var/log/glusterfs", "run": "/run"}
 
@@ -112,14 +113,14 @@ def xml(ctx: GlusterContext, node: str, *args: str, timeout: float = 60) -> Elem
 
 def wait_listening(ctx: GlusterContext, node: str, timeout: float = 60) -> None:
     """glusterd answers its CLI (it spends ~1.5 s in a geo-replication check at start)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    log = ctx.node_dir(node, 'log') / 'glusterd.log'
+
+    def answering() -> bool:
         if ctx.runtime.procs.exited(daemon_name(node)) is not None:
-            break
-        if cli(ctx, node, "pool", "list", timeout=10, check=False).returncode == 0:
-            return
-        time.sleep(0.2)
-    raise BackendError(f"glusterd on {node} did not answer within {timeout:.0f} s; see {ctx.node_dir(node, 'log') / 'glusterd.log'}")
+            raise BackendError(f"glusterd on {node} exited before it answered; see {log}")
+        return cli(ctx, node, "pool", "list", timeout=10, check=False).returncode == 0
+    wait_until(answering, f"glusterd on {node} to answer", timeout, 0.2,
+               lambda _: BackendError(f"glusterd on {node} did not answer within {timeout:.0f} s; see {log}"))
 
 
 def probe_peers(ctx: GlusterContext, timeout: float = 60) -> None:
@@ -127,13 +128,11 @@ def probe_peers(ctx: GlusterContext, timeout: float = 60) -> None:
     first, *others = ctx.spec.node_names()
     for node in others:
         cli(ctx, first, "peer", "probe", ctx.addresses[node])
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def joined() -> bool:
         peers = peer_states(ctx, first)
-        if len(peers) == len(others) and all(p["connected"] and p["in_cluster"] for p in peers):
-            return
-        time.sleep(0.3)
-    raise BackendError(f"peers did not all join within {timeout:.0f} s: {peer_states(ctx, first)}")
+        return len(peers) == len(others) and all(p["connected"] and p["in_cluster"] for p in peers)
+    wait_until(joined, "every peer to join the trusted pool", timeout, 0.3,
+               lambda _: BackendError(f"peers did not all join within {timeout:.0f} s: {peer_states(ctx, first)}"))
 
 
 def peer_states(ctx: GlusterContext, node: str, timeout: float = 60) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from .. import BackendError, PreflightError, Progress
 from . import volume
 from .backend import GlusterBackend
 from .glusterd import PRIVATE_PATHS
+from ...polling import poll, wait_until
 
 NAMESPACE = "dfslab-gluster"
 APP = "dfslab-glusterd"
@@ -202,13 +203,14 @@ class GlusterKubernetesBackend(GlusterBackend):
     def _wait_ready(self, api, want: int, deadline: float, progress: Progress) -> None:
         from kubernetes import client
         core = client.CoreV1Api(api)
-        while time.monotonic() < deadline:
+
+        def all_ready() -> bool:
             pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={APP}").items
             ready = sorted(p.spec.node_name for p in pods if running_ready(p))
             progress("starting glusterd", f"{len(ready)}/{want} ready ({', '.join(ready)})")
-            if len(ready) == want:
-                return
-            time.sleep(1)
+            return len(ready) == want
+        if poll(all_ready, "every glusterd pod ready", max(0.0, deadline - time.monotonic()), 1.0):
+            return
         raise BackendError(f"glusterd pods not all ready in time; see {self.state.dir}/kubernetes/nodes/*/pod-logs "
                            f"and `dfslab status {self.spec.name}`")
 
@@ -216,15 +218,17 @@ class GlusterKubernetesBackend(GlusterBackend):
         from kubernetes import client
         apply_all(api, [job])
         core = client.CoreV1Api(api)
-        while time.monotonic() < deadline:
+
+        def finished() -> bool:
             pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={BOOTSTRAP}").items
-            if pods and pods[0].status.phase in ("Succeeded", "Failed"):
-                if pods[0].status.phase == "Failed":
-                    log = core.read_namespaced_pod_log(pods[0].metadata.name, NAMESPACE)
-                    raise BackendError(f"the bootstrap Job failed: {log.strip()[-600:]}")
-                return
-            time.sleep(1)
-        raise BackendError("the bootstrap Job did not finish in time")
+            if not pods or pods[0].status.phase not in ("Succeeded", "Failed"):
+                return False
+            if pods[0].status.phase == "Failed":
+                log = core.read_namespaced_pod_log(pods[0].metadata.name, NAMESPACE)
+                raise BackendError(f"the bootstrap Job failed: {log.strip()[-600:]}")
+            return True
+        wait_until(finished, "the bootstrap Job to finish", max(0.0, deadline - time.monotonic()), 1.0,
+                   lambda _: BackendError("the bootstrap Job did not finish in time"))
 
     def status(self) -> dict[str, Any]:
         from ..kube_tables import pods_table

@@ -10,12 +10,12 @@ relay into the namespace (netns_socket.py).
 from __future__ import annotations
 
 import os
-import time
 
 from .. import CLIENT, RuntimeError_
 from ..local import NETNS_DIR
 from . import pki as kpki
 from .netns_socket import NamespaceRelay
+from ...polling import wait_until
 
 _RELAYS: dict[tuple[str, int, int], NamespaceRelay] = {}
 
@@ -89,35 +89,36 @@ def raw_call(api, method: str, path: str, query: list | None = None, headers: di
 
 def wait_api(rt, progress, timeout: float = 90) -> None:
     api = api_client(rt)
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
+
+    last = {"error": ""}
+
+    def ready() -> bool:
         proc = rt.procs.get("kube-apiserver")
         if proc is not None and not proc.alive():
             raise RuntimeError_(f"kube-apiserver exited; see {proc.log}")
         try:
-            if raw_call(api, "GET", "/readyz")[0] == 200:
-                return
-        except Exception as exc:  # connection refused while it starts
-            last = str(exc)[:200]
-        time.sleep(0.5)
-    raise RuntimeError_(f"kube-apiserver not ready within {timeout:.0f} s ({last}); see {rt.state.logs_dir / 'kube-apiserver.out'}")
+            return raw_call(api, "GET", "/readyz")[0] == 200
+        except Exception as exc:  # connection refused while it starts: not yet, the last one named
+            last["error"] = str(exc)[:200]
+            return False
+    wait_until(ready, "kube-apiserver's /readyz", timeout, 0.5, lambda _: RuntimeError_(
+        f"kube-apiserver not ready within {timeout:.0f} s ({last['error']}); see {rt.state.logs_dir / 'kube-apiserver.out'}"))
 
 
 def wait_nodes_ready(rt, nodes: list[str], progress, timeout: float = 120) -> None:
     from kubernetes import client
     from .objects import node_ready  # objects.py calls raw_call, from here
     core = client.CoreV1Api(api_client(rt))
-    deadline = time.monotonic() + timeout
     ready: set[str] = set()
-    while time.monotonic() < deadline:
+
+    def all_ready() -> bool:
         for proc in rt.procs.all():
             if proc.name.startswith(("kubelet-", "containerd-", "kube-")) and not proc.alive():
                 raise RuntimeError_(f"{proc.name} exited; see {proc.log}")
-        ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
+        ready.clear()
+        ready.update(n.metadata.name for n in core.list_node().items if node_ready(n))
         progress("waiting for Kubernetes nodes", f"{len(ready)}/{len(nodes)} Ready")
-        if ready >= set(nodes):
-            return
-        time.sleep(1)
-    raise RuntimeError_(f"Kubernetes nodes not Ready within {timeout:.0f} s: {sorted(set(nodes) - ready)}; "
-                        f"see {rt.state.logs_dir}/kubelet-*.out")
+        return ready >= set(nodes)
+    wait_until(all_ready, "Kubernetes nodes Ready", timeout, 1.0,
+               lambda _: RuntimeError_(f"Kubernetes nodes not Ready within {timeout:.0f} s: {sorted(set(nodes) - ready)}; "
+                                       f"see {rt.state.logs_dir}/kubelet-*.out"))

@@ -274,9 +274,9 @@ def on_stop(core, namespace: str, name: str, delete) -> None:
         except ApiException as exc:
             if exc.status != 404:
                 raise
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while time.monotonic() < deadline and core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items:
-            time.sleep(0.5)
+        from ...polling import poll
+        poll(lambda: not core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items,
+             f"the pods of {name} to go", STOP_TIMEOUT, 0.5)
         sys.exit(130)
 
     for sig in (signal.SIGINT, signal.SIGTERM):

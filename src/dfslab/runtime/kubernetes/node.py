@@ -17,13 +17,13 @@ import json
 import hashlib
 import os
 import shlex
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from .. import RuntimeError_
+from ...polling import wait_until
 
 CNI_BIN = "/usr/lib/cni"
 # Character devices every node's /dev has (what a minimal host offers its containers).
@@ -148,14 +148,11 @@ def mount_namespace_script(paths: NodePaths, rook_host_path: str, loops: list[st
 
 
 def wait_file(path: Path, what: str, alive, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            return
+    def there() -> bool:
         if not alive():
-            break
-        time.sleep(0.1)
-    raise RuntimeError_(f"{what} did not come up (no {path})")
+            raise RuntimeError_(f"{what} did not come up (no {path}): it exited")
+        return path.exists()
+    wait_until(there, f"{what} to come up", timeout, 0.1, lambda _: RuntimeError_(f"{what} did not come up (no {path})"))
 
 
 def nsenter_mount(holder_pid: int, argv: list[str]) -> list[str]:

@@ -14,21 +14,19 @@ from __future__ import annotations
 import os
 import select
 import sys
-import time
 
 STDIN = 0
 
 
 def toolbox_pod(core, namespace: str, timeout: float = 120) -> str:
     from .existing import TOOLBOX
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    from ...polling import wait_until
+
+    def running() -> str | None:
         pods = core.list_namespaced_pod(namespace, label_selector=f"app={TOOLBOX}").items
-        running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
-        if running:
-            return running[0].metadata.name
-        time.sleep(1)
-    raise SystemExit(f"no Running {TOOLBOX} pod in namespace {namespace} within {timeout:.0f} s")
+        names = [p.metadata.name for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+        return names[0] if names else None
+    return wait_until(running, f"a Running {TOOLBOX} pod in namespace {namespace}", timeout, 1.0, SystemExit)
 
 
 def run(cluster: str, argv: list[str]) -> int:
