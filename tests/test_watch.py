@@ -40,3 +40,54 @@ def test_a_cluster_that_fills_fails_the_step_in_seconds_and_names_it(tmp_path):
     assert "% used" in error and "BlueFS/RocksDB metadata" in error, error  # what fills the OSDs
     assert interval["end"] - interval["start"] < 60, interval  # not rados bench's 300 s deadline
     assert name not in dfslab("list").stdout
+
+
+def test_a_monitor_quorum_lost_during_a_step_fails_it_in_seconds_and_names_it(tmp_path):
+    """The one MON stopped (SIGSTOP: alive, silent, as a MON cut off from its peers is) while
+    rados bench writes: the watch sees the monitors silent for 20 s, stops the tool and fails the
+    step; the MON is resumed once the tool is gone, so the run's status and teardown can finish."""
+    import os
+    import signal
+    import subprocess
+
+    import psutil
+
+    from conftest import DFSLAB, REPO
+    name = "t-quorum"
+    exp = tmp_path / "quorum.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "quorum", "baselines": {"network": False, "disk": False},
+        "cluster": {"name": name, "nodes": 2, "ceph": {"osd_size": "2GiB", "replica_size": 1, "cephfs": False}},
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 60, "threads": 1, "object_size": "4KiB"}]}))
+    run = subprocess.Popen([*DFSLAB, "run", str(exp)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    mon = None
+    try:
+        def rados() -> list[psutil.Process]:
+            return [p for p in psutil.Process(run.pid).children(recursive=True) if p.name() == "rados"]
+        deadline = time.monotonic() + 180
+        while not rados() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert rados(), "rados bench never started"
+        time.sleep(2)  # writing
+        daemons = json.loads(dfslab("status", name, "--json").stdout)["daemons"]
+        (mon,) = [d["pid"] for d in daemons if d["name"].startswith("mon")]
+        stopped_at = time.monotonic()
+        os.kill(mon, signal.SIGSTOP)
+        while rados() and time.monotonic() - stopped_at < 120:
+            time.sleep(0.5)
+        tool_gone = time.monotonic() - stopped_at
+        os.kill(mon, signal.SIGCONT)
+        mon = None
+        out, _ = run.communicate(timeout=300)
+    finally:
+        if mon is not None:
+            os.kill(mon, signal.SIGCONT)
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert 20 <= tool_gone < 40, tool_gone  # the monitors' 20 s of silence, then one watch interval
+    assert run.returncode == 1, out[-3000:]
+    report = next(line.split("report: ")[1].strip() for line in out.splitlines() if "report: " in line)
+    (interval,) = [iv for iv in json.load(open(f"{report.rsplit('/', 1)[0]}/intervals.json")) if iv["workload"] == "radosbench"]
+    assert "the monitors have not answered for" in interval["error"] and "quorum lost" in interval["error"], interval["error"]
+    assert name not in dfslab("list").stdout
