@@ -149,9 +149,11 @@ def mount_namespace_script(paths: NodePaths, rook_host_path: str, loops: list[st
 
 def wait_file(path: Path, what: str, alive, timeout: float = 20) -> None:
     def there() -> bool:
+        if path.exists():
+            return True
         if not alive():
             raise RuntimeError_(f"{what} did not come up (no {path}): it exited")
-        return path.exists()
+        return False
     wait_until(there, f"{what} to come up", timeout, 0.1, lambda _: RuntimeError_(f"{what} did not come up (no {path})"))
 
 
