@@ -189,6 +189,9 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     assert {"cpu.osd.0", "rss.osd.0", "cpu.mon.a", "rss.mgr.a"} <= series, sorted(series)
     # ... and Ceph's own counters through Rook's MGR Service (the API server's service proxy)
     assert {"prom.rook-ceph-mgr.ceph_osd_up", "prom.rook-ceph-mgr.ceph_osd_op_w"} <= series, sorted(series)
+    # ... and what Kubernetes itself took beside the workload, drawn in the report
+    assert {"cpu.etcd", "cpu.kube-apiserver", "cpu.kubelet-node1", "cpu.containerd-node1"} <= series, sorted(series)
+    assert "CPU Kubernetes itself takes (control plane, kubelets, containerd)" in (run / "report.html").read_text()
     # The tools ran as Jobs, in pods on the client node, and ended there
     jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
     ran = {(j["tool"], j["node"], j["phase"], j["rc"]) for j in jobs}

@@ -13,7 +13,7 @@ import signal
 import subprocess
 from abc import ABC, abstractmethod
 from importlib import import_module
-from typing import Callable
+from typing import Any, Callable
 
 from ..procs import ProcessTable, TrackedProcess, terminate
 from ..spec import ClusterSpec
@@ -42,6 +42,9 @@ class Runtime(ABC):
     # through `command` (dfslab.ledger): not where every daemon shares one `lo` (loopback), nor
     # where the client node also carries Kubernetes' control plane.
     client_wire_counted: bool = False
+    # Report figures of this runtime's own processes' sampler series, as a backend's charts
+    # ({match, unit, title, faults_only}): what the runtime itself costs beside the workload.
+    charts: tuple[dict[str, Any], ...] = ()
 
     def __init__(self, state: ClusterState):
         self.state = state

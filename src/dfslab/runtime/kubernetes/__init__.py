@@ -114,6 +114,12 @@ class KubernetesRuntime(LocalNetnsRuntime):
     # theirs, plus the API server's chatter with the kubelets (it runs there too), which the
     # ledger counts as the client's (measured idle: see docs; small beside a step's transfer).
     client_wire_counted = True
+    # What Kubernetes itself takes while a workload runs: the control plane (etcd, kube-apiserver,
+    # -controller-manager, -scheduler) and each node's kubelet and containerd, as the sampler
+    # sees the processes dfslab started (cpu.<name>, % of one CPU).
+    charts = ({"match": r"cpu\.(etcd|kube-.+|kubelet-.+|containerd-.+)", "unit": "% of one CPU",
+               "title": "CPU Kubernetes itself takes (control plane, kubelets, containerd) over time",
+               "faults_only": False},)
 
     @property
     def home(self) -> Path:
