@@ -67,9 +67,8 @@ def test_fio_latency_agrees_with_littles_law_at_the_depth_really_run(fio_output,
     by = _by(parse_json(fio_output, "fio", {}, 0))
     in_flight = sum(by[(op, "iops")].value * by[(op, "latency_avg")].value / 1e3 for op in ("read", "write"))
     # depth is Little's law, or exactly the job count when the jobs spent most of their time in the
-    # submit call (effective_depth's serial rule; on a loaded machine that happens at depth 1): one
-    # job at depth 1 either way, within the few percent the two estimates differ by
-    assert 0.5 <= in_flight <= 2 and by[("read", "depth")].value == pytest.approx(in_flight, abs=0.05)
+    # submit call (effective_depth's serial rule; on a loaded machine that happens at depth 1)
+    assert 0.5 <= in_flight <= 2 and by[("read", "depth")].value in (pytest.approx(in_flight), 1.0)
     # O_DIRECT libaio on this machine's disk is truly asynchronous: the depth asked for is the one run.
     deep = _by(parse_json(_fio(tmp_path, rw="randread", ioengine="libaio", iodepth=8, direct=1), "fio", {}, 0))
     assert 4 <= deep[("read", "iops")].value * deep[("read", "latency_avg")].value / 1e3 <= 16
