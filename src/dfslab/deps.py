@@ -60,7 +60,7 @@ def _script(name: str, args: list[str], what: str, log_name: str) -> None:
 
 def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], None]) -> None:
     """Install what `spec` on `runtime_kind` needs and this machine lacks, saying what and why."""
-    wanted = RUNTIME_GROUPS.get(runtime_kind, []) + debian_groups(spec.filesystem)
+    wanted = RUNTIME_GROUPS.get(runtime_kind, []) + debian_groups(spec.filesystem, spec)
     for group in dict.fromkeys(wanted):
         lacking = missing(group)
         if lacking:

@@ -47,7 +47,7 @@ class PreflightError(BackendError):
 # What workloads run against; a backend offers some of them (`Backend.targets_for`).
 FRESH = "fresh"  # the instance name of a second, new client of a filesystem (Backend.fresh_client)
 TARGETS = {"fs": "a POSIX mount", "rados": "RADOS pools", "rbd": "RBD images", "gfapi": "libgfapi",
-           "confine": "storage built on some servers only (a pool or a file system)"}
+           "confine": "storage built on some servers only (a pool or a file system)", "s3": "an S3 gateway"}
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,10 @@ class Backend(ABC):
     def pool_free_bytes(self, runner: Any, pool: str) -> int:
         """Bytes an object pool may still take (backends with object pools)."""
         raise BackendError(f"{self.name} has no object pools")
+
+    def s3_access(self) -> tuple[list[str], Path]:
+        """(S3 endpoints, the 0600 file holding the S3 user's keys) for the `s3` workload."""
+        raise BackendError(f"{self.name} serves no S3 here")
 
     def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         """fio options that aim a job at one of this backend's own targets (not fs): the

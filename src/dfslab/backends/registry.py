@@ -55,6 +55,9 @@ def default_runtime(filesystem: str) -> str | None:
     return getattr(import_module(FILESYSTEMS[filesystem]), "DEFAULT_RUNTIME", None)
 
 
-def debian_groups(filesystem: str) -> list[str]:
-    """Groups of debian-packages.txt the filesystem needs beyond `make demo`'s (its `DEBIAN_GROUPS`)."""
-    return list(getattr(import_module(FILESYSTEMS[filesystem]), "DEBIAN_GROUPS", []))
+def debian_groups(filesystem: str, spec: Any = None) -> list[str]:
+    """Groups of debian-packages.txt the filesystem needs beyond `make demo`'s: its `DEBIAN_GROUPS`,
+    and with a spec what its `debian_groups_for(spec)` adds for what that spec asks (an optional daemon)."""
+    module = import_module(FILESYSTEMS[filesystem])
+    more = getattr(module, "debian_groups_for", None)
+    return [*getattr(module, "DEBIAN_GROUPS", []), *(more(spec) if more and spec is not None else [])]

@@ -257,6 +257,7 @@ WORKLOADS = {
     "parallel": "dfslab.workloads.parallel:ParallelIO",
     "servers": "dfslab.workloads.servers:ServerScaling",
     "pushdown": "dfslab.workloads.pushdown:Pushdown",
+    "s3": "dfslab.workloads.s3:S3",
 }
 
 

@@ -1,11 +1,18 @@
-"""Ceph from Debian's packages, vstart-style: MON(s), MGR, BlueStore OSDs, MDS + CephFS.
+"""Ceph from Debian's packages, vstart-style: MON(s), MGR, BlueStore OSDs, MDS + CephFS, RADOS gateways.
 
-`section.py` is the spec's `ceph:` section; one module per daemon kind (mon, mgr, osd, mds), as
+`section.py` is the spec's `ceph:` section; one module per daemon kind (mon, mgr, osd, mds, rgw), as
 Rook keeps them apart; `backend.py` only orders them and answers for the cluster.
 """
 
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version).
 IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common"]
+
+
+def debian_groups_for(spec) -> list[str]:
+    """What a Ceph spec needs beyond `make demo`'s packages: radosgw and s3cmd for gateways."""
+    return ["rgw"] if spec.ceph.rgw else []
+
+
 # On runtime kubernetes Rook deploys Ceph; dfslab renders its objects and measures what it built.
 ENGINES = {"kubernetes": "dfslab.backends.ceph.rook:RookCephBackend"}
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).

@@ -18,7 +18,7 @@ from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, drop_page_cache, table
-from . import client, health, live, mds, mgr, mon, options, osd, pools, tools
+from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .conf import CephLayout, render_conf
 from .context import CephContext
 
@@ -31,7 +31,7 @@ class CephBackend(Backend):
     name = "ceph"
     required_programs = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
-    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": ""}
+    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more"}
     peek = "ceph -s"
     charts = (
         Chart(r"ceph\.pgs\..*|ceph\.osds_(up|in)|ceph\.health", "count",
@@ -68,7 +68,7 @@ class CephBackend(Backend):
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
-        return frozenset({"rados", "rbd", "confine", *(["fs"] if spec.ceph.cephfs else [])})
+        return frozenset({"rados", "rbd", "confine", *(["fs"] if spec.ceph.cephfs else []), *(["s3"] if spec.ceph.rgw else [])})
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
@@ -98,6 +98,9 @@ class CephBackend(Backend):
         if self.spec.ceph.cephfs:
             progress("starting MDS", "CephFS 'cephfs'")
             mds.create(ctx)
+        if self.spec.ceph.rgw:
+            progress("starting RADOS gateways", f"{self.spec.ceph.rgw} radosgw (S3) on port {rgw.PORT}")
+            rgw.create(ctx)
         health.wait_healthy(ctx.admin, self.runtime.procs, n_osds, self.spec.ceph.cephfs, progress, timeout)
 
     def status(self) -> dict[str, Any]:
@@ -116,10 +119,27 @@ class CephBackend(Backend):
             "pools": pools,
             "write_amplification": self.spec.ceph.replica_size,
             "summary": [f"PGs: {snap.num_pgs}/{snap.expected_pgs} — {states}; OSDs {osds['up']}/{osds['total']} up, "
-                        f"{osds['in']} in"],
+                        f"{osds['in']} in", *self._gateway_lines()],
+            "gateways": rgw.endpoints(self.ctx) if self.spec.ceph.rgw else [],
             "tables": [table("pools", ["pool", "size", "min_size", "PGs", "application"],
                              [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
+
+    def s3_access(self) -> tuple[list[str], Path]:
+        creds = rgw.credentials(self.layout.root)
+        if not creds:
+            raise BackendError(f"cluster {self.spec.name} has no RADOS gateway: set ceph.rgw: 1 in its spec")
+        return creds["endpoints"], self.layout.root / "conf" / rgw.CREDENTIALS
+
+    def _gateway_lines(self) -> list[str]:
+        """Each RADOS gateway, whether its process is alive, and where the S3 user's keys are."""
+        if not self.spec.ceph.rgw:
+            return []
+        alive = {p.name: p.alive() for p in self.runtime.procs.all()}
+        gateways = ", ".join(f"{name} {url} ({'up' if alive.get(name) else 'DOWN'})"
+                             for name, url in zip(rgw.placement(self.ctx), rgw.endpoints(self.ctx)))
+        return [f"S3 (RGW): {gateways}; user {rgw.USER}, keys in {self.layout.root / 'conf' / rgw.CREDENTIALS} (0600); "
+                f"dfslab exec {self.spec.name} -- s3cmd ls"]
 
     confine = staticmethod(tools.confine)
 
@@ -188,8 +208,9 @@ class CephBackend(Backend):
         client.unmount_cephfs(self.ctx, node, instance)
 
     def client_env(self) -> dict[str, str]:
-        """Environment for ceph/rados tools run on the client node."""
-        return {"CEPH_CONF": str(self.layout.conf), "CEPH_ARGS": f"--keyring {self.layout.admin_keyring}"}
+        """Environment for ceph/rados tools run on the client node (and s3cmd, with gateways)."""
+        return {"CEPH_CONF": str(self.layout.conf), "CEPH_ARGS": f"--keyring {self.layout.admin_keyring}",
+                **rgw.client_env(self.layout.root)}
 
     def sample(self) -> dict[str, tuple[float, str]]:
         status = self.ctx.admin.cmd("status", timeout=10)

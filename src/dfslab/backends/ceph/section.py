@@ -23,6 +23,9 @@ class CephSpec(Strict):
     failure_domain: Literal["host", "osd"] = Field("host", description="CRUSH bucket replicas are spread over")
     pg_num: int = Field(16, ge=1, le=1024, description="placement groups per pool")
     cephfs: bool = True
+    rgw: int = Field(0, ge=0, le=8, description="RADOS gateways (S3): one radosgw on each of the first RGW nodes, "
+                                                "serving S3 on port 7480 of its node's address, with an S3 user "
+                                                "whose keys dfslab keeps 0600 in the cluster's state")
     conf: dict[str, dict[str, str | int | float | bool]] = Field(
         default_factory=dict, description="extra ceph.conf options by section: {global: {...}, osd: {...}}"
     )
@@ -71,6 +74,12 @@ class CephSpec(Strict):
                 problem = option_problem(section, key, as_text(value))
                 if problem:
                     raise ValueError(f"ceph.conf.{section}.{key}: {problem}")
+        if self.rgw and cluster.runtime != "local":
+            raise ValueError(f"ceph.rgw: RADOS gateways run on runtime local so far (runtime {cluster.runtime}'s "
+                             f"image has no radosgw yet); use runtime: local, or leave rgw out")
+        if self.rgw > len(cluster.nodes):
+            raise ValueError(f"ceph.rgw: {self.rgw} gateways need {self.rgw} nodes (one per node), but nodes has "
+                             f"{len(cluster.nodes)}; add nodes or lower rgw")
         if self.mons > len(cluster.nodes):
             raise ValueError(
                 f"ceph.mons: {self.mons} monitors need {self.mons} nodes (one MON per node, as a quorum "

@@ -1,0 +1,87 @@
+"""S3 through Ceph's RADOS gateway, for real: `ceph: {rgw: 1}` runs radosgw on node1; the S3 user's
+keys are kept 0600; s3cmd on the client node makes a bucket and round-trips an object with them;
+`dfslab down` leaves nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+
+import pytest
+
+from conftest import cluster_up, dfslab, status_json, write_spec
+from dfslab import cluster
+from dfslab.state import ClusterState
+
+pytestmark = pytest.mark.cluster
+
+NAME = "t-rgw"
+SPEC = f"""name: {NAME}
+nodes: 2
+ceph: {{osd_size: 2GiB, replica_size: 1, cephfs: false, rgw: 1}}
+"""
+
+
+@pytest.fixture(scope="module")
+def rgw(tmp_path_factory):
+    cluster_up(write_spec(tmp_path_factory.mktemp("spec"), SPEC), NAME)
+    yield NAME
+    cluster.down(NAME, missing_ok=True)
+
+
+def test_the_gateway_runs_and_status_says_where_and_where_the_keys_are(rgw):
+    info = status_json(rgw)
+    assert info["health"] == "HEALTH_OK", info.get("checks")
+    daemons = {d["name"]: d for d in info["daemons"]}
+    assert daemons["rgw.node1"]["alive"] and daemons["rgw.node1"]["node"] == "node1"
+    assert info["gateways"] == [f"http://{info['addresses']['node1']}:7480"]
+    assert any(p["name"] == ".rgw.root" for p in info["pools"])  # radosgw made its pools
+    summary = " ".join(info["summary"])
+    assert "S3 (RGW): rgw.node1" in summary and "(up)" in summary and "s3cmd ls" in summary
+    creds = ClusterState(rgw).dir / "ceph" / "conf" / "s3-credentials.json"
+    for path in (creds, creds.with_name("s3cfg")):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+    secret = __import__("json").loads(creds.read_text())["secret_key"]
+    assert secret not in dfslab("status", rgw).stdout + dfslab("status", rgw, "--json").stdout  # never printed
+
+
+def test_s3cmd_on_the_client_node_round_trips_an_object_with_the_clusters_keys(rgw, tmp_path):
+    data = os.urandom(3 * 2**20 + 17)  # one PUT (under s3cmd's 15 MiB multipart size), an odd length
+    src, back = tmp_path / "object.bin", tmp_path / "back.bin"
+    src.write_bytes(data)
+    dfslab("exec", rgw, "--", "s3cmd", "mb", "s3://dfslab-t")
+    dfslab("exec", rgw, "--", "s3cmd", "put", str(src), "s3://dfslab-t/object.bin")
+    listed = dfslab("exec", rgw, "--", "s3cmd", "ls", "s3://dfslab-t").stdout
+    assert "s3://dfslab-t/object.bin" in listed and str(len(data)) in listed, listed
+    dfslab("exec", rgw, "--", "s3cmd", "get", "s3://dfslab-t/object.bin", str(back))
+    assert hashlib.sha256(back.read_bytes()).digest() == hashlib.sha256(data).digest()
+    # the bytes are in RADOS, in the gateway's data pool
+    pools = dfslab("exec", rgw, "--", "rados", "lspools").stdout.split()
+    assert "default.rgw.buckets.data" in pools, pools
+
+
+def test_the_s3_workload_measures_puts_then_gets_through_the_gateway(rgw, tmp_path):
+    """Rows check against the worker's own counts: bandwidth = bytes / seconds in decimal MB,
+    Little's law holds for the threads in flight, and the client's link carried what it moved."""
+    import json
+
+    import yaml
+
+    from conftest import run_against
+    exp = tmp_path / "s3.yaml"
+    exp.write_text(yaml.safe_dump({"name": "s3", "baselines": {"network": False, "disk": False},
+                                   "workloads": [{"type": "s3", "object_size": "256KiB", "threads": 2, "seconds": 3}]}))
+    run, out = run_against(exp, rgw)
+    import csv
+    rows = [r for r in csv.DictReader((run / "results.csv").open()) if r["workload"] == "s3" and not r["t"]]
+    by = {(json.loads(r["params"])["mode"], r["metric"]): float(r["value"]) for r in rows}
+    for mode in ("write", "read"):
+        assert by[(mode, "iops")] > 10, by
+        assert by[(mode, "bandwidth")] == pytest.approx(by[(mode, "bytes")] / by[(mode, "duration")] / 1e6, rel=1e-6)
+        assert by[(mode, "bytes")] == pytest.approx(by[(mode, "iops")] * by[(mode, "duration")] * 256 * 1024, rel=1e-6)
+        # 2 threads, each one request at a time: IOPS x mean latency is about 2 in flight
+        assert 1.5 <= by[(mode, "iops")] * by[(mode, "latency_avg")] / 1000 <= 2.05, by
+        assert 0.9 <= by[(mode, "from_storage")] <= 1.3, by  # the bytes crossed the client's link
+    listed = dfslab("exec", rgw, "--", "s3cmd", "ls").stdout
+    assert "dfslab-s3-" not in listed, listed  # the workload's bucket was removed
