@@ -100,7 +100,11 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         status = json.loads(dfslab("status", NAME, "--json").stdout)
         assert status["health"] == "HEALTH_OK" and status["osds"] == {"total": 3, "up": 3, "in": 3}, status
         rook_objects = next(t for t in status["tables"] if t["title"] == "Rook objects")
-        assert ["CephCluster", "dfslab", "Ready"] == rook_objects["rows"][0][:3], rook_objects
+        # Rook sets the CephCluster's phase to Progressing for each reconcile it starts on its own
+        # (seen once in CI run 12, right after up, its health column HEALTH_OK) and back to Ready
+        # after; Ceph's own health is asserted above (Rook's copy of it lags)
+        kind, name, phase = rook_objects["rows"][0][:3]
+        assert (kind, name) == ("CephCluster", "dfslab") and phase in ("Ready", "Progressing"), rook_objects
         pods = client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, label_selector="app=rook-ceph-osd").items
         assert sorted(p.spec.node_name for p in pods) == ["node1", "node2", "node3"]
         # exec: a Job on the named node, with the cluster's conf and keyring
