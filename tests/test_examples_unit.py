@@ -48,6 +48,8 @@ CLAIMS: list[tuple[str, str, Callable[[], Any]]] = [
     ("gluster-scaling.yaml", r"(\d+ MiB) sequential", lambda: _workload("gluster-scaling.yaml", "servers", "bs")),
     ("gluster-scaling.yaml", r"(\d+ KiB) random", _random_bs),
     ("tour.yaml", r"O_DIRECT (\d+ MiB) reads", lambda: _workload("tour.yaml", "fio", "bs")),
+    ("s3.yaml", r"PUTs of (\d+ KiB) and", lambda: _workload("s3.yaml", "s3", "object_size")[0]),
+    ("s3.yaml", r"and (\d+ MiB) objects", lambda: _workload("s3.yaml", "s3", "object_size")[1]),
     ("fault-matrix.yaml", r"use \+ (\d+ MiB)",
      lambda: next(f for f in _load("fault-matrix.yaml")["faults"] if f["kind"] == "fill")["options"]["headroom"]),
 ]
