@@ -85,3 +85,13 @@ def test_the_s3_workload_measures_puts_then_gets_through_the_gateway(rgw, tmp_pa
         assert 0.9 <= by[(mode, "from_storage")] <= 1.3, by  # the bytes crossed the client's link
     listed = dfslab("exec", rgw, "--", "s3cmd", "ls").stdout
     assert "dfslab-s3-" not in listed, listed  # the workload's bucket was removed
+
+
+def test_a_killed_gateway_is_shown_down_and_serves_again_after_restore(rgw):
+    dfslab("fault", rgw, "kill", "rgw.node1")
+    assert "(DOWN)" in " ".join(status_json(rgw)["summary"])
+    refused = dfslab("exec", rgw, "--", "s3cmd", "ls", check=False)
+    assert refused.returncode != 0  # nothing answers S3 on node1 now
+    dfslab("fault", rgw, "restore")
+    assert "(up)" in " ".join(status_json(rgw)["summary"])
+    dfslab("exec", rgw, "--", "s3cmd", "ls")  # answers again with the same keys
