@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -60,7 +61,7 @@ def test_no_hand_written_deadline_loop_is_left_in_the_package():
     import dfslab
     root = Path(dfslab.__file__).parent
     loops = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py") for n, line in enumerate(p.read_text().splitlines(), 1)
-             if "while time.monotonic() < deadline" in line and p.name not in DEADLINE_LOOPS_ALLOWED]
+             if re.search(r"time\.monotonic\(\) (<|>|>=) deadline", line) and p.name not in DEADLINE_LOOPS_ALLOWED]
     assert not loops, loops
 
 
@@ -69,4 +70,7 @@ DEADLINE_LOOPS_ALLOWED = {
     "metadata_worker.py",  # runs inside a worker process with nothing of dfslab's (shipped to pods as its source)
     "faults.py",  # fill_until_full writes objects each pass until the OSD reports full
     "polling.py",  # its docstring names the pattern it replaced
+    # retries of one command on a transient error (not a wait for a condition): the error is the answer
+    "baseline.py",  # iperf3 refused while its server starts
+    "glusterd.py",  # the gluster CLI refused while another transaction holds the volume lock
 }

@@ -14,12 +14,12 @@ import json
 import os
 import signal
 import subprocess
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
 
+from .polling import poll
 from .state import ClusterState
 
 ENV_MARK = "DFSLAB_CLUSTER"
@@ -160,12 +160,12 @@ def terminate(pids: list[int], start_times: dict[int, int], timeout: float = 10.
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + timeout
     remaining = list(ours)
-    while remaining and time.monotonic() < deadline:
-        remaining = [p for p in remaining if _running(p, start_times[p])]
-        if remaining:
-            time.sleep(0.1)
+
+    def ended() -> bool:
+        remaining[:] = [p for p in remaining if _running(p, start_times[p])]
+        return not remaining
+    poll(ended, f"PIDs {remaining} to end after SIGTERM", timeout, 0.1)
     for pid in remaining:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -179,11 +179,12 @@ def wait_gone(start_times: dict[int, int], timeout: float = 30.0) -> list[int]:
     """Wait until every PID is gone (reaped, or a zombie left to its parent): the caller may
     reuse names, ports and files at once. Returns those still running after `timeout`
     (a process stuck in the kernel, in D state, cannot be hurried)."""
-    deadline = time.monotonic() + timeout
     left = [pid for pid in start_times if _running(pid, start_times[pid])]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = [pid for pid in left if _running(pid, start_times[pid])]
+
+    def gone() -> bool:
+        left[:] = [pid for pid in left if _running(pid, start_times[pid])]
+        return not left
+    poll(gone, f"PIDs {left} to be gone", timeout, 0.05)
     return left
 
 

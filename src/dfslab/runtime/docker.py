@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from ..native import CLASS_LIB
@@ -33,7 +32,7 @@ from ..procs import ENV_MARK, TrackedProcess
 from ..spec import ClusterSpec
 from . import RuntimeError_, engine, images
 from .local import LocalNetnsRuntime, node_addresses
-from ..polling import wait_until
+from ..polling import poll, wait_until
 
 # The daemon's output goes to the same log file as on the local runtime; `exec` keeps the
 # daemon itself as the child of the container's init.
@@ -221,9 +220,7 @@ class DockerRuntime(LocalNetnsRuntime):
             engine.docker("kill", "--signal", "KILL", cname, check=False)
         else:
             engine.docker("stop", "-t", str(int(grace)), cname, check=False, timeout=grace + 30)
-        deadline = time.monotonic() + 10
-        while proc.alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        poll(lambda: not proc.alive(), f"{proc.name}'s container to stop", 10, 0.05)
 
     def _remove(self, cname: str) -> None:
         engine.docker("rm", "-f", cname, check=False)

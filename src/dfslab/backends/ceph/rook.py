@@ -426,12 +426,7 @@ ROOK_CR_ORDER = ("CephFilesystem", "CephBlockPool", "CephCluster")
 
 
 def wait_gone(api, obj: dict, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while exists(api, obj):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(2)
-    return True
+    return poll(lambda: not exists(api, obj), f"{obj['kind']} {obj['metadata']['name']} to go", timeout, 2.0)
 
 
 def wait_cleanup_jobs(api, namespace: str, timeout: float = 300) -> list[str]:
@@ -439,16 +434,16 @@ def wait_cleanup_jobs(api, namespace: str, timeout: float = 300) -> list[str]:
     finish before their namespace goes; what did not, as problems."""
     from kubernetes import client
     batch = client.BatchV1Api(api)
-    deadline = time.monotonic() + timeout
-    while True:
+    seen = {"running": [], "failed": []}
+
+    def finished() -> bool:
         jobs = batch.list_namespaced_job(namespace, label_selector="app=rook-ceph-cleanup").items
-        running = [j.metadata.name for j in jobs if not (j.status.succeeded or j.status.failed)]
-        failed = [j.metadata.name for j in jobs if j.status.failed]
-        if not running:
-            return [f"Rook's cleanup job {name} failed: its node's dataDirHostPath or devices may hold data" for name in failed]
-        if time.monotonic() > deadline:
-            return [f"Rook's cleanup jobs {running} did not finish in {timeout:.0f} s"]
-        time.sleep(2)
+        seen["running"] = [j.metadata.name for j in jobs if not (j.status.succeeded or j.status.failed)]
+        seen["failed"] = [j.metadata.name for j in jobs if j.status.failed]
+        return not seen["running"]
+    if not poll(finished, "Rook's cleanup jobs to finish", timeout, 2.0):
+        return [f"Rook's cleanup jobs {seen['running']} did not finish in {timeout:.0f} s"]
+    return [f"Rook's cleanup job {name} failed: its node's dataDirHostPath or devices may hold data" for name in seen["failed"]]
 
 
 def toolbox_deployment(namespace: str, image: str, node: str, files: dict[str, str]) -> dict:

@@ -18,12 +18,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
 import psutil
 
+from ...polling import poll
 from ...procs import TrackedProcess, proc_start_time, terminate
 from ...safety import remove_owned_tree
 from ...spec import ClusterSpec
@@ -355,8 +355,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
         pending += [Path(cg) for cg in self.state.resources("cgroup")
                     if re.fullmatch(r"/sys/fs/cgroup(/[a-z_,]+)?/k8s\.io/[0-9a-f]{64}", cg) and Path(cg).is_dir()
                     and Path(cg) not in pending]
-        deadline = time.monotonic() + timeout
-        while pending:
+        def removed() -> bool:
             for cg in list(pending):
                 try:
                     cg.rmdir()
@@ -365,9 +364,8 @@ class KubernetesRuntime(LocalNetnsRuntime):
                     pending.remove(cg)
                 except OSError:  # still has a process
                     pass
-            if not pending or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+            return not pending
+        poll(removed, "the pods' cgroups to empty", timeout, 0.2)
         for cg in self.state.resources("cgroup"):
             if Path(cg) not in pending:
                 self.state.remove_resource("cgroup", cg)

@@ -11,9 +11,9 @@ run as Jobs whose output files come back through the pod's log (job.py).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
+from ...polling import poll
 from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
 from .. import CLIENT, Runtime, RuntimeError_
@@ -164,9 +164,7 @@ class ExistingKubernetesRuntime(Runtime):
             except ApiException as exc:
                 if exc.status != 404:
                     raise RuntimeError_(f"deleting {obj['kind']} {obj['name']} failed: {exc.reason}") from None
-        deadline = time.monotonic() + 180
-        while self._existing(api, objs) and time.monotonic() < deadline:
-            time.sleep(2)
+        poll(lambda: not self._existing(api, objs), "dfslab's objects to be deleted", 180, 2.0)
         for obj in self._existing(api, objs):
             # Only its controller (Rook's operator, already gone or stuck) would clear these; the
             # object is dfslab's own, so its finalizers go and the namespace can follow.
@@ -174,9 +172,7 @@ class ExistingKubernetesRuntime(Runtime):
                 patch_merge(api, obj, {"metadata": {"finalizers": None}})
             except (ApiException, KindNotServed):
                 continue
-        deadline = time.monotonic() + 60
-        while self._existing(api, objs) and time.monotonic() < deadline:
-            time.sleep(2)
+        poll(lambda: not self._existing(api, objs), "dfslab's objects to go without their finalizers", 60, 2.0)
         left = self._existing(api, objs)
         for obj in objs:
             if obj not in left:

@@ -5,9 +5,9 @@ sees when it refuses an object."""
 from __future__ import annotations
 
 import json
-import time
 
 from .. import RuntimeError_
+from ...polling import poll
 from .control import raw_call
 
 
@@ -69,24 +69,21 @@ def _plural(api, group_version: str, kind: str, wait: float = 30) -> str:
     key = (group_version, kind)
     from kubernetes.client.rest import ApiException
     prefix = _api_prefix(group_version)
-    deadline = time.monotonic() + wait  # a CRD applied a moment ago is served once it is Established
-    while key not in _PLURALS:
+
+    def served() -> bool:
         try:
             _, data = raw_call(api, "GET", prefix)
         except ApiException as exc:
             if exc.status != 404:
                 raise
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-            continue
+            return False  # the group is not served yet
         for res in json.loads(data)["resources"]:
             if "/" not in res["name"]:
                 _PLURALS[(group_version, res["kind"])] = res["name"]
-        if key not in _PLURALS:
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        return key in _PLURALS
+    # a CRD applied a moment ago is served once it is Established
+    if key not in _PLURALS:
+        poll(served, f"the API server to serve {kind} in {group_version}", wait, 0.5)
     if key not in _PLURALS:
         raise KindNotServed(f"the API server serves no kind {kind} in {group_version}")
     return _PLURALS[key]
