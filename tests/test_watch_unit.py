@@ -114,3 +114,36 @@ def test_a_brick_filesystem_out_of_space_is_an_alarm(tmp_path):
         assert alarm.startswith("the bricks of node2 are full: 1 MiB free")
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+def test_a_warning_is_kept_once_and_never_stops_the_tool(tmp_path):
+    r = runner(tmp_path)
+    said = iter([[], ["OSD_NEARFULL: 1 nearfull osd(s)"], ["OSD_NEARFULL: 1 nearfull osd(s)"], []] + [[]] * 50)
+    with StepWatch(r, lambda: [], interval=0.1, warnings=lambda: next(said)) as watch:
+        assert r.run(["sh", "-c", "sleep 0.8; echo done"], "nearfull").strip() == "done"
+    assert watch.reason is None and watch.warnings == ["OSD_NEARFULL: 1 nearfull osd(s)"]
+
+
+def test_ceph_says_nearfull_and_backfillfull_as_warnings_not_alarms():
+    from dfslab.backends.ceph.backend import CephBackend
+    ceph = CephBackend.__new__(CephBackend)  # only what `sample` recorded matters here
+    ceph.seen_checks = {"OSD_NEARFULL": "1 nearfull osd(s)", "POOL_BACKFILLFULL": "1 pool(s) backfillfull",
+                        "OSD_FULL": "1 full osd(s)"}
+    ceph.checks_since, ceph.answered_at = {}, None
+    assert ceph.warnings() == ["OSD_NEARFULL: 1 nearfull osd(s)", "POOL_BACKFILLFULL: 1 pool(s) backfillfull"]
+    assert ceph.alarms() == ["OSD_FULL: 1 full osd(s)"]
+
+
+def test_the_report_lists_the_warnings_a_step_ran_under(tmp_path):
+    from dfslab.report import build
+    from dfslab.results import RunDir
+    run = RunDir.create("warned", tmp_path)
+    run.start("hash", {}, [])
+    run.add([Measurement("radosbench", "bandwidth", 500.0, "MB/s", {"mode": "write"}, 0)])
+    run.write_json("intervals.json", [{"label": "radosbench[0] mode=write", "workload": "radosbench", "repetition": 0,
+                                       "start": 1.0, "end": 2.0, "error": None, "headlines": [], "rows": 1,
+                                       "warnings": ["OSD_NEARFULL: 1 nearfull osd(s)"]}])
+    run.write_json("status.json", {"name": "u", "filesystem": "ceph", "runtime": "local", "daemons": []})
+    run.finish(failures=[], skipped=[], cluster="u", experiment="unit")
+    html = build(run.path).read_text()
+    assert "Ran under a warning" in html and "radosbench[0] mode=write rep 1: OSD_NEARFULL: 1 nearfull osd(s)" in html

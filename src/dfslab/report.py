@@ -123,6 +123,7 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 </table>{% endif %}{% endfor %}
 {% if uncached %}<p class="warn"><b>Not measuring the storage</b> (byte ledger: the clients' links carried under {{ floor }} of
 the bytes the tool counted; <code>from_storage</code> rows in results.csv):</p><ul>{% for line in uncached %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
+{% if step_warnings %}<p class="warn"><b>Ran under a warning</b> (the cluster's, during the step; it blocked nothing, <code>warnings</code> in intervals.json):</p><ul>{% for line in step_warnings %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if short %}<p class="warn"><b>Too short to time</b> (<code>duration</code> rows in results.csv):</p><ul>{% for line in short %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if shallow %}<p class="warn"><b>Queue depth not reached:</b></p><ul>{% for line in shallow %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
@@ -617,6 +618,7 @@ def build(run_path: Path) -> Path:
         bottlenecks=bottleneck_rows(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
         short=short_phase_lines(workloads_rows),
+        step_warnings=[f"{iv['label']} rep {iv.get('repetition', 0) + 1}: {w}" for iv in intervals for w in iv.get("warnings", [])],
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),
         status_summary=status.get("summary", []), status_tables=status.get("tables", []),
     )

@@ -102,12 +102,13 @@ def _record(run_dir: RunDir, intervals: list, interval: dict[str, Any], rows: li
 
 def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list, attempt: int,
               count: Callable[[], ledger.Snapshot], server_cache: str = "keep",
-              alarms: Callable[[], list[str]] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
+              alarms: Callable[[], list[str]] | None = None,
+              warnings: Callable[[], list[str]] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
     """One step. `alarms` (the backend's, None while a fault is scheduled in the step): watched
     while the tools run; the first one stops them and fails the step naming it (dfslab.watch)."""
     start = time.time()
     dropped = None
-    watch = StepWatch(runner, alarms) if alarms is not None else None
+    watch = StepWatch(runner, alarms, warnings=warnings) if alarms is not None else None
     try:
         step.workload.prepare(runner, step.params)
         if server_cache == "drop" and runner.storage is not None:
@@ -128,6 +129,8 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         interval["ledger"] = {**moved, **ledger.tool_bytes(rows)}
     if dropped:
         interval["server_cache_dropped"] = dropped
+    if watch is not None and watch.warnings:
+        interval["warnings"] = watch.warnings
     _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
     return interval, rows
 
@@ -313,7 +316,10 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
             interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
-                                       None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients))
+                                       None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients),
+                                       None if timed else sampler_backend.warnings)
+            for warning in interval.get("warnings", []):
+                progress("warning", f"{step.label} rep {rep + 1}: the cluster said {warning}")
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
                 stopped.add(id(step))
             if timed:

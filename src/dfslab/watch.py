@@ -17,9 +17,14 @@ WATCH_INTERVAL = 2.0  # seconds between looks; a step fails at most this long af
 
 
 class StepWatch:
-    def __init__(self, runner: Runner, alarms: Callable[[], list[str]], interval: float = WATCH_INTERVAL):
+    def __init__(self, runner: Runner, alarms: Callable[[], list[str]], interval: float = WATCH_INTERVAL,
+                 warnings: Callable[[], list[str]] | None = None):
         self.runner = runner
         self.alarms = alarms
+        # What is worth saying of the step but blocks nothing yet (a nearfull OSD): kept, in order
+        # first seen, never a reason to stop the tools.
+        self.warnings_of = warnings
+        self.warnings: list[str] = []
         self.interval = interval
         self.reason: str | None = None
         self.after: float | None = None  # seconds into the step when it was stopped
@@ -39,6 +44,7 @@ class StepWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
+            self._note_warnings()
             if self.reason is None:
                 try:
                     found = self.alarms()
@@ -49,3 +55,10 @@ class StepWatch:
                 self.reason = "; ".join(found)
                 self.after = time.monotonic() - self._started
             self.runner.stop_tools()  # and whatever the step starts after (its cleanup would wait too)
+
+    def _note_warnings(self) -> None:
+        try:
+            seen = self.warnings_of() if self.warnings_of else []
+        except Exception:  # as for alarms: a question that failed says nothing
+            return
+        self.warnings += [w for w in seen if w not in self.warnings]

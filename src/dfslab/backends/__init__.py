@@ -157,6 +157,11 @@ class Backend(ABC):
         (a full OSD, monitors that stopped answering), one line each; [] when nothing (dfslab.watch)."""
         return []
 
+    def warnings(self) -> list[str]:
+        """What a step should say it ran under but that blocks no client yet (a nearfull OSD), as
+        the latest `sample` saw it; [] when nothing."""
+        return []
+
     def space_detail(self, runner: Any) -> str | None:
         """What fills the storage, for a step stopped by a full device (data vs metadata)."""
         return None

@@ -256,6 +256,12 @@ class CephBackend(Backend):
                          f"(quorum lost, or every MON down)")
         return found
 
+    # Raised before full: writes still go on (nearfull), or only backfill stops (backfillfull).
+    WARNING_CHECKS = ("OSD_NEARFULL", "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL")
+
+    def warnings(self) -> list[str]:
+        return [f"{name}: {message}" for name, message in self.seen_checks.items() if name in self.WARNING_CHECKS]
+
     def space_detail(self, runner: Any) -> str | None:
         out = runner.run(["ceph", "osd", "df", "--format", "json"], "osd-df-when-stopped", timeout=30, check=False)
         try:
