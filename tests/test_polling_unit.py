@@ -74,3 +74,22 @@ DEADLINE_LOOPS_ALLOWED = {
     "baseline.py",  # iperf3 refused while its server starts
     "glusterd.py",  # the gluster CLI refused while another transaction holds the volume lock
 }
+
+
+def test_rook_waits_for_an_object_recorded_by_name_or_given_whole(monkeypatch):
+    # `down` hands wait_gone the state's record ({apiVersion, kind, name, namespace}), not a
+    # manifest: it must name it either way (CI run 14 failed on KeyError 'metadata')
+    from dfslab.backends.ceph import rook
+    left = {"n": 2}
+
+    def exists(api, obj):
+        left["n"] -= 1
+        return left["n"] > 0
+    monkeypatch.setattr(rook, "exists", exists)
+    record = {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool", "name": "rbd", "namespace": "dfslab-yours"}
+    assert rook.wait_gone(None, record, timeout=10)
+    left["n"] = 2
+    manifest = {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool", "metadata": {"name": "rbd", "namespace": "x"}}
+    assert rook.wait_gone(None, manifest, timeout=10)
+    monkeypatch.setattr(rook, "exists", lambda api, obj: True)
+    assert rook.wait_gone(None, record, timeout=0.1) is False

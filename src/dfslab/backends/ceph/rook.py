@@ -426,7 +426,9 @@ ROOK_CR_ORDER = ("CephFilesystem", "CephBlockPool", "CephCluster")
 
 
 def wait_gone(api, obj: dict, timeout: float) -> bool:
-    return poll(lambda: not exists(api, obj), f"{obj['kind']} {obj['metadata']['name']} to go", timeout, 2.0)
+    # obj: a whole manifest, or {apiVersion, kind, name, namespace} as the state records it
+    name = obj.get("metadata", obj)["name"]
+    return poll(lambda: not exists(api, obj), f"{obj['kind']} {name} to go", timeout, 2.0)
 
 
 def wait_cleanup_jobs(api, namespace: str, timeout: float = 300) -> list[str]:
