@@ -147,3 +147,62 @@ def test_the_report_lists_the_warnings_a_step_ran_under(tmp_path):
     run.finish(failures=[], skipped=[], cluster="u", experiment="unit")
     html = build(run.path).read_text()
     assert "Ran under a warning" in html and "radosbench[0] mode=write rep 1: OSD_NEARFULL: 1 nearfull osd(s)" in html
+
+
+def test_a_sized_run_that_moved_fewer_bytes_than_asked_fails_the_step(tmp_path):
+    """filegrid asks for file_size x threads each way; the bytes rows are fio's own io_bytes (a real
+    fio run here, 3 MiB x 2 jobs with 1 MiB records), so a run that stopped short fails, and
+    one that moved them all stands. The file size is not a whole number of records, so fio's
+    rounding down is what the check must allow for (asked 6 MiB of the 7 MiB the sizes add up to)."""
+    import shutil
+    from dfslab.workloads.filegrid import FileGrid, FileGridParams
+    from dfslab.workloads.fio import fio_argv, parse_json
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (scripts/install-deps.sh installs it)")
+    params = FileGridParams(target="local", file_size="3584KiB", threads=2, record_size="1MiB")
+    assert FileGrid().asked_bytes(params) == 6 * 2**20
+    labels = params.model_dump(mode="python")
+    rows = []
+    for op in ("write", "read"):
+        argv = fio_argv("grid", rw=op, bs=params.record_size, numjobs=params.threads, size=params.file_size,
+                        ioengine="psync", directory=str(tmp_path))
+        rows += [r for r in parse_json(runner(tmp_path).run(argv, f"grid-{op}"), "filegrid", labels, 0)
+                 if r.params["op"] == op]
+    assert FileGrid().shortfall(params, rows) is None
+    short = [Measurement(r.workload, r.metric, r.value - 2**20 if r.metric == "bytes" and r.params["op"] == "read"
+                         else r.value, r.unit, r.params) for r in rows]
+    why = FileGrid().shortfall(params, short)
+    assert why and why.startswith("asked to read 6,291,456 bytes, the tool reported 5,242,880")
+
+
+def test_a_tool_whose_client_side_moves_nothing_is_stopped_as_no_progress(tmp_path):
+    """A hung mount with a healthy cluster raises no alarm of the cluster's: the client side's
+    bytes on the wire stop growing, and a window with under stall_bytes stops the tool."""
+    r = runner(tmp_path)
+    keepalives = iter(range(0, 10**9, 100))  # 100 bytes a look: a client's keepalives, nothing more
+    started = time.monotonic()
+    with StepWatch(r, lambda: [], interval=0.1, moved=lambda: next(keepalives), stall_seconds=1.0,
+                   stall_bytes=2**20) as watch, pytest.raises(WorkloadError, match="exited -15"):
+        r.run(["sleep", "60"], "hung")
+    assert 1.0 <= watch.after < 5 and time.monotonic() - started < 10
+    assert watch.reason.startswith("no progress: the client side moved 1,000 bytes on the wire in the last 1 s")
+
+
+def test_a_tool_that_streams_is_left_alone_and_an_uncounted_wire_is_no_stall(tmp_path):
+    r = runner(tmp_path)
+    streaming = iter(range(0, 10**12, 2**20))  # 1 MiB a look
+    with StepWatch(r, lambda: [], interval=0.1, moved=lambda: next(streaming), stall_seconds=0.3) as watch:
+        r.run(["sleep", "1.5"], "busy")
+    assert watch.reason is None
+    with StepWatch(r, lambda: [], interval=0.1, moved=lambda: None, stall_seconds=0.3) as watch:
+        r.run(["sleep", "1"], "uncounted")
+    assert watch.reason is None
+
+
+def test_only_workloads_that_stream_over_the_wire_are_watched_for_progress():
+    from dfslab.workloads import workload as load_workload
+    fio = load_workload("fio")
+    assert fio.streams(fio.Params(target="fs")) and not fio.streams(fio.Params(target="local"))
+    for name in ("metadata", "sql"):  # small operations: a slow minute is no stall
+        w = load_workload(name)
+        assert not w.streams(w.Params())

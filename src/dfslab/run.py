@@ -108,7 +108,8 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
     while the tools run; the first one stops them and fails the step naming it (dfslab.watch)."""
     start = time.time()
     dropped = None
-    watch = StepWatch(runner, alarms, warnings=warnings) if alarms is not None else None
+    moved = (lambda: _wire_total(count())) if step.workload.streams(step.params) else None
+    watch = StepWatch(runner, alarms, warnings=warnings, moved=moved) if alarms is not None else None
     try:
         step.workload.prepare(runner, step.params)
         if server_cache == "drop" and runner.storage is not None:
@@ -133,6 +134,11 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         interval["warnings"] = watch.warnings
     _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
     return interval, rows
+
+
+def _wire_total(snap: ledger.Snapshot) -> int | None:
+    """Bytes the clients' links have received and sent (None where the wire is not counted)."""
+    return sum(rx + tx for rx, tx in snap.wire.values()) if snap.wire else None
 
 
 def _stopped(watch: StepWatch | None, runner: Runner) -> str | None:

@@ -208,10 +208,28 @@ class Workload(ABC):
         """Seconds one run is expected to take (for ETA and the time budget)."""
         return float(getattr(params, "seconds", 10)) + 5
 
+    def streams(self, params: Any) -> bool:
+        """Whether the run's tools move data over the client's links all the time they run (so a
+        minute with next to nothing moved means they are stuck: dfslab.watch). Metadata and SQL
+        load move little; a target on this machine's own disk moves nothing on the wire."""
+        return False
+
+    def asked_bytes(self, params: Any) -> int | None:
+        """Bytes each direction of a sized run must move (a file size x its writers), or None where
+        the run is timed or bounds itself."""
+        return None
+
     def shortfall(self, params: Any, rows: list[Measurement]) -> str | None:
         """Why the step ran short of what it asked, or None: a timed write that ended early (the
-        pool filled, the tool's own error) is a failure, not a number. Reads may end early (rados
-        bench's seq reads what write left)."""
+        pool filled, the tool's own error) or a sized run that moved fewer bytes than asked is a
+        failure, not a number. Timed reads may end early (rados bench's seq reads what write left)."""
+        sized = self.asked_bytes(params)
+        if sized:
+            for way in ("write", "read"):
+                moved = [r.value for r in rows if r.metric == "bytes" and r.t is None and direction(r.params) == way]
+                if moved and sum(moved) < sized:
+                    return (f"asked to {way} {sized:,} bytes, the tool reported {sum(moved):,.0f}: it ended early "
+                            f"(its output in raw/ says why; a full pool or device is the usual cause)")
         asked = getattr(params, "seconds", None)
         if not asked or any(r.metric == "cap_reached" for r in rows):  # bounded on purpose: marked, not failed
             return None

@@ -37,11 +37,17 @@ class FileGrid(Workload):
     name = "filegrid"
     Params = FileGridParams
 
+    def streams(self, params: FileGridParams) -> bool:
+        return params.target != "local"
+
     def estimate(self, params: FileGridParams) -> float:
         return 2 * params.file_size * params.threads / 300e6 + 0.9  # + a fresh client's mount for the read
 
     def writes(self, params: FileGridParams) -> int | None:
         return 0 if params.target == "local" else params.file_size * params.threads
+
+    def asked_bytes(self, params: FileGridParams) -> int:
+        return params.threads * (params.file_size // params.record_size * params.record_size)  # fio rounds down to whole records
 
     def run(self, runner: Runner, params: FileGridParams, repetition: int) -> list[Measurement]:
         labels = params.model_dump(mode="python")

@@ -172,6 +172,9 @@ class Fio(Workload):
     name = "fio"
     Params = FioParams
 
+    def streams(self, params: FioParams) -> bool:
+        return params.target != "local"
+
     def estimate(self, params: FioParams) -> float:
         # Laying out files before a read: about 400 MB/s on ceph-small (quickstart steps: 4.3-5.2 s for 4 s)
         return params.seconds + params.size * params.numjobs / 400e6 + 0.5

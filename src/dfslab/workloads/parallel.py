@@ -41,11 +41,17 @@ class ParallelIO(Workload):
     name = "parallel"
     Params = ParallelParams
 
+    def streams(self, params: ParallelParams) -> bool:
+        return params.target != "local"
+
     def estimate(self, params: ParallelParams) -> float:
         return 2 * params.clients * params.procs * params.block_size / 300e6 + 0.9  # + fresh mounts to read
 
     def writes(self, params: ParallelParams) -> int | None:
         return 0 if params.target == "local" else params.clients * params.procs * params.block_size
+
+    def asked_bytes(self, params: ParallelParams) -> int:
+        return params.clients * params.procs * (params.block_size // params.transfer_size * params.transfer_size)
 
     def directory(self, runner: Runner, client: str, target: str) -> Path:
         return runner.workdir(target, f"dfslab-ior/{client}", node=client)

@@ -94,6 +94,9 @@ class RadosBench(Workload):
     requires = "rados"
     renamed = {"modes": "mode"}
 
+    def streams(self, params: RadosBenchParams) -> bool:
+        return True
+
     def estimate(self, params: RadosBenchParams) -> float:
         # seq reads what write left and ends when it has (half the write's time, in the quickstart)
         per_mode = {"write": params.seconds + 1, "seq": params.seconds / 2 + 0.5, "rand": params.seconds + 0.5}

@@ -29,6 +29,9 @@ class S3(Workload):
     Params = S3Params
     requires = "s3"
 
+    def streams(self, params: S3Params) -> bool:
+        return True
+
     def estimate(self, params: S3Params) -> float:
         return 2 * params.seconds + 3
 
