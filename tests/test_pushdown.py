@@ -28,12 +28,14 @@ TABLE = arrow_table(ROWS, OBJECTS, SEED)
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
     cluster_up(write_spec(tmp_path_factory.mktemp("p"), small_spec(NAME, cephfs=False)), NAME)
-    res = dfslab("data", "load", NAME, "--rows", str(ROWS), "--objects", str(OBJECTS), "--seed", str(SEED))
-    assert f"{ROWS} rows in {OBJECTS} objects" in res.stderr
-    argv, env = cluster.client_command(NAME, ENGINE)
-    with Engine.start(argv, env) as eng:
-        yield eng
-    cluster.down(NAME, missing_ok=True)
+    try:  # a setup that raises is never torn down: the cluster goes here whatever happens
+        res = dfslab("data", "load", NAME, "--rows", str(ROWS), "--objects", str(OBJECTS), "--seed", str(SEED))
+        assert f"{ROWS} rows in {OBJECTS} objects" in res.stderr
+        argv, env = cluster.client_command(NAME, ENGINE)
+        with Engine.start(argv, env) as eng:
+            yield eng
+    finally:
+        cluster.down(NAME, missing_ok=True)
     assert cluster.leftovers(NAME) == []
 
 
