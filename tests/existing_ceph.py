@@ -12,6 +12,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 # Unusual ports, so a MON left by a crashed run elsewhere is not mistaken for this one.
 MON_ADDR = "[v2:127.0.0.1:43300,v1:127.0.0.1:46789]"
 PROMETHEUS_PORT = 49283
+RGW_PORT = 47480
 
 
 class ByHandCeph:
@@ -138,6 +140,35 @@ osd memory target = 939524096
         self.ceph("mgr", "module", "enable", "prometheus")
         self.wait_healthy(timeout)
         self.wait_prometheus(timeout)
+
+    def start_rgw(self, port: int = RGW_PORT, timeout: float = 120) -> dict:
+        """A RADOS gateway of the site's on 127.0.0.1:`port` and an S3 user of the site's: {endpoint,
+        access_key, secret_key}. Started as an operator would, with radosgw-admin for the user."""
+        if shutil.which("radosgw") is None:
+            raise RuntimeError("radosgw is not installed: `bash scripts/install-deps.sh rgw` (make test installs it)")
+        d = self.dir
+        (d / "data" / "rgw").mkdir()
+        keyring = d / "data" / "rgw" / "keyring"
+        keyring.write_text(self.ceph("auth", "get-or-create", "client.rgw.site", "mon", "allow rw", "osd", "allow rwx",
+                                     "mgr", "allow rw"))
+        self._spawn("radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.site", "-k", str(keyring),
+                    "--rgw-data", str(d / "data" / "rgw"), "--rgw-frontends", f"beast endpoint=127.0.0.1:{port}")
+        endpoint = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(endpoint, timeout=5):
+                    break
+            except urllib.error.HTTPError:
+                break  # an S3 error document: it answers
+            except OSError as e:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the by-hand radosgw never answered at {endpoint}: {e}") from None
+            time.sleep(1)
+        user = subprocess.run(["radosgw-admin", "-c", str(self.conf), "-k", str(self.admin), "user", "create",
+                               "--uid=site", "--display-name=site"], capture_output=True, text=True, timeout=120, check=True)
+        key = json.loads(user.stdout)["keys"][0]
+        return {"endpoint": endpoint, "access_key": key["access_key"], "secret_key": key["secret_key"]}
 
     def wait_prometheus(self, timeout: float) -> None:
         # Enabling the module returns before its HTTP server listens (a CI run once found the port

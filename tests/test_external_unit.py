@@ -46,6 +46,25 @@ def test_external_spec_defaults_and_refusals():
         parse_spec({"name": "c", "nodes": 3, "runtime": "host"})
 
 
+def test_an_s3_endpoint_is_named_by_its_url_and_the_variables_that_hold_its_keys():
+    s3 = {"endpoint": "http://rgw01:7480/", "access_key_env": "S3_ACCESS_KEY", "secret_key_env": "S3_SECRET_KEY"}
+    spec = parse_spec({"name": "site-s3", "filesystem": "external", "external": {"s3": s3}})
+    assert (spec.external.s3.endpoint, spec.external.s3.region) == ("http://rgw01:7480", "us-east-1")
+    from dfslab.backends.external.backend import ExternalBackend
+    from dfslab.backends.external.s3 import bucket_name, credentials_ref
+    assert ExternalBackend.targets_for(spec) == {"s3"}
+    assert credentials_ref(spec.external.s3) == "env:S3_ACCESS_KEY:S3_SECRET_KEY"  # where the keys are, not them
+    name = bucket_name(spec.name)
+    assert name.startswith("dfslab-site-s3-") and len(name) <= 63 and name == name.lower()
+    for field, value, said in (("endpoint", "rgw01:7480", "not an endpoint URL"),
+                               ("endpoint", "http://rgw01:7480/bucket", "no path"),
+                               ("access_key_env", "AKIAIOSFODNN7EXAMPLE/x", "the variable's name, not the key"),
+                               ("secret_key_env", "", "not an environment variable's name")):
+        with pytest.raises(SpecError) as err:
+            parse_spec({"name": "s", "filesystem": "external", "external": {"s3": {**s3, field: value}}})
+        assert f"external.s3.{field}" in str(err.value) and said in str(err.value), err.value
+
+
 def test_endpoints_take_fio_and_url_forms():
     assert endpoint("node7") == "node7,8765"
     assert endpoint("10.0.0.5:9000") == endpoint("10.0.0.5,9000") == "10.0.0.5,9000"

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .backends import Backend, BackendError, PreflightError, Progress, backend_class, backend_for
 from .backends.fuse import unmount
-from .procs import ENV_MARK, marked_pids
+from .procs import ENV_MARK, marked_pids, stray_tools, terminate
 from .safety import UnsafeRemoval, inside, mounts_under
 from .runtime import RUN_DIR_ENV, Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
@@ -117,6 +117,10 @@ def down(name: str, missing_ok: bool = False) -> dict[str, Any]:
             return {"name": name, "killed": [], "namespaces": [], "refused": []}
         raise _unknown(name)
     runtime = attach_runtime(state)
+    # A run's tools that outlived it (its dfslab killed) go first: an S3 worker still PUTting kept
+    # the bucket `release` removes from emptying (BucketNotEmpty). Daemons and mounts stay up for it.
+    strays = stray_tools(name, RUN_DIR_ENV)
+    terminate(list(strays), strays)
     refused = _release(state, runtime)
     # Lazy-unmount first: a FUSE mount whose daemon is killed first hangs every stat() of it.
     for mountpoint in state.resources("mounts"):

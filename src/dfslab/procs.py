@@ -152,6 +152,21 @@ def marked_pids(cluster: str) -> list[int]:
     return [proc.pid for proc in psutil.process_iter(["pid"]) if proc.pid != os.getpid() and is_marked(proc.pid, cluster)]
 
 
+def stray_tools(cluster: str, run_mark: str) -> dict[int, int]:
+    """{pid: start time} of the cluster's processes that a run started (their environment has
+    `run_mark`, which only a run's tools get): left running by a dfslab that died, they still
+    write to what `down` is about to remove."""
+    found = {}
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            env = proc.environ()
+        except psutil.Error:
+            continue
+        if proc.pid != os.getpid() and env.get(ENV_MARK) == cluster and run_mark in env:
+            found[proc.pid] = proc_start_time(proc.pid) or 0
+    return found
+
+
 def terminate(pids: list[int], start_times: dict[int, int], timeout: float = 10.0) -> list[int]:
     """SIGTERM, then SIGKILL after `timeout`, only PIDs whose start time still matches."""
     ours = [pid for pid in pids if proc_start_time(pid) == start_times.get(pid)]

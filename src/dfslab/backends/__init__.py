@@ -256,9 +256,15 @@ class Backend(ABC):
         """Bytes an object pool may still take (backends with object pools)."""
         raise BackendError(f"{self.name} has no object pools")
 
-    def s3_access(self) -> tuple[list[str], Path]:
-        """(S3 endpoints, the 0600 file holding the S3 user's keys) for the `s3` workload."""
+    def s3_access(self) -> tuple[list[str], str, str]:
+        """(S3 endpoints, where the worker reads the keys: a 0600 file's path or `env:ACCESS_VAR:SECRET_VAR`,
+        the region) for the `s3` workload."""
         raise BackendError(f"{self.name} serves no S3 here")
+
+    def s3_bucket(self) -> str:
+        """A new bucket's name for one s3 step (the worker makes it and removes it at the end)."""
+        import secrets
+        return f"dfslab-s3-{secrets.token_hex(4)}"
 
     def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         """fio options that aim a job at one of this backend's own targets (not fs): the

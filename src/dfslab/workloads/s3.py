@@ -6,7 +6,6 @@ Each phase's rows say `mode=write` or `mode=read`; bytes are counted for the byt
 from __future__ import annotations
 
 import json
-import secrets
 import sys
 
 from pydantic import Field
@@ -39,12 +38,12 @@ class S3(Workload):
         return None  # bounded by time and the gateway's speed; removed at the end of the run
 
     def run(self, runner: Runner, params: S3Params, repetition: int) -> list[Measurement]:
-        endpoints, creds = runner.storage.s3_access()
+        endpoints, creds, region = runner.storage.s3_access()
         endpoint = endpoints[min(params.gateway, len(endpoints) - 1)]
-        bucket = f"dfslab-s3-{secrets.token_hex(4)}"
+        bucket = runner.storage.s3_bucket()
         tag = f"s3-{params.object_size}-t{params.threads}-r{repetition}"
-        argv = [sys.executable, "-m", "dfslab.workloads.s3_worker", endpoint, str(creds), bucket,
-                str(params.object_size), str(params.threads), str(params.seconds)]
+        argv = [sys.executable, "-m", "dfslab.workloads.s3_worker", endpoint, creds, bucket,
+                str(params.object_size), str(params.threads), str(params.seconds), region]
         result = json.loads(runner.run(argv, tag, timeout=4 * params.seconds + 120))
         labels = params.model_dump(mode="python")
         rows = []

@@ -4,7 +4,9 @@ Prints one JSON document: per phase the operations, bytes, seconds and latencies
 
 Its own code, not a tool's (no S3 benchmark is packaged in Debian 12; fio's http engine is not
 built there): one botocore client per thread, one payload buffer reused, each request timed from
-its call to its last byte. Keys come from the credentials file given (0600), never from argv.
+its call to its last byte. Keys come from the credentials file given (0600), or from the
+environment variables `env:ACCESS_VAR:SECRET_VAR` names (an S3 a site runs), never from argv.
+The bucket must not exist: the worker makes it, and refuses one it did not make.
 """
 
 from __future__ import annotations
@@ -17,13 +19,38 @@ import threading
 import time
 
 
-def client(endpoint: str, creds: dict):
+def client(endpoint: str, creds: dict, region: str = "us-east-1"):
     import boto3
     from botocore.config import Config
     return boto3.session.Session().client(
         "s3", endpoint_url=endpoint, aws_access_key_id=creds["access_key"], aws_secret_access_key=creds["secret_key"],
-        region_name="us-east-1", config=Config(retries={"max_attempts": 1}, max_pool_connections=2,
-                                               s3={"addressing_style": "path"}))
+        region_name=region, config=Config(retries={"max_attempts": 1}, max_pool_connections=2,
+                                          s3={"addressing_style": "path"}))
+
+
+def read_keys(ref: str) -> dict:
+    """The keys from `env:ACCESS_VAR:SECRET_VAR` or a JSON file {access_key, secret_key}."""
+    if ref.startswith("env:"):
+        _, access, secret = ref.split(":")
+        missing = [v for v in (access, secret) if not os.environ.get(v)]
+        if missing:
+            raise SystemExit(f"the environment variable {missing[0]} is not set (it holds an S3 key)")
+        return {"access_key": os.environ[access], "secret_key": os.environ[secret]}
+    with open(ref) as fh:
+        return json.load(fh)
+
+
+def make_bucket(s3, bucket: str) -> None:
+    """Create `bucket`, refusing one that is there already (it is not dfslab's to write to or remove)."""
+    from botocore.exceptions import ClientError
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+            raise
+    else:
+        raise SystemExit(f"bucket {bucket} exists already; dfslab writes only to buckets it makes")
+    s3.create_bucket(Bucket=bucket)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -63,11 +90,11 @@ def phase(threads: int, seconds: float, work) -> dict:
             "written": [len(per) for per in latencies]}
 
 
-def main(endpoint: str, creds_path: str, bucket: str, size: int, threads: int, seconds: float) -> dict:
-    with open(creds_path) as fh:
-        creds = json.load(fh)
-    clients = [client(endpoint, creds) for _ in range(threads)]
-    clients[0].create_bucket(Bucket=bucket)
+def main(endpoint: str, creds_ref: str, bucket: str, size: int, threads: int, seconds: float,
+         region: str = "us-east-1") -> dict:
+    creds = read_keys(creds_ref)
+    clients = [client(endpoint, creds, region) for _ in range(threads)]
+    make_bucket(clients[0], bucket)
     payload = os.urandom(size)
 
     def put(t: int, n: int) -> int:
@@ -94,5 +121,5 @@ def main(endpoint: str, creds_path: str, bucket: str, size: int, threads: int, s
 
 
 if __name__ == "__main__":
-    endpoint, creds_path, bucket, size, threads, seconds = sys.argv[1:7]
-    print(json.dumps(main(endpoint, creds_path, bucket, int(size), int(threads), float(seconds))))
+    endpoint, creds_ref, bucket, size, threads, seconds = sys.argv[1:7]
+    print(json.dumps(main(endpoint, creds_ref, bucket, int(size), int(threads), float(seconds), *sys.argv[7:8])))

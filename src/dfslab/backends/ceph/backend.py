@@ -125,11 +125,11 @@ class CephBackend(Backend):
                              [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
 
-    def s3_access(self) -> tuple[list[str], Path]:
+    def s3_access(self) -> tuple[list[str], str, str]:
         creds = rgw.credentials(self.layout.root)
         if not creds:
             raise BackendError(f"cluster {self.spec.name} has no RADOS gateway: set ceph.rgw: 1 in its spec")
-        return creds["endpoints"], self.layout.root / "conf" / rgw.CREDENTIALS
+        return creds["endpoints"], str(self.layout.root / "conf" / rgw.CREDENTIALS), "us-east-1"
 
     def _gateway_lines(self) -> list[str]:
         """Each RADOS gateway, whether its process is alive, and where the S3 user's keys are."""

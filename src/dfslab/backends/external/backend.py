@@ -10,12 +10,14 @@ import os
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ...runtime import CLIENT
 from ...safety import remove_owned_tree
 from .. import Backend, BackendError, Chart, PreflightError, Progress, table
 from ..ceph import existing_cluster
 from ..fuse import fuse_mount, fuse_unmount, is_mounted
+from . import s3 as site_s3
 from .mounts import mount_of
 from .probe import http_answers, split_endpoint, tcp_answers
 
@@ -25,7 +27,7 @@ FIO_PORT, IPERF_PORT = 8765, 5201
 class ExternalBackend(Backend):
     name = "external"
     offers = {"fs": "external.posix, or external.ceph with cephfs: true", "rados": "external.ceph",
-              "rbd": "external.ceph"}
+              "rbd": "external.ceph", "s3": "external.s3"}
     charts = (Chart(r"ceph\.(health|osds_up)", "count", "existing Ceph cluster: health (0 OK) and OSDs up"),
               Chart(r"prom\..*_bytes|prom\..*(receive|transmit|read|written).*", "MB/s",
                     "scraped Prometheus endpoints: network and disk throughput"))
@@ -39,13 +41,15 @@ class ExternalBackend(Backend):
             found |= {"rados", "rbd"} | ({"fs"} if ext.ceph.cephfs else set())
         if ext.posix:
             found.add("fs")
+        if ext.s3:
+            found.add("s3")
         return frozenset(found)
 
     @classmethod
     def preflight(cls, spec) -> None:
         ext = spec.external
         ceph = existing_cluster(ext.ceph.conf, ext.ceph.keyring, ext.ceph.user) if ext.ceph else None
-        needed = ["fio"] + (ceph.programs(ext.ceph.cephfs) if ceph else [])
+        needed = (["fio"] if ext.ceph or ext.posix or ext.clients else []) + (ceph.programs(ext.ceph.cephfs) if ceph else [])
         missing = [t for t in needed if shutil.which(t) is None]
         if missing:
             raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
@@ -57,6 +61,8 @@ class ExternalBackend(Backend):
                 ceph.check_access()
             except BackendError as exc:
                 problems.append(str(exc))
+        if ext.s3:
+            problems += site_s3.problems(ext.s3)
         for i, endpoint in enumerate(ext.clients):
             if why := tcp_answers(*split_endpoint(endpoint, FIO_PORT)):
                 problems.append(f"external.clients[{i}]: fio server {endpoint} does not answer ({why}); start "
@@ -141,8 +147,8 @@ class ExternalBackend(Backend):
         return path
 
     def release(self) -> list[str]:
-        """Remove the directories and pools dfslab made here, and nothing else."""
-        refused = []
+        """Remove the directories, pools and buckets dfslab made here, and nothing else."""
+        refused = self._release_buckets()
         roots = [Path(self.ext.posix.path)] if self.ext.posix else []
         roots += [self.state.sub("cephfs")] if self.ceph and self.ext.ceph.cephfs else []
         for d in self.state.resources("external_dirs"):
@@ -165,7 +171,36 @@ class ExternalBackend(Backend):
                 self.state.remove_resource("external_pools", pool)
         return refused
 
+    def _release_buckets(self) -> list[str]:
+        made = self.state.resources(site_s3.BUCKETS)
+        if not made:
+            return []
+        try:
+            s3 = site_s3.client(self.ext.s3)
+        except BackendError as exc:  # the keys' variables are not set in this shell
+            return [f"buckets {', '.join(made)} on {self.ext.s3.endpoint}: {exc}; then `dfslab down {self.spec.name}` again"]
+        refused = []
+        for bucket in made:
+            try:
+                site_s3.remove_bucket(s3, bucket)
+                self.state.remove_resource(site_s3.BUCKETS, bucket)
+            except Exception as exc:  # reported by `down`; the state keeps it for another try
+                refused.append(f"bucket {bucket} on {self.ext.s3.endpoint}: {exc}")
+        return refused
+
     # -- what workloads use -------------------------------------------------------------
+    def s3_access(self) -> tuple[list[str], str, str]:
+        if not self.ext.s3:
+            raise BackendError("this external cluster has no S3 endpoint: give external.s3 {endpoint, access_key_env, "
+                               "secret_key_env}")
+        site_s3.keys(self.ext.s3)  # the variables are set in this shell, or say which is not
+        return [self.ext.s3.endpoint], site_s3.credentials_ref(self.ext.s3), self.ext.s3.region
+
+    def s3_bucket(self) -> str:
+        name = site_s3.bucket_name(self.spec.name)
+        self.state.add_resource(site_s3.BUCKETS, name)  # recorded before it is made: `down` removes it
+        return name
+
     def _cephfs_mount(self) -> Path:
         mnt = self.state.sub("cephfs")
         if not is_mounted(mnt):
@@ -227,16 +262,31 @@ class ExternalBackend(Backend):
             out["tables"] = out["tables"] + [table("mounted file system", ["path", "type", "source", "mount point", "options"],
                                                    [[self.ext.posix.path, mnt.get("type"), mnt.get("source"),
                                                      mnt.get("mountpoint"), mnt.get("options")]])]
+        if self.ext.s3:
+            made = self.state.resources(site_s3.BUCKETS)
+            out["summary"] = out["summary"] + [
+                f"S3 {self.ext.s3.endpoint} ({'answers' if self._s3_answers() else 'DOES NOT ANSWER'}); keys from "
+                f"${self.ext.s3.access_key_env} and ${self.ext.s3.secret_key_env}; buckets of dfslab's there now: "
+                f"{', '.join(made) or 'none'}"]
+            if not self._s3_answers():
+                out["health"] = "HEALTH_WARN"
         return out
 
     def healthy(self) -> bool:
         ok = self.ceph.healthy() if self.ceph else True
-        return ok and (not self.ext.posix or os.access(self.ext.posix.path, os.W_OK))
+        return ok and (not self.ext.posix or os.access(self.ext.posix.path, os.W_OK)) and self._s3_answers()
+
+    def _s3_answers(self) -> bool:
+        if not self.ext.s3:
+            return True
+        url = urlsplit(self.ext.s3.endpoint)
+        return tcp_answers(url.hostname or "", url.port or (443 if url.scheme == "https" else 80), timeout=1) is None
 
     def sample(self) -> dict[str, tuple[float, str]]:
         if self.ceph:
             return self.ceph.sample()
-        return {"external.degraded": (int(not os.access(self.ext.posix.path, os.W_OK)), "0=OK,1=degraded")}
+        degraded = (self.ext.posix is not None and not os.access(self.ext.posix.path, os.W_OK)) or not self._s3_answers()
+        return {"external.degraded": (int(degraded), "0=OK,1=degraded")}
 
 
 def _posix_problems(path: str) -> list[str]:

@@ -52,9 +52,40 @@ class ExternalPosix(Strict):
         return _absolute(value, "posix.path").rstrip("/") or "/"
 
 
+class ExternalS3(Strict):
+    endpoint: str = Field(description="the S3 endpoint's URL, e.g. http://s3.example.org:7480")
+    access_key_env: str = Field(description="the environment variable that holds the access key (keys are never "
+                                            "written to a file or the run directory)")
+    secret_key_env: str = Field(description="the environment variable that holds the secret key")
+    region: str = Field("us-east-1", description="the region requests are signed for")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        if not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+/?", value):
+            raise ValueError(f"{value!r} is not an endpoint URL like http://10.0.0.5:7480 (scheme, host, port; no path)")
+        return value.rstrip("/")
+
+    @field_validator("access_key_env", "secret_key_env")
+    @classmethod
+    def _variable(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
+            raise ValueError(f"{value!r} is not an environment variable's name like S3_ACCESS_KEY "
+                             "(give the variable's name, not the key)")
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9-]{1,64}", value):
+            raise ValueError(f"{value!r} is not a region name like us-east-1")
+        return value
+
+
 class ExternalSpec(Strict):
     ceph: ExternalCeph | None = None
     posix: ExternalPosix | None = None
+    s3: ExternalS3 | None = None
     clients: list[str] = Field(default_factory=list, max_length=64,
                                description="hosts running `fio --server` (host or host,port): fio workloads run on all at once")
     iperf: list[str] = Field(default_factory=list, max_length=64,
@@ -83,9 +114,10 @@ class ExternalSpec(Strict):
         return value
 
     def check(self, cluster: "ClusterSpec") -> None:
-        if self.ceph is None and self.posix is None:
+        if self.ceph is None and self.posix is None and self.s3 is None:
             raise ValueError("external: say what to measure: ceph: {conf: ..., keyring: ...} for an existing Ceph "
-                             "cluster, posix: {path: ...} for a mounted file system, or both")
+                             "cluster, posix: {path: ...} for a mounted file system, s3: {endpoint: ..., "
+                             "access_key_env: ..., secret_key_env: ...} for an S3 endpoint, or several")
 
 
 SECTION = ExternalSpec
