@@ -16,6 +16,13 @@ if TYPE_CHECKING:
 ENDPOINT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}(?:[,:]\d{1,5})?")
 
 
+def _matching(value: str, pattern: str, what: str) -> str:
+    """`value` if it is all of `pattern`, else the error saying what it should be."""
+    if not re.fullmatch(pattern, value):
+        raise ValueError(f"{value!r} is not {what}")
+    return value
+
+
 def _absolute(value: str, what: str) -> str:
     if not value.startswith("/") or "\0" in value or "/../" in f"{value}/":
         raise ValueError(f"{what} must be an absolute path without '..', e.g. /etc/ceph/ceph.conf")
@@ -38,9 +45,7 @@ class ExternalCeph(Strict):
     @field_validator("user")
     @classmethod
     def _user(cls, value: str) -> str:
-        if not re.fullmatch(r"client\.[A-Za-z0-9_.-]{1,64}", value):
-            raise ValueError(f"{value!r} is not a cephx client name like client.admin or client.bench")
-        return value
+        return _matching(value, r"client\.[A-Za-z0-9_.-]{1,64}", "a cephx client name like client.admin or client.bench")
 
 
 class ExternalPosix(Strict):
@@ -62,24 +67,19 @@ class ExternalS3(Strict):
     @field_validator("endpoint")
     @classmethod
     def _endpoint(cls, value: str) -> str:
-        if not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+/?", value):
-            raise ValueError(f"{value!r} is not an endpoint URL like http://10.0.0.5:7480 (scheme, host, port; no path)")
-        return value.rstrip("/")
+        return _matching(value, r"https?://[A-Za-z0-9.\-\[\]:]+/?",
+                         "an endpoint URL like http://10.0.0.5:7480 (scheme, host, port; no path)").rstrip("/")
 
     @field_validator("access_key_env", "secret_key_env")
     @classmethod
     def _variable(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
-            raise ValueError(f"{value!r} is not an environment variable's name like S3_ACCESS_KEY "
-                             "(give the variable's name, not the key)")
-        return value
+        return _matching(value, r"[A-Za-z_][A-Za-z0-9_]{0,127}",
+                         "an environment variable's name like S3_ACCESS_KEY (give the variable's name, not the key)")
 
     @field_validator("region")
     @classmethod
     def _region(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z0-9-]{1,64}", value):
-            raise ValueError(f"{value!r} is not a region name like us-east-1")
-        return value
+        return _matching(value, r"[a-z0-9-]{1,64}", "a region name like us-east-1")
 
 
 class ExternalSpec(Strict):
