@@ -25,7 +25,9 @@ def test_a_cluster_that_fills_fails_the_step_in_seconds_and_names_it(tmp_path):
         "name": "fill", "baselines": {"network": False, "disk": False},
         "cluster": {"name": name, "nodes": 2, "ceph": {"osd_size": "1GiB", "replica_size": 1, "cephfs": False}},
         "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 60, "threads": 16, "object_size": "4MiB",
-                       "max_objects": 100000}]}))  # far past what fits: the 40 % default cap lifted
+                       "max_objects": 100000},  # far past what fits: the 40 % default cap lifted
+                      {"type": "radosbench", "mode": ["write"], "seconds": 2, "threads": 1, "object_size": "4KiB"}],
+        "on_failure": "stop"}))  # the second step is not run on the full cluster
     started = time.monotonic()
     res = dfslab("run", str(exp), check=False, timeout=600)
     took = time.monotonic() - started
@@ -39,6 +41,8 @@ def test_a_cluster_that_fills_fails_the_step_in_seconds_and_names_it(tmp_path):
     assert "stopped after" in error and ("FULL" in error or "exited during the step: it ran out of space" in error), error
     assert "% used" in error and "BlueFS/RocksDB metadata" in error, error  # what fills the OSDs
     assert interval["end"] - interval["start"] < 60, interval  # not rados bench's 300 s deadline
+    skipped = json.load(open(f"{run.rsplit('/', 1)[0]}/provenance.json"))["skipped"]
+    assert len(skipped) == 1 and "object_size=4KiB" in skipped[0] and "on_failure is stop" in skipped[0], skipped
     assert name not in dfslab("list").stdout
 
 

@@ -60,6 +60,9 @@ class ExperimentFile(Strict):
         "keep", description="drop: empty the storage servers' caches before every step (Ceph: each OSD's BlueStore "
                             "cache; the page cache where the servers share this machine's kernel), so reads are cold "
                             "on the servers too; keep: as they are (the clients' side is cold either way)")
+    on_failure: Literal["continue", "stop"] = Field(
+        "continue", description="what a failed step does to the rest of the run: continue with the next step, or stop "
+                                "(the steps left are listed as skipped; the cluster is torn down or kept as usual)")
     runs: int = Field(1, ge=1, le=20, description="run the whole experiment this many times, each on a fresh cluster; "
                                                  "with runtimes or cluster settings swept, interleaved (A B B A A B...) "
                                                  "so comparisons are tested over runs, which repetitions inside one run "

@@ -306,9 +306,14 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         clock = _Clock(sum(step.workload.estimate(step.params) for step, _ in plan))
         budget_end = time.monotonic() + exp.file.time_budget if exp.file.time_budget else None
         stopped: set[int] = set()
+        halted = False  # a step failed and the experiment says on_failure: stop
         for i, (step, rep) in enumerate(plan, 1):
             planned = step.workload.estimate(step.params)
             if step_id(step, rep) in done:  # measured by an earlier attempt of this run
+                clock.advance(planned)
+                continue
+            if halted:
+                outcome.skipped.append(f"{step.label} rep {rep} (not run: an earlier step failed and on_failure is stop)")
                 clock.advance(planned)
                 continue
             if id(step) in stopped:
@@ -333,6 +338,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 faults.finish(timed, sampler.rows if sampler else [])
             if interval["error"]:
                 outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
+                halted = exp.file.on_failure == "stop"
                 progress("warning", f"{step.label} rep {rep} failed: {interval['error']}")
             clock.advance(planned)
         if outcome.skipped:
