@@ -61,9 +61,10 @@ def test_s3cmd_on_the_client_node_round_trips_an_object_with_the_clusters_keys(r
     assert "default.rgw.buckets.data" in pools, pools
 
 
-def test_the_s3_workload_measures_puts_then_gets_through_the_gateway(rgw, tmp_path):
+def test_the_s3_workload_measures_puts_gets_mixes_lists_and_deletes_through_the_gateway(rgw, tmp_path):
     """Rows check against the worker's own counts: bandwidth = bytes / seconds in decimal MB,
-    Little's law holds for the threads in flight, and the client's link carried what it moved."""
+    Little's law holds for the threads in flight, the client's link carried what it moved, a GET's
+    first byte comes before its last, and a mixed phase's bytes are its GETs' and PUTs'."""
     import json
 
     import yaml
@@ -71,7 +72,8 @@ def test_the_s3_workload_measures_puts_then_gets_through_the_gateway(rgw, tmp_pa
     from conftest import run_against
     exp = tmp_path / "s3.yaml"
     exp.write_text(yaml.safe_dump({"name": "s3", "baselines": {"network": False, "disk": False},
-                                   "workloads": [{"type": "s3", "object_size": "256KiB", "threads": 2, "seconds": 3}]}))
+                                   "workloads": [{"type": "s3", "object_size": "256KiB", "threads": 2, "seconds": 3,
+                                                  "ops": ["write", "read", "mixed", "list", "delete"]}]}))
     run, out = run_against(exp, rgw)
     import csv
     rows = [r for r in csv.DictReader((run / "results.csv").open()) if r["workload"] == "s3" and not r["t"]]
@@ -83,6 +85,25 @@ def test_the_s3_workload_measures_puts_then_gets_through_the_gateway(rgw, tmp_pa
         # 2 threads, each one request at a time: IOPS x mean latency is about 2 in flight
         assert 1.5 <= by[(mode, "iops")] * by[(mode, "latency_avg")] / 1000 <= 2.05, by
         assert 0.9 <= by[(mode, "from_storage")] <= 1.3, by  # the bytes crossed the client's link
+    # a GET's first byte (its response's headers) comes before its last; a PUT has no such row
+    assert 0 < by[("read", "first_byte_latency_p50")] <= by[("read", "latency_p50")], by
+    assert ("write", "first_byte_latency_p50") not in by
+    # mixed: 70 % GETs by default, each direction's bytes a row of its own (the ledger's), the
+    # bandwidth both together; a GET is a whole object, so the bytes count the requests of each kind
+    mixed = {json.loads(r["params"]).get("op"): float(r["value"]) for r in rows
+             if json.loads(r["params"])["mode"] == "mixed" and r["metric"] == "bytes"}
+    requests = by[("mixed", "iops")] * by[("mixed", "duration")]
+    assert (mixed["read"] + mixed["write"]) / (256 * 1024) == pytest.approx(requests, abs=0.5), (mixed, requests)
+    assert 0.5 <= mixed["read"] / (mixed["read"] + mixed["write"]) <= 0.9, mixed
+    assert by[("mixed", "bandwidth")] == pytest.approx((mixed["read"] + mixed["write"]) / by[("mixed", "duration")] / 1e6)
+    # list and delete move no object bytes: requests and latencies only
+    for mode in ("list", "delete"):
+        assert by[(mode, "iops")] > 1 and (mode, "bandwidth") not in by and (mode, "bytes") not in by, by
+    # the deletes are of the objects the write made, one request each, never more
+    deleted, written = (by[(m, "iops")] * by[(m, "duration")] for m in ("delete", "write"))
+    assert deleted <= written + 0.5
+    if by[("delete", "duration")] < 2.9:  # ran out of objects before its seconds: it deleted them all
+        assert deleted == pytest.approx(written, abs=0.5)
     listed = dfslab("exec", rgw, "--", "s3cmd", "ls").stdout
     assert "dfslab-s3-" not in listed, listed  # the workload's bucket was removed
 

@@ -59,8 +59,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def phase(threads: int, seconds: float, work) -> dict:
-    """`work(thread, n)` repeated by `threads` threads for `seconds`; returns bytes per call."""
+    """`work(thread, n)` repeated by `threads` threads for `seconds`; it returns the bytes a call
+    moved, or None when that thread has nothing left to do (a delete phase out of objects). A
+    call may note its time to first byte in `first_byte[thread]` (GETs do)."""
     latencies: list[list[float]] = [[] for _ in range(threads)]
+    first_byte: list[list[float]] = [[] for _ in range(threads)]
     moved = [0] * threads
     errors: list[str] = []
     start = time.perf_counter()
@@ -71,7 +74,10 @@ def phase(threads: int, seconds: float, work) -> dict:
         try:
             while time.perf_counter() < stop_at:
                 began = time.perf_counter()
-                moved[t] += work(t, n)
+                got = work(t, n, first_byte[t])
+                if got is None:
+                    return
+                moved[t] += got
                 latencies[t].append((time.perf_counter() - began) * 1000)
                 n += 1
         except Exception as exc:  # the phase fails naming the request's error
@@ -84,42 +90,100 @@ def phase(threads: int, seconds: float, work) -> dict:
     elapsed = time.perf_counter() - start
     if errors:
         raise SystemExit(f"s3 request failed: {errors[0]}")
-    lat = [v for per in latencies for v in per]
-    return {"ops": len(lat), "bytes": sum(moved), "seconds": elapsed, "latency_avg": sum(lat) / len(lat) if lat else 0.0,
-            "latency_p50": percentile(lat, 0.50), "latency_p99": percentile(lat, 0.99), "latency_max": max(lat, default=0.0),
-            "written": [len(per) for per in latencies]}
+    out = {"ops": 0, "bytes": sum(moved), "seconds": elapsed, "written": [len(per) for per in latencies]}
+    out.update(stats("latency", [v for per in latencies for v in per]))
+    out["ops"] = sum(out["written"])
+    firsts = [v for per in first_byte for v in per]
+    if firsts:
+        out.update(stats("first_byte_latency", firsts))
+    return out
+
+
+def stats(name: str, values: list[float]) -> dict:
+    return {f"{name}_avg": sum(values) / len(values) if values else 0.0, f"{name}_p50": percentile(values, 0.50),
+            f"{name}_p99": percentile(values, 0.99), f"{name}_max": max(values, default=0.0)}
+
+
+class Load:
+    """One bucket's objects and the requests of each phase on them (one S3 client per thread)."""
+
+    def __init__(self, clients: list, bucket: str, size: int, read_percent: int):
+        self.clients, self.bucket, self.size = clients, bucket, size
+        self.read_percent = read_percent
+        self.payload = os.urandom(size)
+        self.keys: list[str] = []  # what the write phase made: the read, list and delete phases use them
+        self.mixed_bytes = {"read": [0] * len(clients), "write": [0] * len(clients)}
+
+    def put(self, t: int, n: int, first: list, prefix: str = "") -> int:
+        self.clients[t].put_object(Bucket=self.bucket, Key=f"t{t}-{prefix}{n}", Body=self.payload)
+        return self.size
+
+    def get(self, t: int, n: int, first: list) -> int:
+        began = time.perf_counter()
+        body = self.clients[t].get_object(Bucket=self.bucket, Key=random.choice(self.keys))["Body"]
+        first.append((time.perf_counter() - began) * 1000)  # the response's headers: its first byte
+        got = len(body.read())
+        if got != self.size:
+            raise IOError(f"GET returned {got} bytes of a {self.size}-byte object")
+        return got
+
+    def list(self, t: int, n: int, first: list) -> int:
+        """One page of up to 1000 keys, from a random place in the bucket."""
+        self.clients[t].list_objects_v2(Bucket=self.bucket, MaxKeys=1000, StartAfter=random.choice(self.keys))
+        return 0  # a listing moves no object's bytes
+
+    def delete(self, t: int, n: int, first: list) -> int | None:
+        """Thread t's own objects, one request each, until they are gone."""
+        mine = self.written[t]
+        if n >= mine:
+            return None
+        self.clients[t].delete_object(Bucket=self.bucket, Key=f"t{t}-{n}")
+        return 0
+
+    def mixed(self, t: int, n: int, first: list) -> int:
+        """A GET of an object the write phase made with read_percent % odds, else a PUT of a new one."""
+        if random.randrange(100) < self.read_percent:
+            got = self.get(t, n, first)
+            self.mixed_bytes["read"][t] += got
+        else:
+            got = self.put(t, n, first, prefix="m")
+            self.mixed_bytes["write"][t] += got
+        return got
+
+    def empty(self) -> None:
+        """Every object left, then the bucket (not timed: the next step starts from nothing)."""
+        s3 = self.clients[0]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
+            objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if objects:
+                s3.delete_objects(Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True})
+        s3.delete_bucket(Bucket=self.bucket)
 
 
 def main(endpoint: str, creds_ref: str, bucket: str, size: int, threads: int, seconds: float,
-         region: str = "us-east-1") -> dict:
+         region: str = "us-east-1", phases: str = "write,read", read_percent: int = 70) -> dict:
     creds = read_keys(creds_ref)
     clients = [client(endpoint, creds, region) for _ in range(threads)]
     make_bucket(clients[0], bucket)
-    payload = os.urandom(size)
-
-    def put(t: int, n: int) -> int:
-        clients[t].put_object(Bucket=bucket, Key=f"t{t}-{n}", Body=payload)
-        return size
-
-    out = {"write": phase(threads, seconds, put)}
-    keys = [f"t{t}-{n}" for t, count in enumerate(out["write"]["written"]) for n in range(count)]
-    if not keys:
+    load = Load(clients, bucket, size, read_percent)
+    out = {"write": phase(threads, seconds, load.put)}  # every other phase works on what it made
+    load.written = out["write"]["written"]
+    load.keys = [f"t{t}-{n}" for t, count in enumerate(load.written) for n in range(count)]
+    if not load.keys:
         raise SystemExit("no object was written: nothing to read")
-
-    def get(t: int, n: int) -> int:
-        body = clients[t].get_object(Bucket=bucket, Key=random.choice(keys))["Body"]
-        got = len(body.read())
-        if got != size:
-            raise IOError(f"GET returned {got} bytes of a {size}-byte object")
-        return got
-
-    out["read"] = phase(threads, seconds, get)
-    for start in range(0, len(keys), 1000):  # not timed: the next step starts from an empty bucket
-        clients[0].delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]]})
-    clients[0].delete_bucket(Bucket=bucket)
+    try:
+        for name in phases.split(","):
+            if name != "write":
+                out[name] = phase(threads, seconds, getattr(load, {"read": "get"}.get(name, name)))
+        if "mixed" in out:
+            out["mixed"]["by_op"] = {op: sum(v) for op, v in load.mixed_bytes.items()}
+    finally:
+        load.empty()
     return out
 
 
 if __name__ == "__main__":
     endpoint, creds_ref, bucket, size, threads, seconds = sys.argv[1:7]
-    print(json.dumps(main(endpoint, creds_ref, bucket, int(size), int(threads), float(seconds), *sys.argv[7:8])))
+    region, phases, read_percent = (sys.argv[7:10] + ["us-east-1", "write,read", "70"][len(sys.argv[7:10]):])
+    print(json.dumps(main(endpoint, creds_ref, bucket, int(size), int(threads), float(seconds), region, phases,
+                          int(read_percent))))
