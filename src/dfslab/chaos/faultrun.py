@@ -31,14 +31,22 @@ class FaultRun:
         self.journals: list[str] = []
         self.events: list[dict[str, Any]] = []
         self.unhealed: str | None = None  # the backend's status when it did not heal in time
+        self._stores: list[str] | None = None
 
     def stores(self) -> list[str]:
-        """Where the checksummed data goes: RADOS objects and/or files on the POSIX mount."""
-        offered = self.attached.backend.targets_for(self.attached.spec)
-        stores = [f"rados:{self.attached.backend.bench_pool(None)}"] if "rados" in offered else []
-        if "fs" in offered:
-            stores.append(f"dir:{self.attached.backend.mount('client') / 'dfslab-integrity'}")
-        return stores
+        """Where the checksummed data goes: RADOS objects, files on the POSIX mount and/or objects
+        through an S3 gateway (in a bucket of the run's own, made by the seed)."""
+        if self._stores is None:
+            backend = self.attached.backend
+            offered = backend.targets_for(self.attached.spec)
+            stores = [f"rados:{backend.bench_pool(None)}"] if "rados" in offered else []
+            if "fs" in offered:
+                stores.append(f"dir:{backend.mount('client') / 'dfslab-integrity'}")
+            if "s3" in offered:
+                endpoints, keys, region = backend.s3_access()
+                stores.append(f"s3:{backend.s3_bucket()},{endpoints[0]},{keys},{region}")
+            self._stores = stores
+        return self._stores
 
     def seed(self) -> None:
         argv = [*INTEGRITY, "seed", str(self.dir / "manifest.json"), str(self.integrity.seed_objects),

@@ -4,8 +4,9 @@
     python -m dfslab.chaos.integrity write  STORE JOURNAL STOPFILE     overwrite a ring of items until STOPFILE exists
     python -m dfslab.chaos.integrity verify MANIFEST [JOURNAL...]      read everything back; JSON counts on stdout
 
-A STORE is `rados:POOL` (objects through librados) or `dir:PATH` (files on a POSIX mount:
-CephFS, a GlusterFS volume). Every write is journalled (and fsync'd) as an intent before and
+A STORE is `rados:POOL` (objects through librados), `dir:PATH` (files on a POSIX mount:
+CephFS, a GlusterFS volume) or `s3:BUCKET,ENDPOINT,KEYS,REGION` (objects through an S3 gateway;
+KEYS says where the keys are, a 0600 file or `env:ACCESS_VAR:SECRET_VAR`, never the keys). Every write is journalled (and fsync'd) as an intent before and
 an ack after the store acknowledged it, so every ack line is a promise the filesystem made:
 the item holds that content (or, if a later write was still in flight, that one's). verify
 counts items that are gone or unreadable (lost) or whose bytes match neither (corrupt).
@@ -82,19 +83,63 @@ class DirStore:
         pass
 
 
-def open_store(spec: str, op_timeout: float = 0) -> RadosStore | DirStore:
+class S3Store:
+    """Objects through an S3 gateway: a PUT is acknowledged once the gateway has written it to
+    RADOS. A gateway that is down refuses connections rather than blocking, so a PUT is tried
+    again until it is acknowledged (a write waits as long as the cluster needs, as on RADOS), and a
+    GET until op_timeout (then the object counts as lost)."""
+
+    def __init__(self, where: str, op_timeout: float = 0):
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from ..workloads.s3_worker import client, read_keys
+        self.errors = (BotoCoreError, ClientError)
+        self.bucket, endpoint, keys, region = where.split(",")
+        self.s3 = client(endpoint, read_keys(keys), region)
+        self.op_timeout = op_timeout
+
+    def create(self) -> None:
+        from ..workloads.s3_worker import make_bucket
+        make_bucket(self.s3, self.bucket)
+
+    def _until_answered(self, call, deadline: float | None):
+        from botocore.exceptions import EndpointConnectionError, ConnectionClosedError, ReadTimeoutError
+        while True:
+            try:
+                return call()
+            except (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError):
+                if deadline is not None and time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def put(self, name: str, data: bytes) -> None:
+        self._until_answered(lambda: self.s3.put_object(Bucket=self.bucket, Key=name, Body=data), None)
+
+    def get(self, name: str, size: int) -> bytes:
+        deadline = time.monotonic() + self.op_timeout if self.op_timeout else None
+        return self._until_answered(lambda: self.s3.get_object(Bucket=self.bucket, Key=name)["Body"].read(), deadline)
+
+    def close(self) -> None:
+        self.s3.close()
+
+
+def open_store(spec: str, op_timeout: float = 0) -> RadosStore | DirStore | S3Store:
     kind, _, where = spec.partition(":")
     if kind == "rados":
         return RadosStore(where, op_timeout)
     if kind == "dir":
         return DirStore(where, op_timeout)
-    raise ValueError(f"unknown store {spec!r}: rados:POOL or dir:PATH")
+    if kind == "s3":
+        return S3Store(where, op_timeout)
+    raise ValueError(f"unknown store {spec!r}: rados:POOL, dir:PATH or s3:BUCKET,ENDPOINT,KEYS,REGION")
 
 
 def seed(manifest: str, count: int, stores: list[str]) -> dict:
     entries = []
     for spec in stores:
         store = open_store(spec)
+        if isinstance(store, S3Store):
+            store.create()  # the bucket is new: dfslab writes only to buckets it makes
         for i in range(count):
             data = os.urandom(SIZES[i % len(SIZES)])
             name = f"integrity-seed-{i}"
