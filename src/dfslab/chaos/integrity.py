@@ -92,8 +92,9 @@ class S3Store:
     def __init__(self, where: str, op_timeout: float = 0):
         from botocore.exceptions import BotoCoreError, ClientError
 
+        from ..polling import WaitTimeout
         from ..workloads.s3_worker import client, read_keys
-        self.errors = (BotoCoreError, ClientError)
+        self.errors = (BotoCoreError, ClientError, WaitTimeout)  # gone, or no answer within op_timeout: lost
         self.bucket, endpoint, keys, region = where.split(",")
         self.s3 = client(endpoint, read_keys(keys), region)
         self.op_timeout = op_timeout
@@ -102,22 +103,19 @@ class S3Store:
         from ..workloads.s3_worker import make_bucket
         make_bucket(self.s3, self.bucket)
 
-    def _until_answered(self, call, deadline: float | None):
-        from botocore.exceptions import EndpointConnectionError, ConnectionClosedError, ReadTimeoutError
-        while True:
-            try:
-                return call()
-            except (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError):
-                if deadline is not None and time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+    def _until_answered(self, call, what: str, timeout: float):
+        from ..polling import wait_until
+        from ..workloads.s3_worker import connection_errors
+        return wait_until(lambda: (call(),), what, timeout, 0.5, retry_on=connection_errors())[0]
 
     def put(self, name: str, data: bytes) -> None:
-        self._until_answered(lambda: self.s3.put_object(Bucket=self.bucket, Key=name, Body=data), None)
+        # as long as a fault may hold the gateway down (the longest recovery timeout dfslab allows)
+        self._until_answered(lambda: self.s3.put_object(Bucket=self.bucket, Key=name, Body=data),
+                             f"the S3 gateway to take {name}", 3600)
 
     def get(self, name: str, size: int) -> bytes:
-        deadline = time.monotonic() + self.op_timeout if self.op_timeout else None
-        return self._until_answered(lambda: self.s3.get_object(Bucket=self.bucket, Key=name)["Body"].read(), deadline)
+        return self._until_answered(lambda: self.s3.get_object(Bucket=self.bucket, Key=name)["Body"].read(),
+                                    f"the S3 gateway to return {name}", self.op_timeout or 3600)
 
     def close(self) -> None:
         self.s3.close()

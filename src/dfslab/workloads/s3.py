@@ -71,7 +71,9 @@ def _phase_rows(workload: str, r: dict, p: dict, repetition: int) -> list[Measur
     """One phase's rows: requests a second and their latencies; for the phases that move objects,
     MB/s and the bytes each way (the byte ledger's), and for GETs the time to first byte."""
     rows = [Measurement(workload, "iops", r["ops"] / r["seconds"], "op/s", p, repetition),
-            Measurement(workload, "duration", r["seconds"], "s", p, repetition)]
+            Measurement(workload, "duration", r["seconds"], "s", p, repetition),
+            # requests the gateway did not answer (a fault killed it): tried again, not in the ops
+            Measurement(workload, "unanswered", float(r.get("errors", 0)), "requests", p, repetition)]
     rows += [Measurement(workload, f"{name}_{q}", r[f"{name}_{q}"], "ms", p, repetition)
              for name in ("latency", "first_byte_latency") for q in ("avg", "p50", "p99", "max") if f"{name}_{q}" in r]
     if p["mode"] in ("write", "read", "mixed"):

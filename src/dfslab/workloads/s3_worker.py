@@ -65,22 +65,31 @@ def phase(threads: int, seconds: float, work) -> dict:
     latencies: list[list[float]] = [[] for _ in range(threads)]
     first_byte: list[list[float]] = [[] for _ in range(threads)]
     moved = [0] * threads
+    refused = [0] * threads  # requests the gateway did not answer (down, restarting): counted, tried again
     errors: list[str] = []
     start = time.perf_counter()
     stop_at = start + seconds
+    unanswered = gateway_errors()
 
     def loop(t: int) -> None:
         n = 0
         try:
             while time.perf_counter() < stop_at:
                 began = time.perf_counter()
-                got = work(t, n, first_byte[t])
+                try:
+                    got = work(t, n, first_byte[t])
+                except unanswered as exc:
+                    if not _unanswered(exc):
+                        raise
+                    refused[t] += 1
+                    time.sleep(0.1)
+                    continue
                 if got is None:
                     return
                 moved[t] += got
                 latencies[t].append((time.perf_counter() - began) * 1000)
                 n += 1
-        except Exception as exc:  # the phase fails naming the request's error
+        except Exception as exc:  # any other error fails the phase, naming it (a short GET among them)
             errors.append(f"{type(exc).__name__}: {exc}")
     pool = [threading.Thread(target=loop, args=(t,)) for t in range(threads)]
     for th in pool:
@@ -90,13 +99,31 @@ def phase(threads: int, seconds: float, work) -> dict:
     elapsed = time.perf_counter() - start
     if errors:
         raise SystemExit(f"s3 request failed: {errors[0]}")
-    out = {"ops": 0, "bytes": sum(moved), "seconds": elapsed, "written": [len(per) for per in latencies]}
+    out = {"ops": 0, "bytes": sum(moved), "seconds": elapsed, "written": [len(per) for per in latencies],
+           "errors": sum(refused)}
     out.update(stats("latency", [v for per in latencies for v in per]))
     out["ops"] = sum(out["written"])
     firsts = [v for per in first_byte for v in per]
     if firsts:
         out.update(stats("first_byte_latency", firsts))
     return out
+
+
+def connection_errors() -> tuple[type[Exception], ...]:
+    """What a gateway that is down or restarting raises: no connection, a dropped one, no answer."""
+    from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+    return (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError)
+
+
+def gateway_errors() -> tuple[type[Exception], ...]:
+    """connection_errors and the service's errors (of which a 5xx is the gateway's trouble too)."""
+    from botocore.exceptions import ClientError
+    return (*connection_errors(), ClientError)
+
+
+def _unanswered(exc: Exception) -> bool:
+    status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode") if hasattr(exc, "response") else None
+    return status is None or status >= 500  # a 4xx (no such key, access denied) is an answer: it fails the phase
 
 
 def stats(name: str, values: list[float]) -> dict:
@@ -121,10 +148,11 @@ class Load:
     def get(self, t: int, n: int, first: list) -> int:
         began = time.perf_counter()
         body = self.clients[t].get_object(Bucket=self.bucket, Key=random.choice(self.keys))["Body"]
-        first.append((time.perf_counter() - began) * 1000)  # the response's headers: its first byte
+        first_byte = (time.perf_counter() - began) * 1000  # the response's headers: its first byte
         got = len(body.read())
         if got != self.size:
             raise IOError(f"GET returned {got} bytes of a {self.size}-byte object")
+        first.append(first_byte)  # kept with the GET's latency: only for a GET that completed
         return got
 
     def list(self, t: int, n: int, first: list) -> int:
@@ -178,7 +206,9 @@ def main(endpoint: str, creds_ref: str, bucket: str, size: int, threads: int, se
         if "mixed" in out:
             out["mixed"]["by_op"] = {op: sum(v) for op, v in load.mixed_bytes.items()}
     finally:
-        load.empty()
+        from ..polling import wait_until  # a gateway a fault stopped may still be starting again
+        wait_until(lambda: load.empty() or True, f"the S3 gateway to let bucket {bucket} be removed", 300, 1.0,
+                   retry_on=connection_errors())
     return out
 
 
