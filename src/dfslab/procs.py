@@ -153,17 +153,16 @@ def marked_pids(cluster: str) -> list[int]:
 
 
 def stray_tools(cluster: str, run_mark: str) -> dict[int, int]:
-    """{pid: start time} of the cluster's processes that a run started (their environment has
-    `run_mark`, which only a run's tools get): left running by a dfslab that died, they still
+    """{pid: start time} of the cluster's marked processes that a run started (their environment
+    has `run_mark`, which only a run's tools get): left running by a dfslab that died, they still
     write to what `down` is about to remove."""
     found = {}
-    for proc in psutil.process_iter(["pid"]):
+    for pid in marked_pids(cluster):
         try:
-            env = proc.environ()
-        except psutil.Error:
+            if run_mark in psutil.Process(pid).environ():
+                found[pid] = proc_start_time(pid) or 0
+        except psutil.Error:  # gone since
             continue
-        if proc.pid != os.getpid() and env.get(ENV_MARK) == cluster and run_mark in env:
-            found[proc.pid] = proc_start_time(proc.pid) or 0
     return found
 
 

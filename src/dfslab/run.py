@@ -103,12 +103,14 @@ def _record(run_dir: RunDir, intervals: list, interval: dict[str, Any], rows: li
 def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: list, attempt: int,
               count: Callable[[], ledger.Snapshot], server_cache: str = "keep",
               alarms: Callable[[], list[str]] | None = None,
-              warnings: Callable[[], list[str]] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
+              warnings: Callable[[], list[str]] | None = None,
+              wire: Callable[[], int | None] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
     """One step. `alarms` (the backend's, None while a fault is scheduled in the step): watched
-    while the tools run; the first one stops them and fails the step naming it (dfslab.watch)."""
+    while the tools run; the first one stops them and fails the step naming it (dfslab.watch).
+    `wire`: the clients' bytes on the wire so far, for the watch's no-progress rule."""
     start = time.time()
     dropped = None
-    moved = (lambda: _wire_total(count())) if step.workload.streams(step.params) else None
+    moved = wire if step.workload.streams(step.params) else None
     watch = StepWatch(runner, alarms, warnings=warnings, moved=moved) if alarms is not None else None
     try:
         step.workload.prepare(runner, step.params)
@@ -134,11 +136,6 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         interval["warnings"] = watch.warnings
     _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
     return interval, rows
-
-
-def _wire_total(snap: ledger.Snapshot) -> int | None:
-    """Bytes the clients' links have received and sent (None where the wire is not counted)."""
-    return sum(rx + tx for rx, tx in snap.wire.values()) if snap.wire else None
 
 
 def _stopped(watch: StepWatch | None, runner: Runner) -> str | None:
@@ -188,6 +185,17 @@ def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot
     def servers() -> list[int]:
         return [p.pid for p in runtime.sampled_processes() if p.node not in clients and p.alive()]
     return lambda: ledger.snapshot(wire, clients, servers)
+
+
+def _wire_counter(runtime, clients: list[str]) -> Callable[[], int | None]:
+    """Bytes the clients' links have received and sent so far (None where the runtime does not
+    count them): the ledger's wire counters alone, cheap enough for the step watch's 2 s looks."""
+    command = runtime.command if runtime.client_wire_counted else None
+
+    def total() -> int | None:
+        snap = ledger.snapshot(command, clients, list)
+        return sum(rx + tx for rx, tx in snap.wire.values()) if snap.wire else None
+    return total
 
 
 def _counter_windows(attached) -> list[str]:
@@ -295,6 +303,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
         runner = attached.runner(run_dir.raw_dir)
         count = _ledger_counter(attached.runtime, runner.clients)
+        wire = _wire_counter(attached.runtime, runner.clients)
         outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done, attempt)
 
         faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
@@ -328,7 +337,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             timed = faults.start(step.index) if faults else []
             interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
                                        None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients),
-                                       None if timed else sampler_backend.warnings)
+                                       None if timed else sampler_backend.warnings, wire)
             for warning in interval.get("warnings", []):
                 progress("warning", f"{step.label} rep {rep + 1}: the cluster said {warning}")
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):

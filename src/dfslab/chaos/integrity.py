@@ -93,19 +93,19 @@ class S3Store:
         from botocore.exceptions import BotoCoreError, ClientError
 
         from ..polling import WaitTimeout
-        from ..workloads.s3_worker import client, read_keys
+        from ..s3api import client, read_keys
         self.errors = (BotoCoreError, ClientError, WaitTimeout)  # gone, or no answer within op_timeout: lost
         self.bucket, endpoint, keys, region = where.split(",")
         self.s3 = client(endpoint, read_keys(keys), region)
         self.op_timeout = op_timeout
 
     def create(self) -> None:
-        from ..workloads.s3_worker import make_bucket
+        from ..s3api import make_bucket
         make_bucket(self.s3, self.bucket)
 
     def _until_answered(self, call, what: str, timeout: float):
         from ..polling import wait_until
-        from ..workloads.s3_worker import connection_errors
+        from ..s3api import connection_errors
         return wait_until(lambda: (call(),), what, timeout, 0.5, retry_on=connection_errors())[0]
 
     def put(self, name: str, data: bytes) -> None:

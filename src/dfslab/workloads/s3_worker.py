@@ -18,39 +18,7 @@ import sys
 import threading
 import time
 
-
-def client(endpoint: str, creds: dict, region: str = "us-east-1"):
-    import boto3
-    from botocore.config import Config
-    return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=creds["access_key"], aws_secret_access_key=creds["secret_key"],
-        region_name=region, config=Config(retries={"max_attempts": 1}, max_pool_connections=2,
-                                          s3={"addressing_style": "path"}))
-
-
-def read_keys(ref: str) -> dict:
-    """The keys from `env:ACCESS_VAR:SECRET_VAR` or a JSON file {access_key, secret_key}."""
-    if ref.startswith("env:"):
-        _, access, secret = ref.split(":")
-        missing = [v for v in (access, secret) if not os.environ.get(v)]
-        if missing:
-            raise SystemExit(f"the environment variable {missing[0]} is not set (it holds an S3 key)")
-        return {"access_key": os.environ[access], "secret_key": os.environ[secret]}
-    with open(ref) as fh:
-        return json.load(fh)
-
-
-def make_bucket(s3, bucket: str) -> None:
-    """Create `bucket`, refusing one that is there already (it is not dfslab's to write to or remove)."""
-    from botocore.exceptions import ClientError
-    try:
-        s3.head_bucket(Bucket=bucket)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
-            raise
-    else:
-        raise SystemExit(f"bucket {bucket} exists already; dfslab writes only to buckets it makes")
-    s3.create_bucket(Bucket=bucket)
+from ..s3api import client, connection_errors, empty_bucket, make_bucket, read_keys
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -99,20 +67,13 @@ def phase(threads: int, seconds: float, work) -> dict:
     elapsed = time.perf_counter() - start
     if errors:
         raise SystemExit(f"s3 request failed: {errors[0]}")
-    out = {"ops": 0, "bytes": sum(moved), "seconds": elapsed, "written": [len(per) for per in latencies],
-           "errors": sum(refused)}
+    written = [len(per) for per in latencies]
+    out = {"ops": sum(written), "bytes": sum(moved), "seconds": elapsed, "written": written, "errors": sum(refused)}
     out.update(stats("latency", [v for per in latencies for v in per]))
-    out["ops"] = sum(out["written"])
     firsts = [v for per in first_byte for v in per]
     if firsts:
         out.update(stats("first_byte_latency", firsts))
     return out
-
-
-def connection_errors() -> tuple[type[Exception], ...]:
-    """What a gateway that is down or restarting raises: no connection, a dropped one, no answer."""
-    from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
-    return (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError)
 
 
 def gateway_errors() -> tuple[type[Exception], ...]:
@@ -138,6 +99,7 @@ class Load:
         self.clients, self.bucket, self.size = clients, bucket, size
         self.read_percent = read_percent
         self.payload = os.urandom(size)
+        self.written: list[int] = []  # objects each thread's PUTs made: the delete phase removes them
         self.keys: list[str] = []  # what the write phase made: the read, list and delete phases use them
         self.mixed_bytes = {"read": [0] * len(clients), "write": [0] * len(clients)}
 
@@ -178,20 +140,10 @@ class Load:
             self.mixed_bytes["write"][t] += got
         return got
 
-    def empty(self) -> None:
-        """Every object left, then the bucket (not timed: the next step starts from nothing)."""
-        s3 = self.clients[0]
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
-            objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-            if objects:
-                s3.delete_objects(Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True})
-        s3.delete_bucket(Bucket=self.bucket)
-
-
 def main(endpoint: str, creds_ref: str, bucket: str, size: int, threads: int, seconds: float,
          region: str = "us-east-1", phases: str = "write,read", read_percent: int = 70) -> dict:
     creds = read_keys(creds_ref)
-    clients = [client(endpoint, creds, region) for _ in range(threads)]
+    clients = [client(endpoint, creds, region, max_pool_connections=2) for _ in range(threads)]
     make_bucket(clients[0], bucket)
     load = Load(clients, bucket, size, read_percent)
     out = {"write": phase(threads, seconds, load.put)}  # every other phase works on what it made
@@ -207,7 +159,7 @@ def main(endpoint: str, creds_ref: str, bucket: str, size: int, threads: int, se
             out["mixed"]["by_op"] = {op: sum(v) for op, v in load.mixed_bytes.items()}
     finally:
         from ..polling import wait_until  # a gateway a fault stopped may still be starting again
-        wait_until(lambda: load.empty() or True, f"the S3 gateway to let bucket {bucket} be removed", 300, 1.0,
+        wait_until(lambda: empty_bucket(clients[0], bucket) or True, f"the S3 gateway to let bucket {bucket} be removed", 300, 1.0,
                    retry_on=connection_errors())
     return out
 

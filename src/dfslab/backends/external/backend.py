@@ -10,8 +10,8 @@ import os
 import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from ... import s3api
 from ...runtime import CLIENT
 from ...safety import remove_owned_tree
 from .. import Backend, BackendError, Chart, PreflightError, Progress, table
@@ -182,7 +182,7 @@ class ExternalBackend(Backend):
         refused = []
         for bucket in made:
             try:
-                site_s3.remove_bucket(s3, bucket)
+                s3api.empty_bucket(s3, bucket)
                 self.state.remove_resource(site_s3.BUCKETS, bucket)
             except Exception as exc:  # reported by `down`; the state keeps it for another try
                 refused.append(f"bucket {bucket} on {self.ext.s3.endpoint}: {exc}")
@@ -264,11 +264,12 @@ class ExternalBackend(Backend):
                                                      mnt.get("mountpoint"), mnt.get("options")]])]
         if self.ext.s3:
             made = self.state.resources(site_s3.BUCKETS)
+            answers = self._s3_answers()
             out["summary"] = out["summary"] + [
-                f"S3 {self.ext.s3.endpoint} ({'answers' if self._s3_answers() else 'DOES NOT ANSWER'}); keys from "
+                f"S3 {self.ext.s3.endpoint} ({'answers' if answers else 'DOES NOT ANSWER'}); keys from "
                 f"${self.ext.s3.access_key_env} and ${self.ext.s3.secret_key_env}; buckets of dfslab's there now: "
                 f"{', '.join(made) or 'none'}"]
-            if not self._s3_answers():
+            if not answers:
                 out["health"] = "HEALTH_WARN"
         return out
 
@@ -277,10 +278,7 @@ class ExternalBackend(Backend):
         return ok and (not self.ext.posix or os.access(self.ext.posix.path, os.W_OK)) and self._s3_answers()
 
     def _s3_answers(self) -> bool:
-        if not self.ext.s3:
-            return True
-        url = urlsplit(self.ext.s3.endpoint)
-        return tcp_answers(url.hostname or "", url.port or (443 if url.scheme == "https" else 80), timeout=1) is None
+        return not self.ext.s3 or site_s3.unreachable(self.ext.s3, timeout=1) is None
 
     def sample(self) -> dict[str, tuple[float, str]]:
         if self.ceph:

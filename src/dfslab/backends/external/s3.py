@@ -11,6 +11,7 @@ import secrets
 from typing import Any
 from urllib.parse import urlsplit
 
+from ... import s3api
 from .. import BackendError
 from .probe import tcp_answers
 
@@ -36,13 +37,15 @@ def credentials_ref(section) -> str:
 
 
 def client(section) -> Any:
-    import boto3
-    from botocore.config import Config
     access, secret = keys(section)
-    return boto3.session.Session().client(
-        "s3", endpoint_url=section.endpoint, aws_access_key_id=access, aws_secret_access_key=secret,
-        region_name=section.region, config=Config(retries={"max_attempts": 2}, connect_timeout=10, read_timeout=60,
-                                                  s3={"addressing_style": "path"}))
+    return s3api.client(section.endpoint, {"access_key": access, "secret_key": secret}, section.region, attempts=2,
+                        connect_timeout=10, read_timeout=60)
+
+
+def unreachable(section, timeout: float = 3) -> str | None:
+    """None if the endpoint accepts connections, else why not."""
+    url = urlsplit(section.endpoint)
+    return tcp_answers(url.hostname or "", url.port or (443 if url.scheme == "https" else 80), timeout)
 
 
 def problems(section) -> list[str]:
@@ -51,9 +54,7 @@ def problems(section) -> list[str]:
         keys(section)
     except BackendError as exc:
         return [str(exc)]
-    url = urlsplit(section.endpoint)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    if why := tcp_answers(url.hostname or "", port):
+    if why := unreachable(section):
         return [f"external.s3.endpoint: {section.endpoint} does not answer ({why}); is the gateway up and the URL right?"]
     try:
         client(section).list_buckets()
@@ -67,20 +68,6 @@ def bucket_name(cluster: str) -> str:
     """`dfslab-<cluster>-<random>`, within S3's rules (3-63 lowercase letters, digits and hyphens)."""
     stem = re.sub(r"[^a-z0-9-]+", "-", cluster.lower()).strip("-")[:40] or "cluster"
     return f"dfslab-{stem}-{secrets.token_hex(4)}"
-
-
-def remove_bucket(s3: Any, bucket: str) -> None:
-    """Every object of `bucket` (a bucket dfslab made: all in it is dfslab's), then the bucket."""
-    from botocore.exceptions import ClientError
-    try:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-            if objects:
-                s3.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
-        s3.delete_bucket(Bucket=bucket)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "NoSuchBucket":
-            raise
 
 
 def _reason(exc: Exception) -> str:
