@@ -1,5 +1,7 @@
 """Worker for the metadata workload, run on the client node:
-python -m dfslab.workloads.metadata_worker DIR PROCS FILES_PER_PROC FILE_SIZE → JSON on stdout."""
+python -m dfslab.workloads.metadata_worker DIR PROCS FILES_PER_PROC FILE_SIZE [LATER_DIR] → JSON on
+stdout. LATER_DIR: the same directory through another client of the filesystem, where the stat,
+read and unlink phases run (cold: that client holds none of the files' metadata or data)."""
 
 from __future__ import annotations
 
@@ -13,21 +15,21 @@ import threading
 import time
 
 PHASES = ("create", "stat", "read", "unlink")
+READS = ("stat", "read")  # through LATER_DIR when given
 
 
-def worker(base: str, rank: int, files: int, size: int, barrier, results) -> None:
+def worker(base: str, later: str, rank: int, files: int, size: int, barrier, results) -> None:
     try:
-        _phases(base, rank, files, size, barrier, results)
+        _phases(base, later, rank, files, size, barrier, results)
     except threading.BrokenBarrierError:
         sys.exit(2)  # another worker died; main() says which
 
 
-def _phases(base: str, rank: int, files: int, size: int, barrier, results) -> None:
-    mydir = os.path.join(base, f"proc{rank}")
-    os.makedirs(mydir, exist_ok=True)
+def _phases(base: str, later: str, rank: int, files: int, size: int, barrier, results) -> None:
+    os.makedirs(os.path.join(base, f"proc{rank}"), exist_ok=True)
     payload = os.urandom(size)
-    names = [os.path.join(mydir, f"f{i}") for i in range(files)]
     for phase in PHASES:
+        names = [os.path.join(later if phase in READS else base, f"proc{rank}", f"f{i}") for i in range(files)]
         barrier.wait()
         start = time.perf_counter()
         for name in names:
@@ -62,11 +64,11 @@ def _next_result(results, workers, barrier, deadline_s: float = 3600):
     raise SystemExit(f"no phase finished within {deadline_s:.0f} s")
 
 
-def main(base: str, procs: int, files: int, size: int) -> dict:
+def main(base: str, procs: int, files: int, size: int, later: str | None = None) -> dict:
     os.makedirs(base, exist_ok=True)
     barrier = mp.Barrier(procs)
     results = mp.Queue()
-    workers = [mp.Process(target=worker, args=(base, r, files, size, barrier, results)) for r in range(procs)]
+    workers = [mp.Process(target=worker, args=(base, later or base, r, files, size, barrier, results)) for r in range(procs)]
     for w in workers:
         w.start()
     spans: dict[str, list[tuple[float, float]]] = {p: [] for p in PHASES}
@@ -90,4 +92,5 @@ def main(base: str, procs: int, files: int, size: int) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))))
+    print(json.dumps(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
+                          sys.argv[5] if len(sys.argv) > 5 else None)))

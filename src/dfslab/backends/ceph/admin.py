@@ -22,6 +22,9 @@ class CephAdmin:
         self.layout = layout
         self._proc: subprocess.Popen | None = None
         self._lines: queue.Queue = queue.Queue()
+        # One request and its reply at a time: the sampler's `status` and a workload's commands
+        # (the servers workload's pool) share the connection from different threads.
+        self._lock = threading.Lock()
 
     def start(self, timeout: float = 60) -> None:
         argv = [sys.executable, "-m", "dfslab.backends.ceph.helper", str(self.layout.conf), str(self.layout.admin_keyring)]
@@ -53,14 +56,15 @@ class CephAdmin:
         return reply
 
     def raw(self, prefix: str, *, target: str = "mon", inbuf: str = "", timeout: float = 60, **args: Any) -> tuple[int, str, str]:
-        if self._proc is None:
-            self.start()
-        assert self._proc and self._proc.stdin
-        cmd = {"prefix": prefix, "format": "json", **args}
-        self._proc.stdin.write(json.dumps({"cmd": cmd, "target": target, "inbuf": inbuf}) + "\n")
-        self._proc.stdin.flush()
-        reply = self._next(timeout, f"running `{prefix}`")
-        return reply["ret"], reply["out"], reply["err"]
+        with self._lock:
+            if self._proc is None:
+                self.start()
+            assert self._proc and self._proc.stdin
+            cmd = {"prefix": prefix, "format": "json", **args}
+            self._proc.stdin.write(json.dumps({"cmd": cmd, "target": target, "inbuf": inbuf}) + "\n")
+            self._proc.stdin.flush()
+            reply = self._next(timeout, f"running `{prefix}`")
+            return reply["ret"], reply["out"], reply["err"]
 
     def cmd(self, prefix: str, **kw: Any) -> Any:
         """Run a command; parsed JSON output (or None). Raises BackendError on failure."""

@@ -141,7 +141,8 @@ class CephBackend(Backend):
         return [f"S3 (RGW): {gateways}; user {rgw.USER}, keys in {self.layout.root / 'conf' / rgw.CREDENTIALS} (0600); "
                 f"dfslab exec {self.spec.name} -- s3cmd ls"]
 
-    confine = staticmethod(tools.confine)
+    def confine(self, runner, nodes: list[str], pgs: int):
+        return tools.confine(runner, self.ctx.admin, nodes, pgs)
 
     def apply_live(self, new) -> list[str] | None:
         """Options of ceph.conf that Ceph updates at run time; anything else needs a fresh cluster."""
@@ -196,7 +197,7 @@ class CephBackend(Backend):
         return tools.fio_target(runner, target, size_bytes, client_cache)
 
     def pool_free_bytes(self, runner, pool: str) -> int:
-        return tools.pool_free_bytes(runner, pool)
+        return tools.pool_free_bytes(self.ctx.admin, pool)
 
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_cephfs(self.ctx, node)
