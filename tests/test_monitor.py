@@ -115,3 +115,23 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def test_the_platforms_cpu_is_summed_apart_from_the_storage_daemons(procs):
+    """On runtime kubernetes the sampler adds up what Kubernetes itself takes (the runtime's
+    `platform` names: control plane, kubelets, containerd) as `cpu.platform`, a share of the
+    machine's CPUs like cpu.total; a storage daemon's CPU is not part of it."""
+    from dfslab.runtime.kubernetes import KubernetesRuntime
+    procs.spawn("kubelet-node1", "node1", ["python3", "-c", "while True: pass"])
+    sampler = ResourceSampler(procs.all, None, interval=0.3, platform=KubernetesRuntime.platform).start()
+    time.sleep(1.5)
+    sampler.stop()
+    by_time: dict[float, dict[str, float]] = {}
+    for t, series, value, _ in sampler.rows:
+        by_time.setdefault(t, {})[series] = value
+    samples = [s for s in by_time.values() if "cpu.platform" in s]
+    assert samples and all("cpu.kubelet-node1" in s for s in samples)
+    for s in samples:
+        assert s["cpu.platform"] == pytest.approx(s["cpu.kubelet-node1"] / psutil.cpu_count())
+    assert max(s["cpu.platform"] for s in samples) > 10  # a spinning process: a real share, not the osd's too
+    assert all(s["cpu.platform"] <= s["cpu.kubelet-node1"] for s in samples)

@@ -113,3 +113,20 @@ def test_a_phase_timed_under_two_seconds_is_marked_once_per_line_with_its_shorte
     assert short_phases(rows) == {("parallel", "clients=1, op=write"): 0.13}
     (line,) = short_phase_lines(rows)
     assert line.startswith("parallel clients=1, op=write: timed over 0.13 s (under 2 s")
+
+
+def test_each_step_shows_what_kubernetes_itself_took_in_its_transfer_seconds():
+    """`cpu.platform` (the sampler's sum over the runtime's platform processes) is averaged over the
+    seconds the step moved data, as its CPU share is; a run without it has no such column."""
+    from dfslab.report import bottleneck_rows
+    rows = [row("fio", "bandwidth", 400.0, "MB/s", rw="write", op="write")]
+    headline = {"metric": "bandwidth", "value": 400.0, "unit": "MB/s", "params": rows[0]["params"]}
+    intervals = [{"workload": "fio", "start": 10.0, "end": 20.0, "headlines": [headline]}]
+    net = [(float(t), 500.0 if 12 <= t <= 18 else 1.0) for t in range(10, 21)]
+    # Kubernetes busy while the pool was made (t 10-11) and at 15 % of the machine during the transfer
+    platform = [(float(t), 60.0 if t < 12 else 15.0) for t in range(10, 21)]
+    series = {"net.client.tx": net, "cpu.total": [(float(t), 50.0) for t in range(10, 21)], "cpu.platform": platform}
+    [line] = bottleneck_rows(rows, intervals, series, replicas=2)
+    assert line["platform"] == "15 %"
+    [without] = bottleneck_rows(rows, intervals, {k: v for k, v in series.items() if k != "cpu.platform"}, replicas=2)
+    assert without["platform"] is None

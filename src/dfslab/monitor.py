@@ -38,10 +38,14 @@ def _net_dev(pid: int, dev: str = "eth0") -> tuple[int, int] | None:
 
 class ResourceSampler:
     def __init__(self, processes: Callable[[], list[TrackedProcess]], backend_sample: Callable[[], Sample] | None,
-                 interval: float = 1.0, extra_pids: Callable[[], dict[str, int]] | None = None):
+                 interval: float = 1.0, extra_pids: Callable[[], dict[str, int]] | None = None,
+                 platform: str | None = None):
         """processes: what to sample each time (a runtime's `sampled_processes`: dfslab's own,
-        and on kubernetes the daemons in pods)."""
+        and on kubernetes the daemons in pods). platform: the runtime's `platform` pattern; the
+        CPU of the processes it names is summed as `cpu.platform`, in % of the machine's CPUs
+        (the scale of `cpu.total`)."""
         self.processes = processes
+        self.platform = re.compile(platform) if platform else None
         self.backend_sample = backend_sample
         self.interval = interval
         self.extra_pids = extra_pids or (lambda: {})
@@ -81,6 +85,7 @@ class ResourceSampler:
                     out[f"disk.{op}"] = (rate / 1e6, "MB/s")
         node_pid: dict[str, int] = {}
         node_io: dict[str, list[float]] = {}
+        platform: list[float] = []
         for proc in self.processes():
             if not proc.alive():
                 continue
@@ -88,6 +93,10 @@ class ResourceSampler:
             cpu = self._cpu(proc.pid)
             if cpu is not None:
                 out[f"cpu.{proc.name}"] = (cpu, "%")
+                if self.platform is not None and self.platform.fullmatch(proc.name):
+                    platform.append(cpu)
+        if platform:
+            out["cpu.platform"] = (sum(platform) / (psutil.cpu_count() or 1), "%")
             rss = proc.rss_bytes()
             if rss:
                 out[f"rss.{proc.name}"] = (rss / 2**20, "MiB")

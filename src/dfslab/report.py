@@ -49,10 +49,12 @@ data: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrit
 checked (no faults: an experiment's <code>faults:</code> checks every acknowledged write){% endif %} ·
 {{ measured_steps }} step(s) measured{% if failures %}, <b class="bad">{{ failures|length }} failed</b>{% endif %}{% if skipped %},
 <span class="warn">{{ skipped|length }} skipped</span>{% endif %}</p>
-{% if bottlenecks %}<table class="steps"><tr><th class="l">step</th><th>result</th><th>CPU</th><th>link</th><th>disk</th><th class="l">limited by</th></tr>
-{% for b in bottlenecks %}<tr><td class="l">{{ b.step }}</td><td class="p">{{ b.result }}</td>{% for k in ('CPU', 'link', 'disk') %}<td class="p {{ 'sat' if b.bound == k else '' }}">{{ b.shares.get(k, '–') }}</td>{% endfor %}
+{% set platform = bottlenecks|selectattr('platform')|list %}{% if bottlenecks %}<table class="steps"><tr><th class="l">step</th><th>result</th><th>CPU</th>{% if platform %}<th title="of the machine's CPUs, in the same seconds">of it Kubernetes</th>{% endif %}<th>link</th><th>disk</th><th class="l">limited by</th></tr>
+{% for b in bottlenecks %}<tr><td class="l">{{ b.step }}</td><td class="p">{{ b.result }}</td>{% for k in ('CPU', 'link', 'disk') %}<td class="p {{ 'sat' if b.bound == k else '' }}">{{ b.shares.get(k, '–') }}</td>{% if k == 'CPU' and platform %}<td class="p">{{ b.platform or '–' }}</td>{% endif %}{% endfor %}
 <td class="l p {{ 'sat' if b.bound else '' }}">{{ b.limit }}</td></tr>{% endfor %}
-</table>
+</table>{% if platform %}<p class="note">"Of it Kubernetes": the CPU Kubernetes itself took in the same seconds (API server, etcd,
+controller manager, scheduler, the kubelets and containerd, as dfslab started them), a share of the machine's CPUs: what
+running the cluster under Kubernetes cost beside the storage and the workload.</p>{% endif %}
 <p class="note">Each step's share of the limits measured before the workloads (client link by iperf3, disk by fio)
 and of the machine's CPU in the seconds the step moved data (its links carried at least a quarter of its busiest
 second; not making and removing a pool around it); a resource at 75 % or more is what limited the step (marked).
@@ -266,6 +268,8 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
     varying = varying_keys(rows)
     limits = Limits.from_rows(rows, replicas)
     cpu = busiest_cpu(series)
+    platform = series.get("cpu.platform", [])
+    platform_cpu: dict[tuple, list[float]] = defaultdict(list)
     grouped: dict[tuple, list[tuple[float, float | None]]] = defaultdict(list)
     for iv in intervals:
         if iv.get("error"):
@@ -279,6 +283,9 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
             moving = transfer_seconds(series, iv["start"], iv["end"])
             grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"], moving),
                                                          ledger_shares(iv.get("ledger"), op)))
+            taken = cpu_during(platform, iv["start"], iv["end"], moving) if platform else None
+            if taken is not None:
+                platform_cpu[(label, sub, op, h["unit"])].append(taken)
     lines = []
     for (label, sub, op, unit), values in grouped.items():
         value = sum(v for v, _, _ in values) / len(values)
@@ -286,8 +293,10 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
         measured = {k: statistics.fmean(m[k] for _, _, m in values) for k in ("link", "disk")
                     if all(k in m for _, _, m in values)}
         result = bottleneck(value, unit, op, sum(cpus) / len(cpus) if cpus else None, limits, measured)
+        taken = platform_cpu.get((label, sub, op, unit))
         lines.append({"step": f"{label}{f' {sub}' if sub else ''}", "result": quantity(value, unit),
                       "shares": share_cells(result),
+                      "platform": f"{statistics.fmean(taken):.0f} %" if taken else None,
                       "bound": result["bound"], "verdict": result["verdict"], "limit": LIMIT_TEXT[result["bound"]]
                       + (f"; above the {' and '.join(result['exceeded'])} baseline: a cache" if result["exceeded"] else "")})
     return lines

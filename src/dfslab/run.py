@@ -295,7 +295,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
         sampler_backend = backend_for(attached.spec, attached.runtime)  # its own connection: a thread of its own
         sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(sampler_backend, attached.runtime), exp.file.sampler.interval,
-                                  extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v})
+                                  extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v},
+                                  platform=attached.runtime.platform)
         windows = _counter_windows(attached)
         sampler.start()
         if exp.file.sampler.prometheus_port:

@@ -45,6 +45,10 @@ class Runtime(ABC):
     # Report figures of this runtime's own processes' sampler series, as a backend's charts
     # ({match, unit, title, faults_only}): what the runtime itself costs beside the workload.
     charts: tuple[dict[str, Any], ...] = ()
+    # Names of the processes that are the platform itself, not the storage or the workload (a
+    # regular expression over sampled process names): the sampler sums their CPU as `cpu.platform`
+    # and the report puts it beside every step. None: nothing of the kind runs here.
+    platform: str | None = None
 
     def __init__(self, state: ClusterState):
         self.state = state

@@ -117,7 +117,8 @@ class KubernetesRuntime(LocalNetnsRuntime):
     # What Kubernetes itself takes while a workload runs: the control plane (etcd, kube-apiserver,
     # -controller-manager, -scheduler) and each node's kubelet and containerd, as the sampler
     # sees the processes dfslab started (cpu.<name>, % of one CPU).
-    charts = ({"match": r"cpu\.(etcd|kube-.+|kubelet-.+|containerd-.+)", "unit": "% of one CPU",
+    platform = r"etcd|kube-.+|kubelet-.+|containerd-.+"  # the control plane, kubelets, containerd
+    charts = ({"match": rf"cpu\.({platform})", "unit": "% of one CPU",
                "title": "CPU Kubernetes itself takes (control plane, kubelets, containerd) over time",
                "faults_only": False},)
 

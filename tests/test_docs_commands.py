@@ -1,0 +1,138 @@
+"""The docs' command lines, run verbatim as a reader types them: from the repository root, with none
+of the DFSLAB_* variables the rest of the suite sets (state in /var/lib/dfslab, runs in ./runs).
+
+A line with a placeholder (NAME, EXPERIMENT.yaml, runs/<id>/, [optional]) is a synopsis: it cannot
+run as written and is checked against the CLI (tests/test_docs_unit.py). Every other line is a
+command and must be in one of three lists here: run verbatim (RUN), run verbatim as its own
+`--dry-run` (spec and experiment validated, every step planned, nothing started: DRY_RUN), or
+too costly for the suite with the reason (COSTLY: a Rook bring-up, an 8-minute tune, a 15-minute
+three-runtime experiment, a Kubernetes cluster of the reader's). A new command in the docs that is
+in none of them fails test_every_docs_command_is_run_or_listed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from test_docs_unit import _doc_commands
+from test_readme import sh, user_env
+
+# A word in capitals outside quotes (NAME, EXPERIMENT.yaml, B.yaml), <id>, or [optional].
+PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]*\b|<[^>]+>|\[")
+
+
+def _placeholder(line: str) -> bool:
+    return bool(PLACEHOLDER.search(re.sub(r'"[^"]*"', '""', line)))
+
+# Run verbatim, in this order, from the repository root (docs page, its lines).
+RUN = {
+    "getting-started.md": ["dfslab up examples/ceph-small.yaml", "dfslab runs", "dfslab list"],
+    "pushdown.md": [
+        "dfslab data load small --rows 1000000 --objects 16",
+        "dfslab data load small --from trips.parquet --name trips",
+        'dfslab query small "SELECT id, a FROM ds WHERE c < 0.01" --where storage',
+        'dfslab query small "SELECT cat, count(*), avg(a), max(qty) FROM ds WHERE c < 0.1 GROUP BY cat" --where client',
+    ],
+    "spec.md": ["dfslab up examples/gluster-small.yaml", "dfslab status gsmall", "dfslab scale gsmall --add-bricks 3",
+                "dfslab fault gsmall brick node2", "dfslab exec gsmall --node node1 -- gluster volume heal dfslab info"],
+    "kubernetes.md": ["dfslab render examples/rook-yours.yaml -o rook/ --image registry.example.org/dfslab-rook:1"],
+}
+DRY_RUN = {
+    "docker.md": ["dfslab run examples/quickstart.yaml --runtime docker",
+                  "dfslab run examples/containerized-vs-host.yaml"],
+    "measurements.md": ["dfslab run examples/files-ceph.yaml", "dfslab run examples/files-gluster.yaml"],
+}
+# What each costs is measured in docs/measurements.md; the tests named run the same commands' work.
+COSTLY = {
+    "dfslab images build": "docker build of the node image (test_docker builds it, cached)",
+    "dfslab up examples/ceph-small.yaml --runtime docker": "a docker cluster (test_docker brings one up)",
+    "dfslab tune examples/tuning.yaml --maximize \"radosbench mode=write bandwidth\" --budget 8min":
+        "8 minutes of settings runs (test_tune_unit, test_settings)",
+    "dfslab up examples/rook-small.yaml": "Rook on the Kubernetes dfslab starts, 3-4 min (test_kubernetes)",
+    "dfslab status rook-small": "needs rook-small up",
+    "dfslab exec rook-small -- ceph -s": "needs rook-small up",
+    "dfslab run examples/quickstart.yaml --cluster rook-small": "needs rook-small up",
+    "dfslab down rook-small": "needs rook-small up",
+    "dfslab up examples/gluster-k8s.yaml": "GlusterFS on Kubernetes, 3 min (test_kubernetes_gluster)",
+    "dfslab run examples/gluster-k8s-faults.yaml --cluster gluster-k8s": "needs gluster-k8s up",
+    "dfslab down gluster-k8s": "needs gluster-k8s up",
+    "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
+    "dfslab run examples/quickstart.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
+    "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
+    "dfslab render examples/external-k8s-mount.yaml -o site/ --image registry.example.org/dfslab-rook:1 \\":
+        "continues on the next line (the site's mount); test_render renders it",
+}
+# Lines that name the reader's own things without a placeholder's capitals, and where they run.
+ILLUSTRATIONS = {
+    "dfslab compare runs/a1,runs/a2 runs/b1,runs/b2": "the reader's run directories (test_compare_unit, test_readme)",
+    "dfslab up bad.yaml": "run with the file the page describes, output compared: test_a_bad_spec_is_refused_as_the_docs_show",
+}
+# Written by the commands above in the repository root; refused if there before, removed after.
+MADE_HERE = ("trips.parquet", "rook")
+
+
+def _commands() -> list[tuple[str, str]]:
+    return [(page, line) for page, line in _doc_commands() if not _placeholder(line)]
+
+
+def test_every_docs_command_is_run_or_listed():
+    listed = {(p, c) for p, cs in {**RUN, **DRY_RUN}.items() for c in cs}
+    missing = [f"{page}: {line}" for page, line in _commands()
+               if (page, line) not in listed and line not in COSTLY and line not in ILLUSTRATIONS]
+    assert missing == [], "run these in tests/test_docs_commands.py or list them in COSTLY with why"
+    # and nothing listed that the docs no longer say
+    said = set(_commands())
+    assert listed <= said and set(COSTLY) | set(ILLUSTRATIONS) <= {line for _, line in said}
+
+
+def test_a_bad_spec_is_refused_as_the_docs_show():
+    """getting-started.md shows `dfslab up bad.yaml` and its output; the same file gets the same words."""
+    page = (Path(REPO) / "docs" / "getting-started.md").read_text()
+    shown = page.split("    $ dfslab up bad.yaml\n", 1)[1].split("\n\n", 1)[0]
+    expected = [line[4:] for line in shown.splitlines()]
+    bad = Path(REPO) / "bad.yaml"
+    assert not bad.exists()
+    bad.write_text((Path(REPO) / "examples" / "ceph-small.yaml").read_text()
+                   .replace("osd_size: 8GiB", "osd_size: 4").replace("  replica_size: 2", "  replica_sise: 2"))
+    try:
+        res = subprocess.run(["bash", "-c", "dfslab up bad.yaml"], cwd=REPO, env=user_env(), capture_output=True,
+                             text=True, timeout=120)
+    finally:
+        bad.unlink()
+    assert res.returncode == 2
+    assert (res.stdout + res.stderr).strip().splitlines() == expected
+
+
+@pytest.mark.cluster
+def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
+    for cluster in ("small", "gsmall"):
+        assert not Path(f"/var/lib/dfslab/clusters/{cluster}").exists(), f"a cluster named {cluster} is up"
+    for name in MADE_HERE:
+        assert not (Path(REPO) / name).exists(), f"{name} is in the repository root; the docs' commands write it"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    # the reader's own file `--from trips.parquet` loads: made here, as theirs would be there
+    pq.write_table(pa.table({"id": list(range(1000)), "fare": [i * 0.5 for i in range(1000)]}),
+                   Path(REPO) / "trips.parquet")
+    runs_before = set(Path(REPO, "runs").glob("*"))
+    try:
+        for page, lines in {**RUN, **DRY_RUN}.items():
+            for line in lines:
+                sh(line + (" --dry-run" if page in DRY_RUN else ""))
+            if page == "pushdown.md":  # the next page's cluster uses the same default subnet
+                sh("dfslab down small")
+        assert (Path(REPO) / "rook").is_dir() and any((Path(REPO) / "rook").iterdir())
+    finally:
+        for cluster in ("small", "gsmall"):
+            subprocess.run(["bash", "-c", f"dfslab down {cluster}"], cwd=REPO, env=user_env(), capture_output=True,
+                           timeout=600)
+        (Path(REPO) / "trips.parquet").unlink(missing_ok=True)
+        shutil.rmtree(Path(REPO) / "rook", ignore_errors=True)
+        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
+            shutil.rmtree(path)
+    assert not Path("/var/lib/dfslab/clusters/small").exists() and not Path("/var/lib/dfslab/clusters/gsmall").exists()
