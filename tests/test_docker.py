@@ -2,6 +2,7 @@
 dockerd, faults on containers, the same experiment on both runtimes compared, and a `down`
 that leaves the host's firewall, routes and links as they were."""
 
+import csv
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import cluster_up, dfslab, small_spec, wait_for, write_spec
+from conftest import cluster_up, dfslab, run_against, small_spec, wait_for, write_spec
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
 from dfslab.runtime import engine
@@ -41,7 +42,8 @@ def host_before():
 @pytest.fixture(scope="module")
 def dock(tmp_path_factory, host_before):
     tmp = tmp_path_factory.mktemp("dock")
-    cluster_up(write_spec(tmp, small_spec(NAME, cephfs=True)), NAME, "--runtime", "docker", timeout=900)
+    # with a RADOS gateway: radosgw in a container of its own too (S3 on node1's address)
+    cluster_up(write_spec(tmp, small_spec(NAME, cephfs=True) + "  rgw: 1\n"), NAME, "--runtime", "docker", timeout=900)
     attached = cluster.attach(NAME)
     yield attached
     attached.close()
@@ -50,14 +52,15 @@ def dock(tmp_path_factory, host_before):
 
 def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
     daemons = dock.runtime.procs.all()
-    assert {p.name for p in daemons} == {"mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a"}
+    assert {p.name for p in daemons} == {"mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a", "rgw.node1"}
     for proc in daemons:
         info = inspect(proc.meta["container"])
         init = info["State"]["Pid"]
         assert info["State"]["Running"] and info["HostConfig"]["Init"] is True
         # the daemon is the only child of the container's init (which reaps orphans)
         assert Path(f"/proc/{init}/task/{init}/children").read_text().split() == [str(proc.pid)]
-        assert Path(f"/proc/{proc.pid}/cmdline").read_text().startswith(f"ceph-{proc.name.split('.')[0]}")
+        kind = proc.name.split('.')[0]
+        assert Path(f"/proc/{proc.pid}/cmdline").read_text().startswith("radosgw" if kind == "rgw" else f"ceph-{kind}")
         assert info["HostConfig"]["Privileged"] is False
         node_container = dock.runtime.container(proc.node)
         assert info["HostConfig"]["NetworkMode"] == f"container:{inspect(node_container)['Id']}"
@@ -66,6 +69,22 @@ def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
         assert str(dock.backend.ctx.layout.data(proc.name)) in mounts and str(dock.state.dir) not in mounts
     node1 = inspect(dock.runtime.container("node1"))
     assert node1["NetworkSettings"]["Networks"][dock.runtime.network]["IPAddress"] == dock.state.read()["addresses"]["node1"]
+
+
+def test_the_gateway_in_its_container_serves_s3_to_a_workload_and_to_s3cmd(dock, tmp_path):
+    """`ceph: {rgw: 1}` on runtime docker: the s3 workload PUTs and GETs through the containerized
+    radosgw (every byte over the client's link), and `dfslab exec NAME -- s3cmd ls` uses the keys."""
+    exp = tmp_path / "s3.yaml"
+    exp.write_text(yaml.safe_dump({"name": "dock-s3", "repetitions": 1, "baselines": {"network": False, "disk": False},
+                                   "workloads": [{"type": "s3", "object_size": "1MiB", "threads": 2, "seconds": 2}]}))
+    run, out = run_against(exp, NAME)
+    rows = [r for r in csv.DictReader(open(run / "results.csv")) if r["workload"] == "s3"]
+    ops = {json.loads(r["params"])["mode"] for r in rows if r["metric"] == "bandwidth"}
+    assert {"write", "read"} <= ops, out
+    shares = [float(r["value"]) for r in rows if r["metric"] == "from_storage"]
+    assert shares and all(0.9 <= s <= 1.3 for s in shares), shares
+    listed = dfslab("exec", NAME, "--", "s3cmd", "ls").stdout
+    assert "s3://dfslab-" not in listed  # the run removed its bucket; the listing itself worked (exit 0)
 
 
 def test_engine_and_bridges_live_outside_the_host_namespace(dock, host_before):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import cluster_up, dfslab, run_against
+from conftest import platform_cells, cluster_up, dfslab, run_against
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
 
@@ -191,7 +191,13 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     assert {"prom.rook-ceph-mgr.ceph_osd_up", "prom.rook-ceph-mgr.ceph_osd_op_w"} <= series, sorted(series)
     # ... and what Kubernetes itself took beside the workload, drawn in the report
     assert {"cpu.etcd", "cpu.kube-apiserver", "cpu.kubelet-node1", "cpu.containerd-node1"} <= series, sorted(series)
-    assert "CPU Kubernetes itself takes (control plane, kubelets, containerd)" in (run / "report.html").read_text()
+    html = (run / "report.html").read_text()
+    assert "CPU Kubernetes itself takes (control plane, kubelets, containerd)" in html
+    # ... and beside every step, its share of the machine in the step's transfer seconds, summed
+    # from those processes by the sampler (cpu.platform), never more than the machine's CPU
+    assert "cpu.platform" in series
+    platform_shares = [float(cell.rstrip(" %")) for cell in platform_cells(html)]
+    assert platform_shares and all(0 < share <= 100 for share in platform_shares), platform_shares
     # The tools ran as Jobs, in pods on the client node, and ended there
     jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
     ran = {(j["tool"], j["node"], j["phase"], j["rc"]) for j in jobs}

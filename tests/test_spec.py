@@ -151,12 +151,13 @@ def test_latency_is_refused_at_preflight_exactly_where_the_kernel_has_no_netem()
     assert not ClusterState("lat").dir.exists() and not list(NETNS_DIR.glob("dfs-lat-*"))
 
 
-def test_rgw_gateways_need_a_node_each_and_the_local_runtime():
+def test_rgw_gateways_need_a_node_each_and_a_runtime_that_runs_them():
     from dfslab.backends.registry import debian_groups
     from dfslab.spec import ClusterSpec
     spec = ClusterSpec.model_validate({"name": "g", "nodes": 2, "ceph": {"rgw": 2}})
     assert debian_groups("ceph", spec) == ["rgw"] and debian_groups("ceph", ClusterSpec.model_validate({"name": "g", "nodes": 2})) == []
     with pytest.raises(ValueError, match=r"ceph.rgw: 3 gateways need 3 nodes"):
         ClusterSpec.model_validate({"name": "g", "nodes": 2, "ceph": {"rgw": 3}})
-    with pytest.raises(ValueError, match=r"ceph.rgw: RADOS gateways run on runtime local so far"):
-        ClusterSpec.model_validate({"name": "g", "nodes": 2, "runtime": "docker", "ceph": {"rgw": 1}})
+    assert ClusterSpec.model_validate({"name": "g", "nodes": 2, "runtime": "docker", "ceph": {"rgw": 1}}).ceph.rgw == 1
+    with pytest.raises(ValueError, match=r"ceph.rgw: on runtime kubernetes Rook would run the gateways"):
+        ClusterSpec.model_validate({"name": "g", "nodes": 2, "runtime": "kubernetes", "ceph": {"rgw": 1}})

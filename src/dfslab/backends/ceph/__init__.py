@@ -5,7 +5,7 @@ Rook keeps them apart; `backend.py` only orders them and answers for the cluster
 """
 
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version).
-IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common"]
+IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common", "radosgw"]
 
 
 def debian_groups_for(spec) -> list[str]:

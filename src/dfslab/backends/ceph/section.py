@@ -74,9 +74,9 @@ class CephSpec(Strict):
                 problem = option_problem(section, key, as_text(value))
                 if problem:
                     raise ValueError(f"ceph.conf.{section}.{key}: {problem}")
-        if self.rgw and cluster.runtime != "local":
-            raise ValueError(f"ceph.rgw: RADOS gateways run on runtime local so far (runtime {cluster.runtime}'s "
-                             f"image has no radosgw yet); use runtime: local, or leave rgw out")
+        if self.rgw and cluster.runtime == "kubernetes":
+            raise ValueError("ceph.rgw: on runtime kubernetes Rook would run the gateways (a CephObjectStore), "
+                             "which dfslab does not render yet; use runtime local or docker, or leave rgw out")
         if self.rgw > len(cluster.nodes):
             raise ValueError(f"ceph.rgw: {self.rgw} gateways need {self.rgw} nodes (one per node), but nodes has "
                              f"{len(cluster.nodes)}; add nodes or lower rgw")
