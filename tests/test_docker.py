@@ -50,6 +50,11 @@ def dock(tmp_path_factory, host_before):
     cluster.down(NAME, missing_ok=True)
 
 
+def data_dir(dock, daemon: str) -> Path:
+    """A daemon's data directory: a gateway's is its RADOS client's (client.rgw.node1)."""
+    return dock.backend.ctx.layout.data(f"client.{daemon}" if daemon.startswith("rgw.") else daemon)
+
+
 def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
     daemons = dock.runtime.procs.all()
     assert {p.name for p in daemons} == {"mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a", "rgw.node1"}
@@ -66,7 +71,7 @@ def test_every_daemon_runs_in_its_own_unprivileged_container(dock):
         assert info["HostConfig"]["NetworkMode"] == f"container:{inspect(node_container)['Id']}"
         mounts = {m["Source"] for m in info["Mounts"]}
         # conf, its keyring and data come from the state directory, piece by piece (not all of it)
-        assert str(dock.backend.ctx.layout.data(proc.name)) in mounts and str(dock.state.dir) not in mounts
+        assert str(data_dir(dock, proc.name)) in mounts and str(dock.state.dir) not in mounts
     node1 = inspect(dock.runtime.container("node1"))
     assert node1["NetworkSettings"]["Networks"][dock.runtime.network]["IPAddress"] == dock.state.read()["addresses"]["node1"]
 
@@ -216,12 +221,12 @@ def test_daemon_containers_get_only_their_own_key(dock):
         cname = proc.meta["container"]
         sources = {m["Source"] for m in inspect(cname)["Mounts"]}
         assert state_dir not in sources, (cname, sources)
-        own = str(dock.backend.ctx.layout.data(proc.name) / "keyring")
+        own = str(data_dir(dock, proc.name) / "keyring")
         exec_test = lambda *a: engine.docker("exec", cname, "test", *a, check=False).returncode  # noqa: E731
         assert exec_test("-r", own) == 0, (cname, own)
         assert exec_test("-e", admin_keyring) != 0, (cname, "sees the admin keyring")
         others = [p for p in dock.runtime.procs.all() if p.name != proc.name]
-        assert exec_test("-e", str(dock.backend.ctx.layout.data(others[0].name) / "keyring")) != 0
+        assert exec_test("-e", str(data_dir(dock, others[0].name) / "keyring")) != 0
 
 
 SIBLING = NAME + "-b"  # "dfs-t-dock-b-..." starts with "dfs-t-dock-": a prefix match would take it
