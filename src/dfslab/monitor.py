@@ -95,8 +95,6 @@ class ResourceSampler:
                 out[f"cpu.{proc.name}"] = (cpu, "%")
                 if self.platform is not None and self.platform.fullmatch(proc.name):
                     platform.append(cpu)
-        if platform:
-            out["cpu.platform"] = (sum(platform) / (psutil.cpu_count() or 1), "%")
             rss = proc.rss_bytes()
             if rss:
                 out[f"rss.{proc.name}"] = (rss / 2**20, "MiB")
@@ -105,6 +103,8 @@ class ResourceSampler:
                 acc = node_io.setdefault(proc.node, [0.0, 0.0])
                 acc[0] += io[0]
                 acc[1] += io[1]
+        if platform:
+            out["cpu.platform"] = (sum(platform) / (psutil.cpu_count() or 1), "%")
         for node, pid in self.extra_pids().items():
             node_pid.setdefault(node, pid)
         for node, (read, write) in node_io.items():
