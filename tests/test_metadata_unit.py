@@ -41,4 +41,3 @@ def test_stat_and_read_go_through_the_other_client_and_unlink_through_the_creato
     (tmp_path / "elsewhere").mkdir()
     with pytest.raises(SystemExit, match="worker died"):
         metadata_worker.main(str(tmp_path / "md2"), 2, 5, 10, str(tmp_path / "elsewhere"))
-    assert list((tmp_path / "elsewhere").iterdir()) == []  # unlink ran on nothing there

@@ -10,8 +10,8 @@ MDS request)."""
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 import sys
+from contextlib import nullcontext
 
 from pydantic import Field
 

@@ -1,7 +1,8 @@
 """Worker for the metadata workload, run on the client node:
 python -m dfslab.workloads.metadata_worker DIR PROCS FILES_PER_PROC FILE_SIZE [LATER_DIR] → JSON on
-stdout. LATER_DIR: the same directory through another client of the filesystem, where the stat,
-read and unlink phases run (cold: that client holds none of the files' metadata or data)."""
+stdout. LATER_DIR: the same directory through another client of the filesystem, where the stat
+and read phases run (cold: that client holds none of the files' metadata or data); create and
+unlink run through DIR."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """What Ceph gives client-side workloads: fio's rbd engine on a pre-written image, and a pool
-confined to some servers' OSDs (throughput vs number of servers). Commands run through the
-workload's runner, so their output is kept in the run's raw/ like any tool's."""
+confined to some servers' OSDs (throughput vs number of servers). Tools run through the
+workload's runner, so their output is kept in the run's raw/ like any tool's; the confined pool's
+monitor commands go through the backend's admin connection, their transcript kept there too."""
 
 from __future__ import annotations
 
