@@ -176,22 +176,28 @@ ceph:
 """
 
 
-def steps_table(html: str) -> list[list[str]]:
-    """The report's verdict table: per step its cells (step, result, CPU, link, disk, limited by)."""
+PLATFORM_COLUMN = "of it Kubernetes"  # a Kubernetes run's extra column of the verdict table
+
+
+def _verdict_table(html: str) -> tuple[list[str], list[list[str]]]:
+    """The report's verdict table: its header cells and, per step, its cells."""
     table = html[html.index('<table class="steps">'):]
     table = table[:table.index("</table>")]
     header = re.findall(r"<th[^>]*>(.*?)</th>", table.split("<tr>")[1], re.S)
-    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in table.split("<tr>")[2:]]
-    if "of it Kubernetes" in header:  # a Kubernetes run's extra column (platform_cells reads it)
-        at = header.index("of it Kubernetes")
+    return header, [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in table.split("<tr>")[2:]]
+
+
+def steps_table(html: str) -> list[list[str]]:
+    """The report's verdict table: per step its cells (step, result, CPU, link, disk, limited by),
+    without a Kubernetes run's platform column (platform_cells reads it)."""
+    header, rows = _verdict_table(html)
+    if PLATFORM_COLUMN in header:
+        at = header.index(PLATFORM_COLUMN)
         rows = [cells[:at] + cells[at + 1:] for cells in rows]
     return rows
 
 
 def platform_cells(html: str) -> list[str]:
     """The report's "of it Kubernetes" column: the CPU Kubernetes itself took in each step."""
-    table = html[html.index('<table class="steps">'):]
-    table = table[:table.index("</table>")]
-    header = re.findall(r"<th[^>]*>(.*?)</th>", table.split("<tr>")[1], re.S)
-    at = header.index("of it Kubernetes")
-    return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[at] for row in table.split("<tr>")[2:]]
+    header, rows = _verdict_table(html)
+    return [cells[header.index(PLATFORM_COLUMN)] for cells in rows]

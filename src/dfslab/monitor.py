@@ -46,6 +46,7 @@ class ResourceSampler:
         (the scale of `cpu.total`)."""
         self.processes = processes
         self.platform = re.compile(platform) if platform else None
+        self.cpus = psutil.cpu_count() or 1
         self.backend_sample = backend_sample
         self.interval = interval
         self.extra_pids = extra_pids or (lambda: {})
@@ -104,7 +105,7 @@ class ResourceSampler:
                 acc[0] += io[0]
                 acc[1] += io[1]
         if platform:
-            out["cpu.platform"] = (sum(platform) / (psutil.cpu_count() or 1), "%")
+            out["cpu.platform"] = (sum(platform) / self.cpus, "%")
         for node, pid in self.extra_pids().items():
             node_pid.setdefault(node, pid)
         for node, (read, write) in node_io.items():

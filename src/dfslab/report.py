@@ -269,8 +269,7 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
     limits = Limits.from_rows(rows, replicas)
     cpu = busiest_cpu(series)
     platform = series.get("cpu.platform", [])
-    platform_cpu: dict[tuple, list[float]] = defaultdict(list)
-    grouped: dict[tuple, list[tuple[float, float | None]]] = defaultdict(list)
+    grouped: dict[tuple, list[tuple[float, float | None, dict, float | None]]] = defaultdict(list)
     for iv in intervals:
         if iv.get("error"):
             continue
@@ -282,18 +281,16 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
             label = " ".join(filter(None, (iv["workload"], params_label(h["params"], keys))))
             moving = transfer_seconds(series, iv["start"], iv["end"])
             grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"], moving),
-                                                         ledger_shares(iv.get("ledger"), op)))
-            taken = cpu_during(platform, iv["start"], iv["end"], moving) if platform else None
-            if taken is not None:
-                platform_cpu[(label, sub, op, h["unit"])].append(taken)
+                                                         ledger_shares(iv.get("ledger"), op),
+                                                         cpu_during(platform, iv["start"], iv["end"], moving)))
     lines = []
     for (label, sub, op, unit), values in grouped.items():
-        value = sum(v for v, _, _ in values) / len(values)
-        cpus = [c for _, c, _ in values if c is not None]
-        measured = {k: statistics.fmean(m[k] for _, _, m in values) for k in ("link", "disk")
-                    if all(k in m for _, _, m in values)}
+        value = sum(v for v, _, _, _ in values) / len(values)
+        cpus = [c for _, c, _, _ in values if c is not None]
+        taken = [p for _, _, _, p in values if p is not None]
+        measured = {k: statistics.fmean(m[k] for _, _, m, _ in values) for k in ("link", "disk")
+                    if all(k in m for _, _, m, _ in values)}
         result = bottleneck(value, unit, op, sum(cpus) / len(cpus) if cpus else None, limits, measured)
-        taken = platform_cpu.get((label, sub, op, unit))
         lines.append({"step": f"{label}{f' {sub}' if sub else ''}", "result": quantity(value, unit),
                       "shares": share_cells(result),
                       "platform": f"{statistics.fmean(taken):.0f} %" if taken else None,

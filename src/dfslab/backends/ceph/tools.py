@@ -96,8 +96,7 @@ def confine(runner: Any, admin: Any, nodes: list[str], pgs: int) -> Iterator[Con
 
 def _wait_clean(pg_list, pool: str, pgs: int, timeout: float = 120) -> None:
     def clean() -> bool:
-        listing = pg_list() or {}
-        stats = listing.get("pg_stats", []) if isinstance(listing, dict) else listing
+        stats = (pg_list() or {}).get("pg_stats", [])
         return len(stats) == pgs and all(s["state"] == "active+clean" for s in stats)
     wait_until(clean, f"pool {pool} to become active+clean", timeout, 0.2, BackendError)
 
