@@ -51,3 +51,13 @@ def test_stop_all_finds_a_marked_process_without_a_pid_file(table):
     killed = table.stop_all(timeout=1)
     assert proc.pid in killed
     assert not proc.alive()
+
+
+def test_listing_skips_a_record_removed_while_it_reads(table):
+    """CI's sampler thread died here: a workload stopped a client between the sampler's listing
+    of pids/ and its read of that file. A record listed but gone is a process no longer running."""
+    table.spawn("sleeper", "node1", ["sleep", "60"])
+    gone = table.state.pids_dir / "stopped-meanwhile.json"
+    gone.symlink_to(table.state.pids_dir / "no-such-record.json")  # listed by glob, unreadable
+    assert [proc.name for proc in table.all()] == ["sleeper"]
+    gone.unlink()

@@ -74,15 +74,23 @@ class ProcessTable:
             )
         start = proc_start_time(popen.pid) or 0
         proc = TrackedProcess(name, node, popen.pid, start, argv, str(log), meta or {}, env or {})
-        self._file(name).write_text(json.dumps(asdict(proc)))
+        self._record(proc)
         self._popen[name] = popen
         return proc
+
+    def _record(self, proc: TrackedProcess) -> None:
+        # Written aside and renamed: the sampler lists these files from its own thread, and
+        # must never read one half-written.
+        path = self._file(proc.name)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(proc)))
+        os.replace(tmp, path)
 
     def adopt(self, name: str, node: str, pid: int, argv: list[str], log: str, env: dict[str, str] | None = None,
               meta: dict | None = None) -> TrackedProcess:
         """Track a process something else started for dfslab (a container's first process)."""
         proc = TrackedProcess(name, node, pid, proc_start_time(pid) or 0, argv, log, meta or {}, env or {})
-        self._file(name).write_text(json.dumps(asdict(proc)))
+        self._record(proc)
         self._popen.pop(name, None)
         return proc
 
@@ -99,6 +107,10 @@ class ProcessTable:
         for path in sorted((self.state.dir / "pids").glob("*.json")):
             try:
                 procs.append(TrackedProcess(**json.loads(path.read_text())))
+            except FileNotFoundError:
+                # Stopped between the listing and the read (the sampler lists from its own
+                # thread while a workload stops its clients): it is no longer running.
+                continue
             except (json.JSONDecodeError, TypeError):
                 continue
         return procs
