@@ -123,6 +123,35 @@ def test_kubernetes_is_a_third_runtime_and_a_cluster_it_cannot_hold_is_refused_b
     with pytest.raises(SpecError, match="runtimes"):
         parse_experiment({**base, "runtimes": ["local", "podman"], "cluster": {"name": "c", "nodes": 3}}, Path("."))
 
+def test_the_client_axis_runs_tools_where_each_runtime_can_and_refuses_the_rest_by_name():
+    """client: host is the local runtime's client on every runtime that reaches the cluster (the
+    default there); job is Kubernetes' (the only kind on a Kubernetes you run); kubernetes+job in
+    runtimes: is the same cluster with client: job."""
+    base = {"name": "e", "workloads": [{"type": "radosbench", "seconds": 2}]}
+    rook = {"name": "c", "nodes": 3, "runtime": "kubernetes", "ceph": {"osd_size": "6GiB"}}
+    assert parse_experiment({**base, "cluster": rook}, Path(".")).client_kind(parse_experiment(
+        {**base, "cluster": rook}, Path(".")).cluster) == "host"
+    job = parse_experiment({**base, "cluster": rook, "client": "job"}, Path("."))
+    assert job.client_kind(job.cluster) == "job"
+    with pytest.raises(SpecError, match=r"client: client: job cannot be on runtime local .*use client: host or auto"):
+        parse_experiment({**base, "cluster": {"name": "c", "nodes": 3}, "client": "job"}, Path("."))
+    yours = {**rook, "nodes": [{"name": "n1"}], "ceph": {"osd_size": "6GiB", "replica_size": 1, "mons": 1},
+             "kubernetes": {"kubeconfig": "/k", "image": "r/i:1", "devices": {"n1": ["/dev/sdb"]}, "clients": ["n1"]}}
+    auto = parse_experiment({**base, "cluster": yours}, Path("."))
+    assert auto.client_kind(auto.cluster) == "job"
+    with pytest.raises(SpecError, match=r"client: client: host cannot be on a Kubernetes you run .*no route"):
+        parse_experiment({**base, "cluster": yours, "client": "host"}, Path("."))
+    # the runtimes axis: kubernetes+job is runtime kubernetes with client job; a runtime it cannot be on is named
+    sweep = parse_experiment({**base, "cluster": {**rook, "runtime": "local"},
+                              "runtimes": ["local", "kubernetes", "kubernetes+job"]}, Path("."))
+    on = {entry: sweep.on_runtime(entry) for entry in sweep.file.runtimes}
+    assert [(e.cluster.runtime, e.client_kind(e.cluster)) for e in on.values()] == \
+        [("local", "host"), ("kubernetes", "host"), ("kubernetes", "job")]
+    with pytest.raises(SpecError, match=r"runtimes: local: client: client: job cannot be on runtime local"):
+        parse_experiment({**base, "cluster": {**rook, "runtime": "local"}, "client": "job",
+                          "runtimes": ["local", "kubernetes"]}, Path("."))
+
+
 def test_a_swept_ceph_option_ceph_does_not_know_or_cannot_read_is_refused_before_anything_runs():
     """Ceph's own parser (ceph-conf) judges every combination's options: an unknown name, and a
     value it would silently replace by its default, name the path and the combination."""
@@ -180,9 +209,10 @@ def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
     assert not cluster.leftovers("small")  # nothing was made
     # an experiment of several runs plans each, on its own runtime (a Rook bring-up, a Job per step)
     first = dfslab("run", str(EXAMPLES / "containerized-vs-host.yaml"), "--dry-run").stdout.splitlines()[0]
-    per_run = dict(re.findall(r"runtime (\w+) ([\d.]+)", first.split("in all: ")[1]))
-    assert "6 runs, about" in first and set(per_run) == {"local", "docker", "kubernetes"}, first
+    per_run = dict(re.findall(r"runtime ([\w+]+) ([\d.]+)", first.split("in all: ")[1]))
+    assert "8 runs, about" in first and set(per_run) == {"local", "docker", "kubernetes", "kubernetes+job"}, first
     assert float(per_run["local"]) < float(per_run["docker"]) < float(per_run["kubernetes"]), first
+    assert float(per_run["kubernetes+job"]) > float(per_run["kubernetes"]), first  # a pod's start a step
     path = tmp_path / "big.yaml"
     path.write_text(yaml.safe_dump({"name": "big", "cluster": str(EXAMPLES / "ceph-small.yaml"),
                                     "sampler": {"prometheus_port": 0},

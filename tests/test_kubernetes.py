@@ -28,7 +28,7 @@ SPEC = {
     "ceph": {"mons": 1, "osds_per_node": 1, "osd_size": "6GiB", "replica_size": 2, "cephfs": True},
 }
 EXPERIMENT = {
-    "name": "t-k8s-exp", "cluster": SPEC, "repetitions": 1,
+    "name": "t-k8s-exp", "cluster": SPEC, "repetitions": 1, "client": "job",
     "workloads": [
         {"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 8},
         {"type": "fio", "target": ["rbd", "rados", "fs"], "rw": ["write"], "bs": "1MiB", "size": "32MiB", "seconds": 2},
@@ -219,6 +219,34 @@ def test_rados_bench_and_fio_run_as_jobs_on_the_client_node(k8s):
     assert len(sessions) == 1 and sessions[0]["state"] == "open", sessions  # the host's own CephFS mount only
 
 
+def test_client_host_runs_the_tools_from_the_local_runtimes_client_against_rooks_servers(k8s):
+    """client: host, the default: no Job; rados bench and fio run in the client node's namespace
+    here, CephFS through the one ceph-fuse mount dfslab keeps (a read through a fresh one), so a
+    comparison with runtime local measures the servers under Kubernetes, not another client."""
+    jobs_log = ClusterState(NAME).dir / "kubernetes/jobs.jsonl"
+    seen = len(jobs_log.read_text().splitlines()) if jobs_log.exists() else 0
+    exp = k8s / "host.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "t-k8s-host", "cluster": SPEC, "repetitions": 1, "baselines": {"network": False, "disk": False},
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 2, "threads": 8},
+                      {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
+                       "seconds": 2}]}))
+    run, out = run_against(exp, NAME)
+    assert json.loads((run / "provenance.json").read_text())["client"] == "host"
+    with open(run / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    bandwidth = {(r["workload"], json.loads(r["params"]).get("rw") or "write"): float(r["value"])
+                 for r in rows if r["metric"] == "bandwidth"}
+    assert set(bandwidth) == {("radosbench", "write"), ("fio", "write"), ("fio", "randread")}, out
+    assert all(v > 0 for v in bandwidth.values()), bandwidth
+    # every byte fio moved crossed the client node's link: the read too (cold, from a fresh client)
+    shares = {json.loads(r["params"])["rw"]: float(r["value"]) for r in rows
+              if r["workload"] == "fio" and r["metric"] == "from_storage"}
+    assert set(shares) == {"write", "randread"} and all(0.9 <= v <= 1.3 for v in shares.values()), shares
+    new_jobs = jobs_log.read_text().splitlines()[seen:] if jobs_log.exists() else []
+    assert new_jobs == [], new_jobs
+
+
 def test_every_other_workload_kind_runs_as_jobs_with_the_local_runtimes_metrics(k8s):
     """filegrid, metadata (dfslab's worker shipped as source), sql (MariaDB's server and mysqlslap,
     each a Job, the datadir on CephFS), servers scaling and parallel: the rows the local runtime
@@ -227,7 +255,8 @@ def test_every_other_workload_kind_runs_as_jobs_with_the_local_runtimes_metrics(
     seen = len(jobs_log.read_text().splitlines()) if jobs_log.exists() else 0
     exp = k8s / "kinds.yaml"
     exp.write_text(yaml.safe_dump({
-        "name": "t-k8s-kinds", "cluster": SPEC, "repetitions": 1, "baselines": {"network": False, "disk": False},
+        "name": "t-k8s-kinds", "cluster": SPEC, "repetitions": 1, "client": "job",
+        "baselines": {"network": False, "disk": False},
         "workloads": [
             {"type": "filegrid", "file_size": "8MiB", "threads": 2},
             {"type": "metadata", "procs": 2, "files_per_proc": 50},

@@ -79,7 +79,7 @@ def _fault_run(tmp: Path, data: dict, name: str, fault: dict) -> tuple[Path, dic
     exp = tmp / f"{name}.yaml"
     exp.write_text(yaml.safe_dump({
         "name": name, "cluster": data, "repetitions": 1, "baselines": {"network": False, "disk": False},
-        "integrity": {"seed_objects": 10, "recovery_timeout": "480s"},
+        "client": "job", "integrity": {"seed_objects": 10, "recovery_timeout": "480s"},
         "workloads": [{"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "32MiB", "seconds": 15}],
         "faults": [{**fault, "during": 0, "at": "3s"}]}))
     run, out = run_against(exp, data["name"])

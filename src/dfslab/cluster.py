@@ -225,13 +225,19 @@ class Attached:
         # Marked, so that `down` finds a tool left running by a dfslab that died.
         return {**os.environ, **self.backend.client_env(), ENV_MARK: self.state.name}
 
-    def runner(self, raw_dir: Path) -> Runner:
+    def runner(self, raw_dir: Path, client: str | None = None) -> Runner:
+        """The workloads' runner; `client` (host or job, default the cluster's first kind): where
+        their tools run (ClusterSpec.client_kinds)."""
+        client = client or self.spec.client_kinds()[0]
         scratch = self.state.sub("scratch")
         env = {**self.env, RUN_DIR_ENV: str(raw_dir.parent.resolve())}
-        return Runner(self.runtime.job_command, env, raw_dir, mount=self.backend.mount, scratch=scratch,
+        # A Job's pod mounts the filesystem itself: no client outlives a step, so none carries a
+        # cache from one step into the next, and a read needs no fresh client of dfslab's.
+        return Runner(self.runtime.job_command if client == "job" else self.runtime.command, env, raw_dir,
+                      mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
                       clients=self.spec.client_names(), disk_per_node=self.runtime.disk_per_node,
-                      fresh_client=None if self.runtime.mounts_per_job else self.backend.fresh_client,
+                      fresh_client=None if client == "job" else self.backend.fresh_client,
                       storage=self.backend)
 
     def close(self) -> None:

@@ -15,9 +15,9 @@ from .spec import ClusterSpec, SpecError
 # runtime 8-9 s up, 2 s down; examples/rook-small.yaml on Kubernetes 178-239 s to HEALTH_OK.
 DEPLOY_SECONDS = {"local": 10.0, "loopback": 10.0, "docker": 30.0, "kubernetes": 200.0, "host": 2.0}
 TEARDOWN_SECONDS = 2.0
-# Per step and repetition beyond the tool's own time: on Kubernetes each tool runs as a Job whose
+# Per step and repetition beyond the tool's own time, by where the tools run (client:): a Job's
 # pod starts first (~5 s measured; the admin commands around a step take the control path).
-STEP_OVERHEAD = {"kubernetes": 5.0}
+STEP_OVERHEAD = {"job": 5.0}
 REPORT_SECONDS = 3.0  # status, results.parquet and report.html with its figures
 # A step may fill at most this share of what the cluster holds: Ceph stops writes at 95 % full
 # (and warns from 85 %), with BlueStore's own metadata on top of the data.
@@ -72,9 +72,10 @@ def run_seconds(exp: Experiment, spec: ClusterSpec, one: Plan) -> list[tuple[str
     from .run import runtime_order, settings_order
     steps = len(exp.steps) * exp.file.repetitions
 
-    def on(runtime: str) -> float:
-        return (one.seconds - DEPLOY_SECONDS.get(spec.runtime, 30.0) + DEPLOY_SECONDS.get(runtime, 30.0)
-                + steps * STEP_OVERHEAD.get(runtime, 0.0))
+    def on(entry: str) -> float:
+        variant = exp.on_runtime(entry)
+        return (one.seconds - DEPLOY_SECONDS.get(spec.runtime, 30.0) + DEPLOY_SECONDS.get(variant.cluster.runtime, 30.0)
+                + steps * STEP_OVERHEAD.get(variant.client_kind(variant.cluster), 0.0))
     if exp.file.runtimes:
         return [(f"runtime {rt}", on(rt)) for rt in runtime_order(exp)]
     if exp.variants:

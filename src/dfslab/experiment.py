@@ -69,11 +69,20 @@ class ExperimentFile(Strict):
                                                  "cannot stand in for (dfslab run --runs N sets it too)")
     mirrored: bool = Field(False, description="with cluster settings swept: run the combinations forward, then "
                                               "backward (A B B A), so a drift over time cancels out")
-    runtimes: list[Literal["local", "docker", "kubernetes"]] = Field(
+    runtimes: list[Literal["local", "docker", "kubernetes", "kubernetes+job"]] = Field(
         default_factory=list, max_length=6,
         description="run the whole experiment once per entry, in order (a fresh cluster each), then compare each "
                     "runtime's runs with the first runtime's: INFN's containerized-vs-host question "
-                    "(kubernetes: the local Kubernetes, Ceph by Rook). [local, docker, docker, local] pools each runtime's two runs and cancels drift over time")
+                    "(kubernetes: the local Kubernetes, Ceph by Rook, the tools on the host's client as on local; "
+                    "kubernetes+job: the same with client: job, each tool a Job that mounts anew). "
+                    "[local, docker, docker, local] pools each runtime's two runs and cancels drift over time")
+    client: Literal["auto", "host", "job"] = Field(
+        "auto", description="where the workloads' tools run. host: in the client node's network namespace on this "
+                            "machine, through the one long-lived FUSE mount dfslab keeps (runtime local and docker; "
+                            "on runtime kubernetes too, so that a comparison with local measures the servers under "
+                            "Kubernetes, not a different client); job: each tool a Kubernetes Job whose pod mounts "
+                            "the filesystem anew, as a batch job would (runtime kubernetes; the only way on a "
+                            "Kubernetes you run); auto: host where this machine reaches the cluster, else job")
 
     @field_validator("name")
     @classmethod
@@ -118,12 +127,37 @@ class Experiment:
     def name(self) -> str:
         return self.file.name
 
-    def on_runtime(self, runtime: str) -> "Experiment":
-        """The same experiment with its cluster on `runtime`."""
-        return replace(self, cluster=self.cluster.model_copy(update={"runtime": runtime}))
+    def on_runtime(self, entry: str) -> "Experiment":
+        """The same experiment with its cluster on the runtime of a `runtimes:` entry (and its client)."""
+        runtime, client = runtime_entry(entry)
+        file = self.file.model_copy(update={"client": client}) if client else self.file
+        return replace(self, file=file, cluster=self.cluster.model_copy(update={"runtime": runtime}))
+
+    def client_kind(self, spec: ClusterSpec) -> str:
+        """Where the tools run on a cluster of `spec` (host or job); SpecError if it cannot be so."""
+        return client_kind(self.file.client, spec)
 
     def estimate(self) -> float:
         return sum(s.workload.estimate(s.params) for s in self.steps) * self.file.repetitions
+
+
+def runtime_entry(entry: str) -> tuple[str, str | None]:
+    """(runtime, client or None) of a `runtimes:` entry: kubernetes+job is (kubernetes, job)."""
+    runtime, _, client = entry.partition("+")
+    return runtime, client or None
+
+
+def client_kind(asked: str, spec: ClusterSpec) -> str:
+    """`client:` as it applies to a cluster of `spec`: auto is the first kind it offers."""
+    kinds = spec.client_kinds()
+    if asked == "auto":
+        return kinds[0]
+    if asked not in kinds:
+        where = "a Kubernetes you run" if spec.runtime == "kubernetes" else f"runtime {spec.runtime}"
+        why = ("this machine has no route to its storage: its tools run as Jobs" if kinds == ("job",)
+               else "Jobs are Kubernetes': the tools run in the client node's namespace here")
+        raise SpecError([("client", f"client: {asked} cannot be on {where} ({why}); use client: {kinds[0]} or auto")])
+    return asked
 
 
 def cluster_axes(data: dict[str, Any], model: Any = ClusterSpec, path: tuple = ()) -> list[tuple[tuple, list]]:
@@ -223,6 +257,13 @@ def expand(index: int, entry: dict[str, Any]) -> list[Step]:
     return steps
 
 
+def _client_applies(asked: str, spec: ClusterSpec, where: str, source: str) -> None:
+    try:
+        client_kind(asked, spec)
+    except SpecError as err:
+        raise SpecError([(f"{where}{p}", m) for p, m in err.problems], source) from None
+
+
 def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runtime: str | None = None,
                      running: ClusterSpec | None = None) -> Experiment:
     """`running`: the spec of the cluster the run goes to (`--cluster NAME`), which stands for a
@@ -263,8 +304,12 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
         variants = []
     elif exp.runtimes:
         raise SpecError([("runtimes", "sweep cluster settings or runtimes in one experiment, not both")], source)
-    for rt in dict.fromkeys(exp.runtimes):  # the cluster must hold on every runtime it will run on
-        cluster_variants(cluster_data, f"runtimes: {rt}: {where}", source, rt)
+    for entry in dict.fromkeys(exp.runtimes):  # the cluster must hold on every runtime it will run on
+        runtime_spec = cluster_variants(cluster_data, f"runtimes: {entry}: {where}", source, runtime_entry(entry)[0])[0].cluster
+        _client_applies(runtime_entry(entry)[1] or exp.client, runtime_spec, f"runtimes: {entry}: ", source)
+    if not exp.runtimes:
+        for variant in variants or [cluster]:
+            _client_applies(exp.client, getattr(variant, "cluster", variant), "", source)
     try:
         steps = [step for i, entry in enumerate(exp.workloads) for step in expand(i, entry)]
     except SpecError as err:

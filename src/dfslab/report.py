@@ -39,7 +39,7 @@ ul.bn li{margin:.25em 0;font-family:ui-monospace,monospace;font-size:.92em}
 p.verdict{font-size:1.1em}td.sat{font-weight:bold;color:#b00}p.note{font-size:.85em;color:#555;max-width:60em}
 </style></head><body>
 <h1>dfslab {{ title }}</h1>
-<p>Cluster <b>{{ cluster }}</b> ({{ filesystem }}, runtime {{ runtime }}) ·
+<p>Cluster <b>{{ cluster }}</b> ({{ filesystem }}, runtime {{ runtime }}{% if prov.client == 'job' %}, each tool a Job that mounts anew{% elif prov.client == 'host' and runtime == 'kubernetes' %}, tools on the host's client{% endif %}) ·
 {{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ (prov.filesystem_versions or {'ceph': prov.ceph_version}).values()|join(' · ') }} ·
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 <h2 id="verdict">Verdict</h2>

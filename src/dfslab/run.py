@@ -238,6 +238,10 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
             check_applies(entry.kind, spec)
         except FaultError as exc:
             problems.append((f"faults[{i}].kind", str(exc)))
+    try:
+        exp.client_kind(spec)
+    except SpecError as err:
+        problems += err.problems
     port = exp.file.sampler.prometheus_port
     if port and not _port_free(port):
         problems.append(("sampler.prometheus_port", f"127.0.0.1:{port} is already in use; pick a free port or 0 (off)"))
@@ -267,6 +271,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     name = cluster_name or exp.cluster.name
     spec = exp.cluster if owned else cluster.load(name)[1]
     check_against_cluster(exp, spec)
+    client = exp.client_kind(spec)
     if resume is not None:
         run_dir, done, intervals, attempt = _resumed(resume, exp, name, progress)
     else:
@@ -302,7 +307,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         if exp.file.sampler.prometheus_port:
             endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
             progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
-        runner = attached.runner(run_dir.raw_dir)
+        runner = attached.runner(run_dir.raw_dir, client=client)
         count = _ledger_counter(attached.runtime, runner.clients)
         wire = _wire_counter(attached.runtime, runner.clients)
         outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done, attempt)
@@ -388,7 +393,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         attempts = run_dir.read_json("provenance.json").get("attempts", [])
         attempts.append({"attempt": attempt, "end": time.time(), "steps": len(intervals) - first_new})
         run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name,
-                       attempts=attempts, **({"settings": settings} if settings else {}))
+                       attempts=attempts, client=client, **({"settings": settings} if settings else {}))
         run_dir.write_parquet()
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)

@@ -238,6 +238,15 @@ class ClusterBase(Strict):
         getattr(self, self.filesystem).check(self)
         return self
 
+    def client_kinds(self) -> tuple[str, ...]:
+        """Where this cluster's workload tools can run, the default first (an experiment's
+        `client:`). host: in the client node's network namespace on this machine, through the
+        long-lived FUSE mount dfslab keeps; job: each tool a Kubernetes Job whose pod mounts the
+        filesystem anew. On a Kubernetes you run this machine has no route to the cluster."""
+        if self.runtime != "kubernetes":
+            return ("host",)
+        return ("job",) if self.kubernetes.user_cluster else ("host", "job")
+
     def node_names(self) -> list[str]:
         return [n.name for n in self.nodes]
 

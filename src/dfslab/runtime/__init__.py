@@ -35,9 +35,6 @@ class Runtime(ABC):
     # Each node writes to a disk of its own (a Kubernetes you run); else every node's data is on
     # this machine's one disk, and the disk baseline measures that disk once.
     disk_per_node: bool = False
-    # Each workload step's Job mounts the filesystem itself (runtime kubernetes): no client
-    # outlives a step, so none carries a cache from one step into the next.
-    mounts_per_job: bool = False
     # The client nodes' links carry only the clients' traffic, counted by reading /proc/net/dev
     # through `command` (dfslab.ledger): not where every daemon shares one `lo` (loopback), nor
     # where the client node also carries Kubernetes' control plane.

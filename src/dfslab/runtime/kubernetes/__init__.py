@@ -109,7 +109,6 @@ def pod_subnet(index: int) -> str:
 
 class KubernetesRuntime(LocalNetnsRuntime):
     kind = "kubernetes"
-    mounts_per_job = True
     # The tools' Jobs run on the client node with the host network: its namespace's counters are
     # theirs, plus the API server's chatter with the kubelets (it runs there too), which the
     # ledger counts as the client's (measured idle: see docs; small beside a step's transfer).

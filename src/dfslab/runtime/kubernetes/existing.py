@@ -37,7 +37,6 @@ class ExistingKubernetesRuntime(Runtime):
     kind = "kubernetes-existing"
     network_per_node = True
     disk_per_node = True
-    mounts_per_job = True
 
     @property
     def section(self) -> dict:
