@@ -35,6 +35,9 @@ ceph: {{mons: {mons}, osds_per_node: 1, osd_size: {osd_size}, replica_size: 2, c
 """
 
 
+PHASES: list[str] = []  # the last bring-up's finished steps, as `dfslab up` printed them ("✓ step detail (N.Ns)")
+
+
 def time_dfslab(mons: int, workdir: Path, runtime: str = "local", osd_size: str = "4GiB") -> float:
     spec = workdir / f"bench-{mons}-{runtime}.yaml"
     spec.write_text(SPEC.format(mons=mons, runtime=runtime, osd_size=osd_size))
@@ -45,6 +48,7 @@ def time_dfslab(mons: int, workdir: Path, runtime: str = "local", osd_size: str 
     subprocess.run([*dfslab, "down", "bench-up"], capture_output=True, cwd=REPO)
     if res.returncode != 0:
         sys.exit(f"dfslab up failed:\n{res.stderr}")
+    PHASES[:] = [line.strip() for line in res.stderr.splitlines() if line.startswith("✓")]
     return elapsed
 
 
@@ -72,13 +76,17 @@ def main() -> None:
             print(f"{mons} MON / 3 OSD  {a:>10.1f}{b:>11.1f}{a / b:>8.2f}   {runs}")
         if args.kubernetes:
             print(f"\n{'config':<16}{'Rook s':>10}{'local s':>11}{'ratio':>8}   runs (Rook/local)")
-            rook, local = [], []
+            rook, local, phases = [], [], []
             for _ in range(args.reps):
                 rook.append(time_dfslab(1, Path(tmp), "kubernetes", "6GiB"))
+                phases = list(PHASES)
                 local.append(time_dfslab(1, Path(tmp), "local", "6GiB"))
             a, b = statistics.median(rook), statistics.median(local)
             runs = " ".join(f"{x:.1f}/{y:.1f}" for x, y in zip(rook, local))
             print(f"1 MON / 3 OSD  {a:>10.1f}{b:>11.1f}{a / b:>8.2f}   {runs}")
+            print("\nthe last Rook bring-up, step by step:")
+            for line in phases:
+                print("  " + line[:150])
 
 
 if __name__ == "__main__":

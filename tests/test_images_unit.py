@@ -49,3 +49,47 @@ def test_experiment_runtimes_make_one_variant_per_runtime(tmp_path):
         parse_experiment({"name": "x", "cluster": {"name": "x", "nodes": 2}, "runtimes": ["vm"],
                           "workloads": [{"type": "radosbench"}]}, tmp_path)
     assert "runtimes" in str(err.value)
+
+
+def _seed(tmp_path):
+    from dfslab.runtime.kubernetes.images import SEED_DATABASES
+    seed = tmp_path / "seed"
+    blob = seed / "io.containerd.content.v1.content" / "blobs" / "sha256" / "ab12"
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(b"layer")
+    for name in SEED_DATABASES:
+        (seed / name).parent.mkdir(parents=True, exist_ok=True)
+        (seed / name).write_bytes(b"bolt " + name.encode())
+    return seed, blob.relative_to(seed)
+
+
+def test_a_node_root_shares_the_seeds_files_and_owns_copies_of_its_databases(tmp_path):
+    """Every node's containerd starts from the one seed: its immutable files are the seed's own
+    (hard links, no copy), its two bolt databases are its own (a node writing its meta.db must
+    not write the seed's or another node's)."""
+    from dfslab.runtime.kubernetes.images import SEED_DATABASES, seed_root
+    seed, blob = _seed(tmp_path)
+    root = tmp_path / "node1" / "containerd"
+    root.mkdir(parents=True)
+    assert seed_root(seed, root)
+    assert (root / blob).stat().st_ino == (seed / blob).stat().st_ino
+    for name in SEED_DATABASES:
+        assert (root / name).read_bytes() == (seed / name).read_bytes()
+        assert (root / name).stat().st_ino != (seed / name).stat().st_ino
+
+
+def test_a_node_root_on_another_filesystem_is_left_empty_for_the_import(tmp_path):
+    """No hard link across filesystems (here the seed on disk, the root on /dev/shm's tmpfs):
+    False, and the node's root as empty as before, so its containerd imports the archive."""
+    import os
+    import tempfile
+    from pathlib import Path
+    from dfslab.runtime.kubernetes.images import seed_root
+    seed, _ = _seed(tmp_path)
+    if os.stat(seed).st_dev == os.stat("/dev/shm").st_dev:
+        pytest.skip("/dev/shm is on the same filesystem as the test's tmp_path")
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as other:
+        root = Path(other) / "containerd"
+        root.mkdir()
+        assert not seed_root(seed, root)
+        assert list(root.iterdir()) == []

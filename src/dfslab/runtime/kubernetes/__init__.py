@@ -30,6 +30,7 @@ from ...spec import ClusterSpec
 from ...state import dfslab_home
 from .. import CLIENT, RuntimeError_
 from ..local import LocalNetnsRuntime, NETNS_DIR
+from . import images as kimages
 from . import node as knode
 from . import pki as kpki
 from .job import is_admin, shipped_module
@@ -197,7 +198,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
         control.start(self, progress)
         images = self.state.read()["k8s_images"]
         for i, node in enumerate(nodes):
-            progress("starting Kubernetes nodes", f"{node}: containerd, image import, kubelet ({i + 1}/{len(nodes)})")
+            progress("starting Kubernetes nodes", f"{node}: containerd (its images from the seed), kubelet ({i + 1}/{len(nodes)})")
             self.start_node(node, i, images, [] if node in spec.client_names() else self.loops_of(node))
         control.wait_nodes_ready(self, nodes, progress)
 
@@ -268,13 +269,15 @@ class KubernetesRuntime(LocalNetnsRuntime):
         (paths.root / "containerd.toml").write_text(knode.containerd_config(paths, images["sandbox"]))
         (paths.cni_conf / "10-dfslab.conflist").write_text(knode.cni_config(pod_subnet(index)))
         in_node = lambda argv: knode.nsenter_mount(holder.pid, argv)  # noqa: E731
+        seeded = bool(images.get("seed")) and kimages.seed_root(Path(images["seed"]), paths.containerd_root)
         containerd = self.spawn(f"containerd-{node}", node, in_node(["containerd", "--config", str(paths.root / "containerd.toml")]))
         knode.wait_file(paths.socket, f"containerd of {node}", containerd.alive)
-        res = subprocess.run(self.command(node, in_node(["ctr", "--address", str(paths.socket), "-n", "k8s.io",
-                                                         "images", "import", "--no-unpack", images["archive"]])),
-                             capture_output=True, text=True, timeout=600)
-        if res.returncode != 0:
-            raise RuntimeError_(f"importing {images['archive']} into {node}'s containerd failed: {res.stderr.strip()[-400:]}")
+        if not seeded:
+            res = subprocess.run(self.command(node, in_node(["ctr", "--address", str(paths.socket), "-n", "k8s.io",
+                                                             "images", "import", "--no-unpack", images["archive"]])),
+                                 capture_output=True, text=True, timeout=600)
+            if res.returncode != 0:
+                raise RuntimeError_(f"importing {images['archive']} into {node}'s containerd failed: {res.stderr.strip()[-400:]}")
         kubeconfig = paths.root / "kubelet.kubeconfig"
         kubeconfig.write_text(kpki.kubeconfig(self.pki, f"https://{self.api_address}:{API_PORT}", f"system:node:{node}"))
         kubeconfig.chmod(0o600)
