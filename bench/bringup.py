@@ -86,7 +86,8 @@ def main() -> None:
             print(f"1 MON / 3 OSD  {a:>10.1f}{b:>11.1f}{a / b:>8.2f}   {runs}")
             print("\nthe last Rook bring-up, step by step:")
             for line in phases:
-                print("  " + line[:150])
+                text, _, took = line.rpartition(" (")
+                print(f"  {text[:110]} ({took}")
 
 
 if __name__ == "__main__":
