@@ -136,3 +136,16 @@ def test_reply_bound_holds_for_every_answer(sql):
             names = query.columns or list(SCHEMA)
             size = len(encode({f"{n}#{i}": answer[n] for i, n in enumerate(names)})) - sum(len(f"#{i}") for i in range(len(names)))
         assert size <= reply_bound(query, SCHEMA, nrows(chunk), len(blob)), sql
+
+
+def test_a_run_that_ends_forgets_the_datasets_it_loaded(tmp_path):
+    """The workload object outlives a run; the next run of a sweep has a fresh cluster, so its
+    first pushdown step loads the dataset again (its estimate counts the load)."""
+    from dfslab.workloads import Runner
+    from dfslab.workloads.pushdown import Pushdown, PushdownParams
+    pushdown, params = Pushdown(), PushdownParams(rows=1_000_000, objects=4)
+    before = pushdown.estimate(params)
+    pushdown.loaded.add((params.rows, params.objects))
+    assert pushdown.estimate(params) < before
+    pushdown.finish(Runner(lambda node, argv: argv, {}, tmp_path))
+    assert pushdown.estimate(params) == before

@@ -84,3 +84,5 @@ class Pushdown(Workload):
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+        # The datasets are in this run's cluster; the next run of a sweep (a fresh cluster) loads its own.
+        self.loaded.clear()

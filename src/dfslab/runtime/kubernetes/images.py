@@ -55,7 +55,7 @@ def ensure(progress) -> dict[str, str]:
     if not archive.exists():
         progress("building image", names["rook"])
         _build(base, rook, names)
-        progress("saving images", f"{archive} (imported into every node's containerd)")
+        progress("saving images", f"{archive} (unpacked once into the seed every node's containerd starts from)")
         partial = archive.with_suffix(".partial")
         engine.docker("save", "-o", str(partial), names["rook"], names["sandbox"], timeout=900)
         partial.rename(archive)
