@@ -35,10 +35,8 @@ ceph: {{mons: {mons}, osds_per_node: 1, osd_size: {osd_size}, replica_size: 2, c
 """
 
 
-PHASES: list[str] = []  # the last bring-up's finished steps, as `dfslab up` printed them ("✓ step detail (N.Ns)")
-
-
-def time_dfslab(mons: int, workdir: Path, runtime: str = "local", osd_size: str = "4GiB") -> float:
+def time_dfslab(mons: int, workdir: Path, runtime: str = "local", osd_size: str = "4GiB") -> tuple[float, list[str]]:
+    """(seconds to HEALTH_OK, the finished steps as `dfslab up` printed them: "✓ step detail (N.Ns)")."""
     spec = workdir / f"bench-{mons}-{runtime}.yaml"
     spec.write_text(SPEC.format(mons=mons, runtime=runtime, osd_size=osd_size))
     dfslab = [sys.executable, "-m", "dfslab.cli"]
@@ -48,8 +46,7 @@ def time_dfslab(mons: int, workdir: Path, runtime: str = "local", osd_size: str 
     subprocess.run([*dfslab, "down", "bench-up"], capture_output=True, cwd=REPO)
     if res.returncode != 0:
         sys.exit(f"dfslab up failed:\n{res.stderr}")
-    PHASES[:] = [line.strip() for line in res.stderr.splitlines() if line.startswith("✓")]
-    return elapsed
+    return elapsed, [line.strip() for line in res.stderr.splitlines() if line.startswith("✓")]
 
 
 def time_by_hand(mons: int) -> float:
@@ -69,7 +66,7 @@ def main() -> None:
         for mons in (1, 3):
             ours, hand = [], []
             for _ in range(args.reps):
-                ours.append(time_dfslab(mons, Path(tmp)))
+                ours.append(time_dfslab(mons, Path(tmp))[0])
                 hand.append(time_by_hand(mons))
             a, b = statistics.median(ours), statistics.median(hand)
             runs = " ".join(f"{x:.1f}/{y:.1f}" for x, y in zip(ours, hand))
@@ -78,9 +75,9 @@ def main() -> None:
             print(f"\n{'config':<16}{'Rook s':>10}{'local s':>11}{'ratio':>8}   runs (Rook/local)")
             rook, local, phases = [], [], []
             for _ in range(args.reps):
-                rook.append(time_dfslab(1, Path(tmp), "kubernetes", "6GiB"))
-                phases = list(PHASES)
-                local.append(time_dfslab(1, Path(tmp), "local", "6GiB"))
+                seconds, phases = time_dfslab(1, Path(tmp), "kubernetes", "6GiB")
+                rook.append(seconds)
+                local.append(time_dfslab(1, Path(tmp), "local", "6GiB")[0])
             a, b = statistics.median(rook), statistics.median(local)
             runs = " ".join(f"{x:.1f}/{y:.1f}" for x, y in zip(rook, local))
             print(f"1 MON / 3 OSD  {a:>10.1f}{b:>11.1f}{a / b:>8.2f}   {runs}")

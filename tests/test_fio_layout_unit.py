@@ -23,7 +23,8 @@ def test_each_run_lays_out_its_own_read_files(tmp_path):
         laid_out = runner.scratch / "dfslab-fio" / "dfslab-fio.0.0"
         assert laid_out.stat().st_size == 2**20, run
         assert (runner.raw_dir / "fio-local-layout-1048576-j1.txt").exists(), run
-    # a second read step of the same run finds them: no second layout
-    layouts = list(runner.raw_dir.glob("*layout*.txt"))
-    fio.prepare(runner, params.model_copy(update={"bs": 2**20}))
-    assert list(runner.raw_dir.glob("*layout*.txt")) == layouts
+        # a second read step of the same run finds them: no second layout
+        layouts = list(runner.raw_dir.glob("*layout*.txt"))
+        fio.prepare(runner, params.model_copy(update={"bs": 2**20}))
+        assert list(runner.raw_dir.glob("*layout*.txt")) == layouts
+        fio.finish(runner)  # what dfslab.run does after each run's last step

@@ -225,10 +225,8 @@ class Attached:
         # Marked, so that `down` finds a tool left running by a dfslab that died.
         return {**os.environ, **self.backend.client_env(), ENV_MARK: self.state.name}
 
-    def runner(self, raw_dir: Path, client: str | None = None) -> Runner:
-        """The workloads' runner; `client` (host or job, default the cluster's first kind): where
-        their tools run (ClusterSpec.client_kinds)."""
-        client = client or self.spec.client_kinds()[0]
+    def runner(self, raw_dir: Path, client: str) -> Runner:
+        """The workloads' runner; `client` (host or job, Experiment.client_kind): where their tools run."""
         scratch = self.state.sub("scratch")
         env = {**self.env, RUN_DIR_ENV: str(raw_dir.parent.resolve())}
         # A Job's pod mounts the filesystem itself: no client outlives a step, so none carries a

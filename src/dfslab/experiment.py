@@ -305,11 +305,12 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
     elif exp.runtimes:
         raise SpecError([("runtimes", "sweep cluster settings or runtimes in one experiment, not both")], source)
     for entry in dict.fromkeys(exp.runtimes):  # the cluster must hold on every runtime it will run on
-        runtime_spec = cluster_variants(cluster_data, f"runtimes: {entry}: {where}", source, runtime_entry(entry)[0])[0].cluster
-        _client_applies(runtime_entry(entry)[1] or exp.client, runtime_spec, f"runtimes: {entry}: ", source)
+        runtime, client = runtime_entry(entry)
+        runtime_spec = cluster_variants(cluster_data, f"runtimes: {entry}: {where}", source, runtime)[0].cluster
+        _client_applies(client or exp.client, runtime_spec, f"runtimes: {entry}: ", source)
     if not exp.runtimes:
-        for variant in variants or [cluster]:
-            _client_applies(exp.client, getattr(variant, "cluster", variant), "", source)
+        for spec in [v.cluster for v in variants] or [cluster]:
+            _client_applies(exp.client, spec, "", source)
     try:
         steps = [step for i, entry in enumerate(exp.workloads) for step in expand(i, entry)]
     except SpecError as err:

@@ -253,7 +253,8 @@ class Workload(ABC):
         end once): done before the step's byte ledger starts counting. Default: none."""
 
     def finish(self, runner: Runner) -> None:
-        """Called once after the experiment's last step: stop what the workload kept running."""
+        """Called once after each run's last step: stop what the workload kept running and forget
+        what it made in the run's cluster (the object serves the next run of a sweep too)."""
 
 
 def direction(params: dict[str, Any]) -> str:

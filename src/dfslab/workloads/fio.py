@@ -190,7 +190,7 @@ class Fio(Workload):
     Params = FioParams
 
     def __init__(self) -> None:
-        self.laid_out: set[tuple[str, str, int, int]] = set()
+        self.laid_out: set[tuple[str, int, int]] = set()
 
     def streams(self, params: FioParams) -> bool:
         return params.target != "local"
@@ -207,14 +207,16 @@ class Fio(Workload):
             if runner.storage is not None:
                 runner.storage.fio_target(runner, params.target, params.size * params.numjobs, params.client_cache)
         elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.fio_servers()):
-            # Once a run: later steps find them (writes keep their size). The run's own directory is
-            # in the key: this object outlives a run, and the next run of a `runtimes:`, `runs:` or
-            # settings sweep has a fresh cluster whose files its write steps left sparse (reads of
-            # their holes moved no bytes: 0.61-0.83 from the storage on Kubernetes until this).
-            files = (str(runner.raw_dir), params.target, params.size, params.numjobs)
-            if files not in self.laid_out:
+            files = (params.target, params.size, params.numjobs)
+            if files not in self.laid_out:  # once a run: later steps find them (writes keep their size)
                 lay_out_files(runner, params)
                 self.laid_out.add(files)
+
+    def finish(self, runner: Runner) -> None:
+        # This object outlives a run: the next run of a `runtimes:`, `runs:` or settings sweep has
+        # a fresh cluster whose files its write steps left sparse (reads of their holes moved no
+        # bytes: 0.61-0.83 from the storage on Kubernetes while this memo outlived its run).
+        self.laid_out.clear()
 
     def run(self, runner: Runner, params: FioParams, repetition: int) -> list[Measurement]:
         labels = params.model_dump(mode="python")

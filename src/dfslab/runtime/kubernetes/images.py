@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ...polling import wait_until
 from .. import RuntimeError_, engine
 from .. import images as storage_images
 
@@ -83,7 +84,6 @@ def seed(archive: Path, progress) -> Path:
                                    str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
     try:
-        from ...polling import wait_until
         wait_until(lambda: (state / "c.sock").exists() or containerd.poll() is not None,
                    "the seed's containerd to listen", 30, 0.1)
         res = subprocess.run(["ctr", "--address", str(state / "c.sock"), "-n", "k8s.io", "images", "import",
@@ -108,7 +108,10 @@ def seed_root(seed_dir: Path, root: Path) -> bool:
     res = subprocess.run(["cp", "-a", "--link", f"{seed_dir}/.", str(root)], capture_output=True, text=True)
     if res.returncode != 0:
         for child in root.iterdir():  # what cp made of it: the node's own root, empty before
-            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
         return False
     for name in SEED_DATABASES:
         copy = root / (name + ".copy")

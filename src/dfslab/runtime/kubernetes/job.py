@@ -3,8 +3,9 @@
     python -m dfslab.runtime.kubernetes.job CLUSTER NODE -- ARGV...
 
 With an experiment's `client: job`, workloads hand every tool to `Runtime.job_command`; on
-runtime kubernetes that is this module, so rados bench and fio run in a pod on the client node, with the cluster's ceph.conf
-and keyring mounted at the paths the local tools use (a Secret dfslab made), and CephFS
+runtime kubernetes that is this module, so rados bench and fio run in a pod on the client
+node, with the cluster's ceph.conf and keyring mounted at the paths the local tools use (a
+Secret dfslab made), and CephFS
 mounted by ceph-fuse inside the (privileged) pod where an argument points into the cluster's
 mount. Its stdout and stderr come back apart (the pod prints them around a marker), its exit
 code is the tool's, and an interrupt deletes the Job.
