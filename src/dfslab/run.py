@@ -285,7 +285,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         done, intervals, attempt = set(), [], 1
     first_new = len(intervals)
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
-    sampler = endpoint = sampler_backend = attached = runner = None
+    sampler = endpoint = sampler_backend = attached = runner = faults = None
     windows: list[str] = []
     if owned:
         cluster.up(exp.cluster, progress)
@@ -371,6 +371,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         (run_dir.path / "error.txt").write_text(traceback.format_exc())
         raise
     finally:
+        if faults is not None:  # interrupted mid-fault: undo what is in effect, stop the writer
+            faults.abort()
         if runner is not None:  # servers a workload kept (MariaDB) stop before the cluster goes
             for wl in {id(step.workload): step.workload for step in exp.steps}.values():
                 try:

@@ -28,6 +28,7 @@ class TimedFault:
         self.events: dict[str, Any] = {"index": index, "kind": entry.kind, "target": entry.target,
                                        "during": entry.during, "error": None}
         self._thread = threading.Thread(target=self._run, name=f"fault-{index}", daemon=True)
+        self._cancelled = threading.Event()
 
     def start(self) -> "TimedFault":
         self.events["workload_start"] = time.time()
@@ -36,11 +37,12 @@ class TimedFault:
 
     def _run(self) -> None:
         try:
-            time.sleep(self.entry.at)
+            if self._cancelled.wait(self.entry.at):
+                return
             injected = inject(self.cluster, self.entry.kind, self.entry.target, **self.entry.options)
             self.events["inject"] = injected.at
             self.events["in_effect"] = injected.in_effect
-            time.sleep(self.entry.duration)
+            self._cancelled.wait(self.entry.duration)  # cancelled: undone now
             # Recovery counts from here: an undo may itself wait for the system to come back (a
             # lost node's kubelet and pods), and that wait is part of recovering, not before it.
             self.events["undo_start"] = time.time()
@@ -51,8 +53,14 @@ class TimedFault:
         except Exception as exc:
             self.events["error"] = str(exc) or repr(exc)
 
-    def join(self) -> None:
-        self._thread.join()
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def cancel(self, timeout: float = 300) -> None:
+        """The run was interrupted: a fault not yet injected never is, one in effect is undone now."""
+        self._cancelled.set()
+        if self._thread.is_alive():
+            self.join(timeout)
 
 
 class Writer:
@@ -70,14 +78,22 @@ class Writer:
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return self
 
-    def stop(self, timeout: float = 300) -> None:
+    def request_stop(self) -> None:
+        """No new write after the one in flight (the writer looks for the stop file between writes)."""
         self.stopfile.touch()
+
+    def stop(self, timeout: float = 300) -> None:
+        self.request_stop()
         if self.proc is not None:
             try:
                 self.proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:  # a write still blocked: its ack never came, nothing was promised
-                self.proc.kill()
-                self.proc.communicate()
+                self.proc.terminate()  # a Job's wrapper deletes its Job on SIGTERM
+                try:
+                    self.proc.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.communicate()
 
     def acks(self) -> list[dict[str, Any]]:
         if not self.journal.exists():

@@ -61,6 +61,15 @@ NO_DNS = {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["127.0.0.1"],
 NODE_NAME_ENV = [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
 
 
+# The pod's /run is the node's directory and outlives the container, but the PIDs in its pidfiles
+# were numbered by the old container's PID namespace. A new glusterd (PID 1 again) read the
+# self-heal daemon's stale pidfile, found its PID alive (its own brick, just started under that
+# number), and stopped it with SIGTERM: the brick stayed offline and the volume never healed.
+# When the container starts, every process it had is gone (the PID namespace died with its PID 1),
+# so every pidfile there is stale.
+FRESH_START = "find /run/gluster -name '*.pid' -type f -delete; exec glusterd -N --log-level INFO"
+
+
 def statefulset(namespace: str, image: str, root: Path, replicas: int) -> dict:
     volumes, mounts = node_mounts(root)
     labels = {"app": APP, DAEMON_LABEL: DAEMON, **LABELS}
@@ -81,7 +90,7 @@ def statefulset(namespace: str, image: str, root: Path, replicas: int) -> dict:
                         {"labelSelector": {"matchLabels": {"app": APP}}, "topologyKey": "kubernetes.io/hostname"}]}},
                     "containers": [{
                         "name": "glusterd", "image": image, "imagePullPolicy": "Never",
-                        "command": ["glusterd", "-N", "--log-level", "INFO"],
+                        "command": ["sh", "-c", FRESH_START],
                         "env": NODE_NAME_ENV,
                         "securityContext": {"privileged": True},
                         "readinessProbe": {"exec": {"command": ["gluster", "--mode=script", "--timeout=5", "pool", "list"]},
