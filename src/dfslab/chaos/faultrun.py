@@ -69,11 +69,13 @@ class FaultRun:
     def abort(self) -> None:
         """After an interruption or an error mid-step: no fault left in effect, no writer left writing."""
         active, self.active = self.active, []
-        for fault, writer in active:
-            writer.request_stop()
+        if not active:
+            return
+        writer = active[0][1]  # one writer per workload, beside all of its faults
+        writer.request_stop()
+        for fault, _ in active:
             fault.cancel()
-        for writer in {id(w): w for _, w in active}.values():
-            writer.stop(timeout=30)
+        writer.stop(timeout=30)
 
     def finish(self, timed, samples) -> None:
         for fault, _ in timed:

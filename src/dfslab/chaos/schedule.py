@@ -59,8 +59,7 @@ class TimedFault:
     def cancel(self, timeout: float = 300) -> None:
         """The run was interrupted: a fault not yet injected never is, one in effect is undone now."""
         self._cancelled.set()
-        if self._thread.is_alive():
-            self.join(timeout)
+        self.join(timeout)
 
 
 class Writer:
