@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test-repeat N=3`: the flake hunt. Every cluster test (local, docker, kubernetes) N times
-# in a row on this machine, each round's output kept, and at the end which tests failed in which
-# round. A test that fails in one round of N is a flake to explain at its cause (docs/testing.md),
+# in a row on this machine, laid out as `make test` lays them out (the Kubernetes phase beside the
+# local cluster tests: the load under which CI's flakes showed), each round's output kept, and at
+# the end which tests failed in which round. A test that fails in one round of N is a flake to explain at its cause (docs/testing.md),
 # never to hide behind a longer timeout or a retry.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ logs=$(mktemp -d /tmp/dfslab-repeat-XXXXXX)
 failed=0
 for round in $(seq 1 "$rounds"); do
   echo "=== round $round of $rounds (log: $logs/round-$round.log)"
-  { bash scripts/test-suite.sh cluster && bash scripts/test-suite.sh kubernetes; } 2>&1 | tee "$logs/round-$round.log"
+  bash scripts/test-suite.sh clusters 2>&1 | tee "$logs/round-$round.log"
   if [ "${PIPESTATUS[0]}" != 0 ]; then failed=$((failed + 1)); fi
 done
 echo "=== failures by round"

@@ -15,8 +15,10 @@
 # mounts, loop devices) is checked once around all the phases (tests/leftovers.py). Then the
 # 30 slowest tests, the time of each module and one closing line with the totals.
 #
-# Usage: scripts/test-suite.sh [all|unit|quick|cluster|kubernetes] [PYTEST ARGS...]
+# Usage: scripts/test-suite.sh [all|unit|quick|clusters|cluster|kubernetes] [PYTEST ARGS...]
 #   quick: the unit tests and one small cluster end to end (tests/test_cluster.py)
+#   clusters: every cluster test laid out as in `all` (cluster-a, then kubernetes beside cluster-b)
+#   cluster, kubernetes: the local/docker cluster tests alone, the Kubernetes ones alone
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -71,6 +73,18 @@ kubernetes_phase() {  # waits for the build, then the kubernetes phase (or its f
 
 unit_phase() { phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests; }
 
+cluster_phases() {  # cluster-a alone, then the kubernetes phase beside cluster-b, as `make test` runs them
+  phase cluster-a -m "cluster and not kubernetes" "${SERIAL_A[@]}"
+  echo "=== phase kubernetes: runs beside cluster-b; its output follows when it ends (log: $out/kubernetes.log)"
+  setsid bash -c "$(declare -f elapsed phase kubernetes_phase); $(declare -p PYTEST out start); kubernetes_phase" \
+    >"$out/kubernetes.log" 2>&1 &
+  local kube=$!
+  background+=("$kube")
+  phase cluster-b -m "cluster and not kubernetes" "${SERIAL_A[@]/#/--ignore=}" tests
+  wait "$kube"
+  cat "$out/kubernetes.log"
+}
+
 .venv/bin/python tests/leftovers.py snapshot "$out/machine.json"
 case $what in
   unit)
@@ -86,17 +100,12 @@ case $what in
   all)
     start_build
     unit_phase
-    phase cluster-a -m "cluster and not kubernetes" "${SERIAL_A[@]}"
-    echo "=== phase kubernetes: runs beside cluster-b; its output follows when it ends (log: $out/kubernetes.log)"
-    setsid bash -c "$(declare -f elapsed phase kubernetes_phase); $(declare -p PYTEST out start); kubernetes_phase" \
-      >"$out/kubernetes.log" 2>&1 &
-    kube=$!
-    background+=("$kube")
-    phase cluster-b -m "cluster and not kubernetes" "${SERIAL_A[@]/#/--ignore=}" tests
-    wait "$kube"
-    cat "$out/kubernetes.log" ;;
+    cluster_phases ;;
+  clusters)
+    start_build
+    cluster_phases ;;
   *)
-    echo "usage: scripts/test-suite.sh [all|unit|quick|cluster|kubernetes] [PYTEST ARGS...]" >&2; exit 2 ;;
+    echo "usage: scripts/test-suite.sh [all|unit|quick|clusters|cluster|kubernetes] [PYTEST ARGS...]" >&2; exit 2 ;;
 esac
 
 status=0

@@ -107,7 +107,12 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, devices: d
             # status: how often Rook copies `ceph status` into the CR (its default 60 s left
             # `kubectl get cephcluster` saying HEALTH_WARN for a minute after Ceph was HEALTH_OK).
             "healthCheck": {"daemonHealth": {"mon": {"interval": "10s"}, "osd": {"interval": "10s"},
-                                             "status": {"interval": "10s"}}},
+                                             "status": {"interval": "10s"}},
+                            # Rook starts the OSDs only once the MGR's pod is Ready, which its startup
+                            # probe (first asked 10 s after the start, then every 10 s) held back for
+                            # 10-20 s after the MGR answered; asked from 1 s, every 2 s, for up to 2 min.
+                            "startupProbe": {"mgr": {"probe": {"initialDelaySeconds": 1, "periodSeconds": 2,
+                                                               "failureThreshold": 60}}}},
             "storage": {"useAllNodes": False, "useAllDevices": False,
                         "nodes": [{"name": node, "devices": [{"name": dev} for dev in devs]}
                                   for node, devs in devices.items()]},
