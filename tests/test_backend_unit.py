@@ -20,7 +20,7 @@ from dfslab.report import build
 from dfslab.results import RunDir
 from dfslab.spec import parse_spec
 from dfslab.workloads import Measurement, WorkloadError
-from dfslab.workloads.fio import fio_argv, parse_json
+from dfslab.workloads.fiotool import fio_argv, parse_json
 
 
 def _fio(directory: Path, **options) -> str:

@@ -53,7 +53,7 @@ COSTLY = {
     "dfslab up examples/ceph-small.yaml --runtime docker": "a docker cluster (test_docker brings one up)",
     "dfslab tune examples/tuning.yaml --maximize \"radosbench mode=write bandwidth\" --budget 8min":
         "8 minutes of settings runs (test_tune_unit, test_settings)",
-    "dfslab up examples/rook-small.yaml": "Rook on the Kubernetes dfslab starts, about 100 s (test_kubernetes)",
+    "dfslab up examples/rook-small.yaml": "Rook on the Kubernetes dfslab starts, about 80 s (test_kubernetes)",
     "dfslab status rook-small": "needs rook-small up",
     "dfslab exec rook-small -- ceph -s": "needs rook-small up",
     "dfslab run examples/quickstart.yaml --cluster rook-small": "needs rook-small up",

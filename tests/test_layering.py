@@ -99,8 +99,7 @@ def test_no_module_outside_a_backend_builds_its_admin_commands():
     assert offenders == [], "these belong in the filesystem's backend package:\n" + "\n".join(offenders)
 
 
-def test_no_import_cycles():
-    graph = {m: _imports(m, top_level_only=True) & set(MODULES) for m in MODULES}
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
     cycles, state = [], {}
 
     def visit(m: str, path: list[str]) -> None:
@@ -112,9 +111,18 @@ def test_no_import_cycles():
                 visit(dep, path + [dep])
         state[m] = "done"
 
-    for m in sorted(MODULES):
+    for m in sorted(graph):
         if m not in state:
             visit(m, [m])
+    return cycles
+
+
+def test_no_import_cycles():
+    # Imports inside functions count: a deferred import only hides a circle from Python's loader,
+    # the two modules still cannot be understood (or moved) one without the other. A registry
+    # that names its plugins as strings (RUNTIMES, WORKLOADS) imports them by name and is no edge.
+    graph = {m: _imports(m, top_level_only=False) & set(MODULES) for m in MODULES}
+    cycles = _cycles(graph)
     assert cycles == [], "import cycles:\n" + "\n".join(cycles)
 
 
@@ -135,3 +143,5 @@ def test_the_checks_can_fail():
     assert "dfslab.backends.ceph.tools" in _imports("dfslab.backends.ceph.backend", top_level_only=True)
     assert "dfslab.backends.ceph.helper" in _imports("dfslab.backends.ceph", top_level_only=False)
     assert "dfslab.backends.ceph.helper" not in _imports("dfslab.backends.ceph", top_level_only=True)
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a -> b -> c -> a"]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

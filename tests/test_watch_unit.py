@@ -156,7 +156,7 @@ def test_a_sized_run_that_moved_fewer_bytes_than_asked_fails_the_step(tmp_path):
     rounding down is what the check must allow for (asked 6 MiB of the 7 MiB the sizes add up to)."""
     import shutil
     from dfslab.workloads.filegrid import FileGrid, FileGridParams
-    from dfslab.workloads.fio import fio_argv, parse_json
+    from dfslab.workloads.fiotool import fio_argv, parse_json
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (scripts/install-deps.sh installs it)")
     params = FileGridParams(target="local", file_size="3584KiB", threads=2, record_size="1MiB")

@@ -73,7 +73,8 @@ def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], 
 
 
 def ensure_kubernetes_build(progress: Callable[[str, str], None]) -> None:
-    from .runtime.kubernetes import COMPONENTS, k8s_cache
+    from .runtime.kubernetes import COMPONENTS
+    from .runtime.kubernetes.binaries import k8s_cache
     if all((k8s_cache() / "bin" / name).exists() for name in (*COMPONENTS, "rook")):
         return
     progress("building Kubernetes and Rook", f"first use of runtime kubernetes: about {KUBERNETES_BUILD_MINUTES} min "

@@ -197,7 +197,7 @@ def cell(mean: float, ci: float | None, metric: str) -> str:
 
 def shallow_depths(rows: list[dict[str, Any]]) -> list[str]:
     """The fio rows whose storage saw fewer than half the I/Os in flight their parameters ask
-    for (`depth`, see workloads.fio.effective_depth): their latency and IOPS are those of a
+    for (`depth`, see workloads.fiotool.effective_depth): their latency and IOPS are those of a
     shallower queue, so the report says so beside the table."""
     varying = varying_keys(rows)
     out = []

@@ -30,7 +30,8 @@ from pathlib import Path
 from ..native import CLASS_LIB
 from ..procs import ENV_MARK, TrackedProcess
 from ..spec import ClusterSpec
-from . import RuntimeError_, engine, images
+from . import engine, images
+from .base import RuntimeError_
 from .local import LocalNetnsRuntime, node_addresses
 from ..polling import poll, wait_until
 

@@ -3,7 +3,7 @@ systemd), inside a network namespace dfslab owns.
 
 Why a namespace: dockerd's bridges, veths and any firewall rules it writes then live in
 `dfs-engine`, never in the host's namespace, so the host's routes and FORWARD policy are
-what they were (Docker's own iptables management sets FORWARD to DROP, FACTS.md). It is
+what they were (Docker's own iptables management sets the host's FORWARD policy to DROP). It is
 also started with iptables/ip-forward/masquerade off: containers only talk on their bridge.
 
 One engine serves every docker-runtime cluster (images are built once): it is started by
@@ -23,7 +23,7 @@ import subprocess
 from pathlib import Path
 
 from ..procs import ENV_MARK, proc_start_time, terminate
-from . import RuntimeError_
+from .base import RuntimeError_
 from ..polling import poll
 
 NETNS = "dfs-engine"

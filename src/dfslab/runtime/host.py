@@ -4,7 +4,7 @@ external), every client-side tool runs on this machine, against what the spec po
 from __future__ import annotations
 
 from ..spec import ClusterSpec
-from . import CLIENT, Runtime, RuntimeError_
+from .base import CLIENT, Runtime, RuntimeError_
 
 
 class HostRuntime(Runtime):

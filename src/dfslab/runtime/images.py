@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..backends.registry import FILESYSTEMS, image_packages
 from ..safety import UnsafeRemoval, remove_owned_tree
-from . import RuntimeError_
+from .base import RuntimeError_
 from . import engine
 
 REPO = "dfslab/storage"

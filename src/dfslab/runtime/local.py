@@ -22,7 +22,7 @@ from pathlib import Path
 from ..procs import marked_pids, proc_start_time, terminate
 from ..spec import ClusterSpec, LinkShape
 from ..state import ClusterState, list_clusters
-from . import Runtime, RuntimeError_
+from .base import Runtime, RuntimeError_
 
 NETNS_DIR = Path("/run/netns")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from ..spec import ClusterSpec
-from . import Runtime, RuntimeError_
+from .base import Runtime, RuntimeError_
 
 
 class LoopbackRuntime(Runtime):

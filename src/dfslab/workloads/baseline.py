@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import Measurement, Runner, WorkloadError
-from .fio import fio_argv, parse_json
+from .fiotool import fio_argv, parse_json
 
 IPERF_PORT = 5201
 # A server in a pod (runtime kubernetes) listens only once its pod runs, seconds after dfslab

@@ -18,7 +18,8 @@ from pydantic import Field
 from ..backends import drop_page_cache
 from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
-from .fio import fio_argv, parse_json, target_options
+from .fio import target_options
+from .fiotool import fio_argv, parse_json
 
 
 class FileGridParams(WorkloadParams):

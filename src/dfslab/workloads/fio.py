@@ -3,18 +3,14 @@ the machine's own disk: rw × bs × iodepth × numjobs sweeps, fio's JSON kept u
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
-from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
 from ..fields import Bytes
 from . import FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
-
-PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
-
+from .fioclients import run_on_clients
+from .fiotool import fio_argv, parse_bw_log, parse_json
 
 FILE_TARGETS = get_args(FileTarget)
 
@@ -61,90 +57,6 @@ class FioParams(WorkloadParams):
             raise ValueError(f"target rados measures writes (write, randwrite), not {self.rw}: fio's rados engine "
                              f"reads objects it created empty; for reads use the radosbench workload (seq, rand)")
         return self
-
-
-def parse_json(text: str, workload: str, labels: dict[str, Any], repetition: int,
-               jobs: int | None = None) -> list[Measurement]:
-    """fio --output-format=json (group_reporting: one job entry) → rows per direction.
-
-    `latency_*` is fio's total latency (`lat_ns`: submission + completion), the time one I/O
-    took as users mean it; `clat_*` and `slat_*` are its parts. Completion latency alone
-    understates an I/O by up to 300x where the engine does the work at submission (buffered
-    libaio: a 1 MiB write's `clat` 0.0046 ms, its `slat` 1.365 ms). `depth` is the I/Os in
-    flight the storage really saw for the whole job (see `effective_depth`); `jobs` is how many fio jobs the entry
-    sums (default: its numjobs)."""
-    start = text.find("{")
-    if start < 0:
-        raise WorkloadError("fio printed no JSON")
-    job = json.loads(text[start:])["jobs"][0]
-    capped = "queue depth will be capped at 1" in text[:start]  # a synchronous engine
-    jobs = jobs or int(job.get("job options", {}).get("numjobs") or labels.get("numjobs") or 1)
-    depth = float(jobs) if capped else effective_depth(job, jobs)
-    rows = []
-    for op in ("read", "write"):
-        stats = job.get(op, {})
-        if not stats.get("io_bytes"):
-            continue
-        p = {**labels, "op": op}
-        rows.append(Measurement(workload, "bandwidth", stats["bw_bytes"] / 1e6, "MB/s", p, repetition))
-        rows.append(Measurement(workload, "iops", stats["iops"], "op/s", p, repetition))
-        rows.append(Measurement(workload, "bytes", float(stats["io_bytes"]), "B", p, repetition))  # for the byte ledger
-        if stats.get("runtime"):  # ms: how long the phase was timed (MIN_PHASE_SECONDS)
-            rows.append(Measurement(workload, "duration", stats["runtime"] / 1000, "s", p, repetition))
-        for prefix, key in (("latency", "lat_ns"), ("clat", "clat_ns"), ("slat", "slat_ns")):
-            part = stats.get(key) or {}
-            if not part.get("N"):  # sync engines measure no submission latency
-                continue
-            rows.append(Measurement(workload, f"{prefix}_avg", part["mean"] / 1e6, "ms", p, repetition))
-            for pct, ns in (part.get("percentile") or {}).items():
-                if pct in PERCENTILES:
-                    rows.append(Measurement(workload, f"{prefix}_p{float(pct):g}", ns / 1e6, "ms", p, repetition))
-        rows.append(Measurement(workload, "depth", depth, "I/Os", p, repetition))
-    return rows
-
-
-# Share of a job's time spent inside the submit call above which its I/Os ran one after another.
-SERIAL_SUBMIT = 0.9
-
-
-def effective_depth(job: dict[str, Any], jobs: int) -> float:
-    """I/Os in flight at the storage over both directions of a job (a randrw job at iodepth 8
-    keeps 8, shared by its reads and writes), by Little's law (IOPS x total latency), unless
-    the jobs spent most of their time inside the submit call: then every I/O completed there,
-    one at a time per job, and fio's own depth counts I/Os only waiting to be reaped. Measured
-    on ceph-fuse at iodepth 16 (4 KiB): IOPS x submission latency 0.97-1.00 per job with libaio,
-    buffered or O_DIRECT, and with io_uring O_DIRECT (io_uring's buffered writes, into the page
-    cache through its workers, 0.05); on the GlusterFS FUSE client with O_DIRECT: reads 0.07, writes
-    0.80; fio's gfapi_async engine 0.54 at 2.2x the IOPS of depth 1 (truly asynchronous, all three)."""
-    directions = [job[op] for op in ("read", "write") if job.get(op, {}).get("io_bytes")]
-    submitting = sum(d["iops"] * (d.get("slat_ns") or {}).get("mean", 0) / 1e9 for d in directions)
-    if submitting / jobs >= SERIAL_SUBMIT:
-        return float(jobs)
-    return sum(d["iops"] * (d.get("lat_ns") or {}).get("mean", 0) / 1e9 for d in directions)
-
-
-def parse_bw_log(path: Path, workload: str, labels: dict[str, Any], repetition: int) -> list[Measurement]:
-    """fio's bandwidth log (msec, KiB/s, direction, ...), summed over jobs per second."""
-    buckets: dict[tuple[int, str], float] = defaultdict(float)
-    for log in sorted(path.parent.glob(path.name + "*")):
-        for line in log.read_text().splitlines():
-            fields = [f.strip() for f in line.split(",")]
-            if len(fields) >= 3:
-                sec = max(1, round(int(fields[0]) / 1000))
-                buckets[(sec, "write" if fields[2] == "1" else "read")] += int(fields[1]) * 1024 / 1e6
-    return [Measurement(workload, "bandwidth_sample", v, "MB/s", {**labels, "op": op}, repetition, t=sec)
-            for (sec, op), v in sorted(buckets.items())]
-
-
-def fio_argv(name: str, **options: Any) -> list[str]:
-    # lat_percentiles: percentiles of the total latency (fio gives completion latency's only by default)
-    argv = ["fio", f"--name={name}", "--output-format=json", "--group_reporting", "--lat_percentiles=1"]
-    for key, value in options.items():
-        if value is True:
-            argv.append(f"--{key}")
-        elif value is not None and value is not False:
-            argv.append(f"--{key}={value}")
-    return argv
 
 
 # Engines that run one I/O at a time whatever the iodepth (fio says only "queue depth will be
@@ -226,7 +138,6 @@ class Fio(Workload):
         timeout = params.seconds * 3 + params.size * params.numjobs / 20e6 + 120
         servers = runner.fio_servers() if params.target != "local" else []
         if servers:
-            from .fioclients import run_on_clients
             options = dict(rw=params.rw, bs=params.bs, iodepth=params.iodepth, numjobs=params.numjobs,
                            size=params.size, runtime=params.seconds, time_based=True,
                            **target_options(runner, params.target, params.size, params.numjobs, params.direct,

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from . import Measurement, Runner, WorkloadError
-from .fio import parse_json
+from .fiotool import parse_json
 
 DEFAULT_PORT = 8765
 

@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 
 from ..fields import Bytes
 from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
-from .fio import fio_argv
+from .fiotool import fio_argv
 from .filegrid import drop_caches, fresh_directory
 
 

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
-from .fio import fio_argv, parse_json
+from .fiotool import fio_argv, parse_json
 from .radosbench import cap_rows, max_objects_for, parse as parse_rados
 
 RANDOM_BS = 4096

@@ -23,7 +23,7 @@ from .conf import CephLayout, render_conf
 from .context import CephContext
 
 
-# Planned resident memory per daemon on this kind of machine (FACTS.md: OSD 240-890 MB under load).
+# Planned resident memory per daemon on this kind of machine (an OSD was seen at 240-890 MB under load).
 PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 << 20}
 
 

@@ -36,7 +36,7 @@ MON_PORT = 6789
 
 
 def _rook_manifests() -> Path:
-    from ...runtime.kubernetes import k8s_cache
+    from ...runtime.kubernetes.binaries import k8s_cache
     return k8s_cache() / "rook"
 
 

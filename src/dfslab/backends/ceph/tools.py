@@ -34,7 +34,7 @@ def ensure_rbd_image(runner: Any, size_bytes: int) -> None:
 def set_image_cache(runner: Any, pool: str, image: str, on: bool | None) -> None:
     """librbd's cache for every client that opens `image` (an image setting, read at open, above
     ceph.conf). On by default, it acknowledges small writes itself: 4 KiB randwrite at depth 16
-    ran 8,167 IOPS at p50 0.105 ms with it and 1,602 IOPS at p50 9.2 ms without (FACTS.md): off
+    ran 8,167 IOPS at p50 0.105 ms with it and 1,602 IOPS at p50 9.2 ms without (fio by hand): off
     unless asked, a write is timed until the cluster has it. None: no image setting (the conf's
     [client] rbd_cache decides)."""
     if on is None:

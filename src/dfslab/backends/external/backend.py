@@ -19,9 +19,7 @@ from ..ceph import existing_cluster
 from ..fuse import fuse_mount, fuse_unmount, is_mounted
 from . import s3 as site_s3
 from .mounts import mount_of
-from .probe import http_answers, split_endpoint, tcp_answers
-
-FIO_PORT, IPERF_PORT = 8765, 5201
+from .probe import FIO_PORT, IPERF_PORT, http_answers, split_endpoint, tcp_answers
 
 
 class ExternalBackend(Backend):

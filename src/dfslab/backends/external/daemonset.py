@@ -13,7 +13,7 @@ Service in the way) and are not privileged: fio needs only the directory.
 from __future__ import annotations
 
 from ...runtime.kubernetes.objects import MANAGED_BY, namespace_object
-from .backend import FIO_PORT
+from .probe import FIO_PORT
 
 NAME = "dfslab-fio-server"
 NODE_LABEL = "dfslab.io/fio-client"

@@ -5,6 +5,9 @@ from __future__ import annotations
 import socket
 import urllib.request
 
+# The ports the site's tools listen on unless an endpoint names one: fio's server and iperf3's.
+FIO_PORT, IPERF_PORT = 8765, 5201
+
 
 def split_endpoint(endpoint: str, default_port: int) -> tuple[str, int]:
     """fio's `host,port` (or host:port) as (host, port)."""

@@ -14,7 +14,6 @@ image from images.py. Everything is recorded and removed by `down` like the loca
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -28,9 +27,10 @@ from ...procs import TrackedProcess, proc_start_time, terminate
 from ...safety import remove_owned_tree
 from ...spec import ClusterSpec
 from ...state import dfslab_home
-from .. import CLIENT, RuntimeError_
+from ..base import CLIENT, RuntimeError_
 from ..local import LocalNetnsRuntime, NETNS_DIR
 from . import images as kimages
+from .binaries import API_PORT, binary
 from . import node as knode
 from . import pki as kpki
 from .job import is_admin, shipped_module
@@ -39,7 +39,6 @@ from .job import is_admin, shipped_module
 # harmless, and it would be printed before every status and exec.
 warnings.filterwarnings("ignore", message=r"urllib3 .* doesn't match a supported version")
 
-API_PORT = 6443
 # Where runc (cgroupfs driver, no per-QoS tree) puts each container of the k8s.io namespace.
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_MEMORY = CGROUP_ROOT / "memory" / "k8s.io"
@@ -50,18 +49,6 @@ def rook_host_path() -> Path:
     """Rook's dataDirHostPath: one path for every node (Rook wants one), under which each node's
     mount namespace binds that node's own directory. The directory itself stays empty."""
     return dfslab_home() / "rook-data"
-
-
-def k8s_cache() -> Path:
-    return Path(os.environ.get("DFSLAB_K8S_CACHE", Path.home() / ".cache/dfslab/kubernetes"))
-
-
-def binary(name: str) -> str:
-    path = k8s_cache() / "bin" / name
-    if not path.exists():
-        raise RuntimeError_(f"runtime kubernetes: {path} is missing; `dfslab up` builds the Kubernetes and Rook "
-                            "binaries on first use, or ahead: bash scripts/build-kubernetes.sh (~10 min cold)")
-    return str(path)
 
 
 def container_pids(container_id: str) -> list[int] | None:

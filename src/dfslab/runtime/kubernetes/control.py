@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 
-from .. import CLIENT, RuntimeError_
+from ..base import CLIENT, RuntimeError_
 from ..local import NETNS_DIR
 from . import pki as kpki
+from .binaries import API_PORT, binary
+from .nodeinfo import node_ready
 from .netns_socket import NamespaceRelay
 from ...polling import wait_until
 
@@ -30,7 +32,6 @@ def start(rt, progress) -> None:
                               "--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
                               "--initial-cluster", "dfslab=http://127.0.0.1:2380", "--log-level", "warn"],
              env={"ETCD_UNSUPPORTED_ARCH": ""})
-    from . import binary, API_PORT
     rt.spawn("kube-apiserver", CLIENT, [
         binary("kube-apiserver"), "--etcd-servers", "http://127.0.0.1:2379",
         "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT), "--advertise-address", rt.api_address,
@@ -57,7 +58,6 @@ def start(rt, progress) -> None:
 def api_client(rt):
     """A `kubernetes.client.ApiClient` as cluster-admin of the local Kubernetes."""
     from kubernetes import client
-    from . import API_PORT
     netns = str(NETNS_DIR / rt.ns(CLIENT))
     # Keyed by the namespace itself, not its name: a relay's dialer thread stays inside the
     # namespace it entered, and a cluster made again under the same name (the next runtime of
@@ -107,7 +107,6 @@ def wait_api(rt, progress, timeout: float = 90) -> None:
 
 def wait_nodes_ready(rt, nodes: list[str], progress, timeout: float = 120) -> None:
     from kubernetes import client
-    from .objects import node_ready  # objects.py calls raw_call, from here
     core = client.CoreV1Api(api_client(rt))
     ready: set[str] = set()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ...polling import poll
 from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
-from .. import CLIENT, Runtime, RuntimeError_
+from ..base import CLIENT, Runtime, RuntimeError_
 from .objects import internal_ip, namespace_object, node_ready
 from .job import is_admin, ship, shipped_module
 

@@ -26,15 +26,16 @@ import tempfile
 from pathlib import Path
 
 from ...polling import wait_until
-from .. import RuntimeError_, engine
+from .. import engine
+from ..base import RuntimeError_
 from .. import images as storage_images
+from .binaries import binary
 
 ROOK_REPO = "dfslab/rook"
 PAUSE_REPO = "dfslab/pause"
 
 
 def _rook_binary() -> Path:
-    from . import binary
     return Path(binary("rook"))
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from .. import RuntimeError_
+from ..base import RuntimeError_
 from ...polling import wait_until
 
 CNI_BIN = "/usr/lib/cni"
@@ -111,8 +111,10 @@ def cni_config(pod_subnet: str) -> str:
 
 
 def kubelet_config(paths: NodePaths) -> str:
-    """KubeletConfiguration for a node that shares one kernel with its neighbours (FACTS.md:
-    what a kubelet 1.34 needs on this kind of machine)."""
+    """KubeletConfiguration for a node that shares one kernel (and one cgroup tree) with its
+    neighbours: cgroupfs without per-QoS cgroups or allocatable enforcement, no swap, eviction,
+    iptables chains or local-storage accounting, each of which a kubelet 1.34 otherwise sets
+    up or enforces machine-wide."""
     return yaml.safe_dump({
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
         "cgroupDriver": "cgroupfs", "failCgroupV1": False, "cgroupsPerQOS": False, "enforceNodeAllocatable": [],

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 
-from .. import RuntimeError_
+from ..base import RuntimeError_
 from ...polling import poll
 from .control import raw_call
+from .nodeinfo import internal_ip, node_ready  # noqa: F401 (their home before nodeinfo.py)
 
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dfslab"}
@@ -100,16 +101,6 @@ def running_ready(pod) -> bool:
     """A pod that runs, is not being deleted, and whose containers are all ready."""
     return (pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
             and all(c.ready for c in pod.status.container_statuses or []))
-
-
-def node_ready(node) -> bool:
-    """A `V1Node` whose Ready condition is True."""
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
-
-
-def internal_ip(node) -> str:
-    """A `V1Node`'s InternalIP ('' if it reports none)."""
-    return next((a.address for a in node.status.addresses or [] if a.type == "InternalIP"), "")
 
 
 def object_path(api, obj: dict, wait: float = 30) -> str:

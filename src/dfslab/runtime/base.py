@@ -1,0 +1,140 @@
+"""What every runtime is: the `Runtime` interface and its error, the client node's name and the
+run directory's variable. Runtimes import this, not the package, whose registry picks among them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from abc import ABC, abstractmethod
+from typing import Any, Callable
+
+from ..procs import ProcessTable, TrackedProcess, terminate
+from ..spec import ClusterSpec
+from ..state import ClusterState
+
+CLIENT = "client"
+# Set for a workload's tools: the run directory they write their output into. A runtime whose
+# tools run elsewhere (kubernetes: in a pod) makes it visible there at the same path.
+RUN_DIR_ENV = "DFSLAB_RUN_DIR"
+
+
+class RuntimeError_(RuntimeError):
+    """A runtime cannot do what the spec asks; the message says why and what to change."""
+
+
+class Runtime(ABC):
+    kind: str = "?"
+    network_per_node: bool = False  # each node its own network stack (ports do not clash across nodes)
+    # Each node writes to a disk of its own (a Kubernetes you run); else every node's data is on
+    # this machine's one disk, and the disk baseline measures that disk once.
+    disk_per_node: bool = False
+    # The client nodes' links carry only the clients' traffic, counted by reading /proc/net/dev
+    # through `command` (dfslab.ledger): not where every daemon shares one `lo` (loopback), nor
+    # where the client node also carries Kubernetes' control plane.
+    client_wire_counted: bool = False
+    # Report figures of this runtime's own processes' sampler series, as a backend's charts
+    # ({match, unit, title, faults_only}): what the runtime itself costs beside the workload.
+    charts: tuple[dict[str, Any], ...] = ()
+    # Names of the processes that are the platform itself, not the storage or the workload (a
+    # regular expression over sampled process names): the sampler sums their CPU as `cpu.platform`
+    # and the report puts it beside every step. None: nothing of the kind runs here.
+    platform: str | None = None
+
+    def __init__(self, state: ClusterState):
+        self.state = state
+        self.procs = ProcessTable(state)
+
+    def sampled_processes(self) -> list[TrackedProcess]:
+        """What the resource sampler watches: the processes dfslab started."""
+        return self.procs.all()
+
+    def resource_sampler(self) -> Callable[[], dict[str, tuple[float, str]]] | None:
+        """Where this machine cannot see the daemons' processes: a function that samples them
+        another way (series as the sampler names them), made once per run; None here."""
+        return None
+
+    # -- lifecycle --------------------------------------------------------------
+    @abstractmethod
+    def preflight(self, spec: ClusterSpec) -> None:
+        """Refuse what this runtime cannot do, before anything is created."""
+
+    @abstractmethod
+    def create(self, spec: ClusterSpec) -> dict[str, str]:
+        """Make the nodes and the client; return {node: address} (the client included)."""
+
+    @abstractmethod
+    def destroy(self) -> list[str]:
+        """Remove everything `create` made, from the state directory alone. Idempotent."""
+
+    @abstractmethod
+    def leftovers(self) -> list[str]:
+        """What of this runtime's resources still exists (for tests and `down` checks)."""
+
+    # -- running things ---------------------------------------------------------
+    @abstractmethod
+    def command(self, node: str, argv: list[str]) -> list[str]:
+        """`argv` wrapped so that it runs on `node`."""
+
+    def job_command(self, node: str, argv: list[str]) -> list[str]:
+        """`argv` wrapped so that a workload's tool runs on `node` the way this runtime runs work
+        (runtime kubernetes: as a Job); control commands use `command`."""
+        return self.command(node, argv)
+
+    def run(self, node: str, argv: list[str], timeout: float = 120, check: bool = True, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(node, argv), capture_output=True, text=True, timeout=timeout, check=check, **kw)
+
+    def spawn(self, name: str, node: str, argv: list[str], env: dict[str, str] | None = None, meta: dict | None = None) -> TrackedProcess:
+        """Start a daemon on `node`, tracked as `name`; meta keeps the unwrapped argv to start it again."""
+        return self.procs.spawn(name, node, self.command(node, argv), env, self.spawn_meta(node, argv, meta))
+
+    def spawn_meta(self, node: str, argv: list[str], meta: dict | None) -> dict:
+        """What is recorded with a daemon: its node's address and its unwrapped argv (to start it again)."""
+        return {**(meta or {}), "address": self.address(node), "cmd": list(argv)}
+
+    def in_daemon(self, proc: TrackedProcess, argv: list[str]) -> list[str]:
+        """argv run in the filesystem view of a daemon (its mount namespace: its private /run, ...)."""
+        return ["nsenter", f"--mount=/proc/{proc.pid}/ns/mnt", *argv]
+
+    def marked_on(self, node: str) -> list[int]:
+        """PIDs carrying this cluster's mark that run on `node` (none where nodes share the host's network)."""
+        return []
+
+    def host_pid(self, node: str, pid: int) -> int | None:
+        """The host's PID of a process a daemon on `node` reports by its own PID (the same here)."""
+        return pid
+
+    def signal_process(self, proc: TrackedProcess, sig: int, grace: float = 30) -> None:
+        """kill -9 (SIGKILL) or stop gracefully (anything else: the signal, then SIGKILL after grace)."""
+        if sig == signal.SIGKILL:
+            if proc.alive():
+                os.kill(proc.pid, signal.SIGKILL)
+        else:
+            terminate([proc.pid], {proc.pid: proc.start_time}, grace)
+
+    def counter_window(self, node: str) -> str | None:
+        """Where a node's link counters are read through a process inside it and the node may have
+        none (a client between mounts): start an idle one and return its tracked name (stop it with
+        `procs.stop`; `down` stops it too). None where the runtime samples nodes another way."""
+        return None
+
+    def prepare(self, spec: ClusterSpec, progress) -> None:
+        """Long one-time work before `create` (building images), with progress. Default: none."""
+
+    def reshape(self, spec: ClusterSpec) -> list[str] | None:
+        """Re-cap every link to `spec`'s shaping while the cluster runs: what changed (read back),
+        or None when this runtime cannot (then a changed shaping needs a fresh cluster)."""
+        return None
+
+    def link_ends(self, node: str) -> list[tuple[str, str]]:
+        """(named network namespace, device) at each end of `node`'s link, the switch side first:
+        where tc caps it and where a cut pulls the cable."""
+        links = self.state.read().get("links", {})
+        if node not in links:
+            if not links:
+                raise RuntimeError_(f"runtime {self.kind} has no links of its own to shape or cut")
+            raise RuntimeError_(f"no node {node!r}; nodes: {', '.join(links)}")
+        return [tuple(end) for end in links[node]]
+
+    def address(self, node: str) -> str:
+        return self.state.read().get("addresses", {}).get(node, "")
