@@ -61,3 +61,17 @@ def test_listing_skips_a_record_removed_while_it_reads(table):
     gone.symlink_to(table.state.pids_dir / "no-such-record.json")  # listed by glob, unreadable
     assert [proc.name for proc in table.all()] == ["sleeper"]
     gone.unlink()
+
+
+def test_an_exited_process_says_its_last_words(table):
+    # what a restart that failed reports (the node-loss undo's error): the end of the log, not its start
+    lines = "; ".join(f"echo line{i}" for i in range(1, 41))
+    proc = table.spawn("talker", "node1", ["sh", "-c", f"{lines}; echo 'F1126 listen tcp :10250: address already in use' >&2; exit 1"])
+    deadline = time.monotonic() + 5
+    while proc.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not proc.alive()
+    tail = proc.log_tail(3)
+    assert tail == "line39 | line40 | F1126 listen tcp :10250: address already in use", tail
+    proc.log = str(table.state.dir / "no-such.log")
+    assert proc.log_tail().startswith("(no log")

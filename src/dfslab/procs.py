@@ -49,6 +49,16 @@ class TrackedProcess:
     def alive(self) -> bool:
         return _running(self.pid, self.start_time)
 
+    def log_tail(self, lines: int = 5) -> str:
+        """The last lines of its output (why it exited, when it did), one line each joined by " | "."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 8192))
+                text = f.read().decode(errors="replace")
+        except OSError as exc:
+            return f"(no log: {exc.strerror})"
+        return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip()) or "(empty log)"
+
     def rss_bytes(self) -> int | None:
         try:
             return psutil.Process(self.pid).memory_info().rss if self.alive() else None

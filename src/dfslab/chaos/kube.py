@@ -229,7 +229,8 @@ class NodeLoss(KubernetesFault):
         proc = runtime.spawn(containerd["name"], containerd["node"], containerd["cmd"], env=containerd.get("env"),
                              meta=containerd["meta"])
         knode.wait_file(paths.socket, f"containerd of {target}", proc.alive)
-        runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"), meta=kubelet["meta"])
+        started = [proc, runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"),
+                                       meta=kubelet["meta"])]
 
         # A short loss leaves the API's view as it was (the node is Unknown only after 50 s of
         # silence): what counts is what the new kubelet reported, since the undo began.
@@ -244,7 +245,13 @@ class NodeLoss(KubernetesFault):
             return ",".join(f"{k}={v}" for k, v in old["labels"].items())
 
         def missing() -> list[str]:
-            """What is not back yet, named, so a wait that times out says what it waited for."""
+            """What is not back yet, named, so a wait that times out says what it waited for. A
+            restarted containerd or kubelet that exited fails the wait at once, with its last words
+            (the node can then never come back; a CI run waited its whole 300 s for one)."""
+            for p in started:
+                if not p.alive():
+                    raise FaultError(f"{p.name} exited after the undo restarted it; its log ({p.log}) ends: "
+                                     f"{p.log_tail()}")
             node = core.read_node(target)
             gaps = [] if any(c.type == "Ready" and c.status == "True" and fresh(c.last_heartbeat_time)
                              for c in node.status.conditions or []) else [f"node {target} Ready"]
