@@ -121,3 +121,37 @@ def test_daemon_faults_on_kubernetes_are_pod_deletions():
         chaos.check_applies("kill", spec)  # Kubernetes restarts Rook's daemons, not dfslab
     chaos.check_applies("pod", spec)
     chaos.check_applies("partition", spec)  # the node's link is the local runtime's
+
+
+def test_containerd_counts_as_started_only_once_its_cri_is_initialized(tmp_path):
+    # A kubelet exits when its first CRI call fails, and a containerd restarted over a dead node's
+    # containers serves its socket while still recovering them: start_containerd waits for the
+    # CRI's own "initialized" line of *this* start (the log is appended to across restarts).
+    import time
+    from dfslab.procs import ProcessTable
+    from dfslab.runtime.base import RuntimeError_
+    from dfslab.runtime.kubernetes import node
+    from dfslab.state import ClusterState
+
+    state = ClusterState("t-cri")
+    state.create({"name": "t-cri"})
+    table = ProcessTable(state)
+    log = state.logs_dir / "ctrd.out"
+    log.write_bytes(b'time="earlier" level=info msg="Start streaming server"\n')
+    sock = tmp_path / "containerd.sock"
+    recovering = f'touch {sock}; echo \'level=info msg="Start recovering state"\'; sleep 1'
+    try:
+        t0 = time.monotonic()
+        proc = node.start_containerd(
+            lambda: table.spawn("ctrd", "n1", ["sh", "-c", recovering + '; echo \'level=info msg="Start streaming server"\'; sleep 60']),
+            log, sock, "containerd of n1")
+        assert time.monotonic() - t0 >= 1.0 and proc.alive()
+        table.stop("ctrd")
+        sock.unlink()
+        with pytest.raises(RuntimeError_, match=r"exited before its CRI was ready.*failed to recover state"):
+            node.start_containerd(
+                lambda: table.spawn("ctrd", "n1", ["sh", "-c", recovering + "; echo 'level=fatal msg=\"failed to recover state\"'; exit 1"]),
+                log, sock, "containerd of n1")
+    finally:
+        table.stop_all(timeout=1)
+        state.destroy()

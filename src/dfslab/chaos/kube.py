@@ -226,9 +226,12 @@ class NodeLoss(KubernetesFault):
         for d in (containerd, kubelet):
             runtime.procs.exited(d["name"])  # reap our children
         paths.socket.unlink(missing_ok=True)  # the killed containerd's socket (its own state directory)
-        proc = runtime.spawn(containerd["name"], containerd["node"], containerd["cmd"], env=containerd.get("env"),
-                             meta=containerd["meta"])
-        knode.wait_file(paths.socket, f"containerd of {target}", proc.alive)
+        # the kubelet only once containerd's CRI answers: a kubelet whose first CRI call fails
+        # exits, and this containerd first recovers the state of every container the node lost
+        proc = knode.start_containerd(
+            lambda: runtime.spawn(containerd["name"], containerd["node"], containerd["cmd"], env=containerd.get("env"),
+                                  meta=containerd["meta"]),
+            runtime.state.logs_dir / f"{containerd['name']}.out", paths.socket, f"containerd of {target}")
         started = [proc, runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"),
                                        meta=kubelet["meta"])]
 

@@ -257,8 +257,9 @@ class KubernetesRuntime(LocalNetnsRuntime):
         (paths.cni_conf / "10-dfslab.conflist").write_text(knode.cni_config(pod_subnet(index)))
         in_node = lambda argv: knode.nsenter_mount(holder.pid, argv)  # noqa: E731
         seeded = bool(images.get("seed")) and kimages.seed_root(Path(images["seed"]), paths.containerd_root)
-        containerd = self.spawn(f"containerd-{node}", node, in_node(["containerd", "--config", str(paths.root / "containerd.toml")]))
-        knode.wait_file(paths.socket, f"containerd of {node}", containerd.alive)
+        name = f"containerd-{node}"
+        knode.start_containerd(lambda: self.spawn(name, node, in_node(["containerd", "--config", str(paths.root / "containerd.toml")])),
+                               self.state.logs_dir / f"{name}.out", paths.socket, f"containerd of {node}")
         if not seeded:
             res = subprocess.run(self.command(node, in_node(["ctr", "--address", str(paths.socket), "-n", "k8s.io",
                                                              "images", "import", "--no-unpack", images["archive"]])),

@@ -19,6 +19,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import yaml
 
@@ -157,6 +158,35 @@ def wait_file(path: Path, what: str, alive, timeout: float = 20) -> None:
             raise RuntimeError_(f"{what} did not come up (no {path}): it exited")
         return False
     wait_until(there, f"{what} to come up", timeout, 0.1, lambda _: RuntimeError_(f"{what} did not come up (no {path})"))
+
+
+# What containerd 1.6 logs the moment its CRI service is initialized (pkg/cri/server/service.go
+# Run(): it recovers every container's state first, and answers every CRI call, Version included,
+# with "server is not initialized yet" until then).
+CRI_INITIALIZED = b'msg="Start streaming server"'
+CRI_TIMEOUT = 120
+
+
+def start_containerd(spawn: Callable[[], Any], log: Path, socket: Path, what: str) -> Any:
+    """Start a node's containerd (`spawn()` returns its tracked process) and return it once its
+    CRI answers. A kubelet's first CRI call is a Version check and the kubelet exits when it
+    fails; a containerd restarted over a dead node's containers is still recovering their state
+    when its socket appears (the socket is served before the CRI is initialized)."""
+    offset = log.stat().st_size if log.exists() else 0  # the log is appended to: only this start's lines
+    proc = spawn()
+    wait_file(socket, what, proc.alive)
+
+    def initialized() -> bool:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            if CRI_INITIALIZED in f.read():
+                return True
+        if not proc.alive():
+            raise RuntimeError_(f"{what} exited before its CRI was ready; its log ({log}) ends: {proc.log_tail()}")
+        return False
+    wait_until(initialized, f"{what}'s CRI (recovering its containers' state)", CRI_TIMEOUT, 0.1,
+               lambda msg: RuntimeError_(f"{msg}; its log: {log}"))
+    return proc
 
 
 def nsenter_mount(holder_pid: int, argv: list[str]) -> list[str]:
