@@ -63,7 +63,8 @@ class KubernetesFault(Fault):
         try:
             self.wait(done, what, timeout)
         except FaultError as exc:
-            raise FaultError(f"{exc}; still missing: {'; '.join(left[:6])}{' …' if len(left) > 6 else ''}") from None
+            raise FaultError(f"{exc}; still missing: {'; '.join(left[:6])}{' …' if len(left) > 6 else ''}"
+                             if left else str(exc)) from None
 
 
 class OperatorDown(KubernetesFault):
