@@ -9,13 +9,12 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 logs=$(mktemp -d /tmp/dfslab-repeat-XXXXXX)
 failed=0
-# Ctrl-C ends the hunt, not the round: each round's test-suite.sh cleans up and exits 130 on it,
-# and without this the loop went on to the next round.
-trap 'echo "=== interrupted (logs: $logs)"; exit 130' INT TERM
 for round in $(seq 1 "$rounds"); do
   echo "=== round $round of $rounds (log: $logs/round-$round.log)"
   bash scripts/test-suite.sh clusters 2>&1 | tee "$logs/round-$round.log"
   rc=${PIPESTATUS[0]}
+  # Ctrl-C ends the hunt, not the round: the round's suite cleans up and exits 130 on it (not
+  # killed by the signal, so this shell would otherwise go on to the next round).
   if [ "$rc" = 130 ]; then echo "=== interrupted in round $round (logs: $logs)"; exit 130; fi
   if [ "$rc" != 0 ]; then failed=$((failed + 1)); fi
 done

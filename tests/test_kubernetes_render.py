@@ -136,7 +136,7 @@ def test_containerd_counts_as_started_only_once_its_cri_is_initialized(tmp_path)
     state = ClusterState("t-cri")
     state.create({"name": "t-cri"})
     table = ProcessTable(state)
-    log = state.logs_dir / "ctrd.out"
+    log = table.log_path("ctrd")
     log.write_bytes(b'time="earlier" level=info msg="Start streaming server"\n')
     sock = tmp_path / "containerd.sock"
     recovering = f'touch {sock}; echo \'level=info msg="Start recovering state"\'; sleep 1'

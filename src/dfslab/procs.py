@@ -74,8 +74,12 @@ class ProcessTable:
     def _file(self, name: str) -> Path:
         return self.state.pids_dir / f"{name}.json"
 
+    def log_path(self, name: str) -> Path:
+        """Where `spawn` appends the output of the process named `name` (across its restarts)."""
+        return self.state.logs_dir / f"{name}.out"
+
     def spawn(self, name: str, node: str, argv: list[str], env: dict[str, str] | None = None, meta: dict | None = None) -> TrackedProcess:
-        log = self.state.logs_dir / f"{name}.out"
+        log = self.log_path(name)
         full_env = {**os.environ, **(env or {}), ENV_MARK: self.state.name}
         with open(log, "ab") as out:
             popen = subprocess.Popen(

@@ -232,7 +232,7 @@ class NodeLoss(KubernetesFault):
         proc = knode.start_containerd(
             lambda: runtime.spawn(containerd["name"], containerd["node"], containerd["cmd"], env=containerd.get("env"),
                                   meta=containerd["meta"]),
-            runtime.state.logs_dir / f"{containerd['name']}.out", paths.socket, f"containerd of {target}")
+            runtime.procs.log_path(containerd["name"]), paths.socket, f"containerd of {target}")
         started = [proc, runtime.spawn(kubelet["name"], kubelet["node"], kubelet["cmd"], env=kubelet.get("env"),
                                        meta=kubelet["meta"])]
 

@@ -259,7 +259,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
         seeded = bool(images.get("seed")) and kimages.seed_root(Path(images["seed"]), paths.containerd_root)
         name = f"containerd-{node}"
         knode.start_containerd(lambda: self.spawn(name, node, in_node(["containerd", "--config", str(paths.root / "containerd.toml")])),
-                               self.state.logs_dir / f"{name}.out", paths.socket, f"containerd of {node}")
+                               self.procs.log_path(name), paths.socket, f"containerd of {node}")
         if not seeded:
             res = subprocess.run(self.command(node, in_node(["ctr", "--address", str(paths.socket), "-n", "k8s.io",
                                                              "images", "import", "--no-unpack", images["archive"]])),
