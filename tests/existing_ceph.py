@@ -153,22 +153,40 @@ osd memory target = 939524096
                                      "mgr", "allow rw"))
         self._spawn("radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.site", "-k", str(keyring),
                     "--rgw-data", str(d / "data" / "rgw"), "--rgw-frontends", f"beast endpoint=127.0.0.1:{port}")
+        gateway = self.procs[-1]
         endpoint = f"http://127.0.0.1:{port}"
+        try:
+            self._wait_answers(endpoint, gateway, timeout)
+            user = subprocess.run(["radosgw-admin", "-c", str(self.conf), "-k", str(self.admin), "user", "create",
+                                   "--uid=site", "--display-name=site"], capture_output=True, text=True, timeout=120,
+                                  check=True)
+        except (RuntimeError, subprocess.SubprocessError) as exc:
+            # A CI run once failed here with nothing to go on: the gateway's own log says why.
+            raise RuntimeError(f"{exc}\n{self.log_tail('ceph-client.rgw.site.log')}\n"
+                               f"ceph status: {self.ceph('status', check=False)}") from None
+        key = json.loads(user.stdout)["keys"][0]
+        return {"endpoint": endpoint, "access_key": key["access_key"], "secret_key": key["secret_key"]}
+
+    @staticmethod
+    def _wait_answers(endpoint: str, proc: subprocess.Popen, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             try:
                 with urllib.request.urlopen(endpoint, timeout=5):
-                    break
+                    return
             except urllib.error.HTTPError:
-                break  # an S3 error document: it answers
+                return  # an S3 error document: it answers
             except OSError as e:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"the by-hand radosgw exited ({proc.returncode}) before it answered at {endpoint}")
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"the by-hand radosgw never answered at {endpoint}: {e}") from None
+                    raise RuntimeError(f"the by-hand radosgw never answered at {endpoint} in {timeout:.0f} s: {e}") from None
             time.sleep(1)
-        user = subprocess.run(["radosgw-admin", "-c", str(self.conf), "-k", str(self.admin), "user", "create",
-                               "--uid=site", "--display-name=site"], capture_output=True, text=True, timeout=120, check=True)
-        key = json.loads(user.stdout)["keys"][0]
-        return {"endpoint": endpoint, "access_key": key["access_key"], "secret_key": key["secret_key"]}
+
+    def log_tail(self, name: str, lines: int = 25) -> str:
+        path = self.dir / "logs" / name
+        text = path.read_text(errors="replace").splitlines()[-lines:] if path.exists() else ["(no log)"]
+        return f"last lines of {name}:\n" + "\n".join(text)
 
     def wait_prometheus(self, timeout: float) -> None:
         # Enabling the module returns before its HTTP server listens (a CI run once found the port
