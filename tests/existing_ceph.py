@@ -17,10 +17,13 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-# Unusual ports, so a MON left by a crashed run elsewhere is not mistaken for this one.
-MON_ADDR = "[v2:127.0.0.1:43300,v1:127.0.0.1:46789]"
-PROMETHEUS_PORT = 49283
-RGW_PORT = 47480
+# Unusual ports, so a MON left by a crashed run elsewhere is not mistaken for this one, and below
+# the kernel's ephemeral range (32768-60999): the kubernetes phase runs beside this one, and its
+# API server's connections to etcd on 127.0.0.1 take local ports from that range, any of which
+# a fixed port in it can collide with.
+MON_ADDR = "[v2:127.0.0.1:23300,v1:127.0.0.1:26789]"
+PROMETHEUS_PORT = 29283
+RGW_PORT = 27480
 
 
 class ByHandCeph:

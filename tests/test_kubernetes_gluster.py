@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -75,6 +76,20 @@ def test_glusterd_runs_as_a_statefulset_one_pod_per_node_and_the_bootstrap_job_m
         assert Path(f"/proc/{brick['pid']}/comm").read_text().strip() == "glusterfsd", brick
 
 
+def _helpers_left(name: str) -> list[int]:
+    """glfsheal processes in the cluster's network namespaces: the gluster CLI's crawlers, which
+    once outlived every heal query that gave up and piled up until none answered."""
+    nets = {os.stat(f"/run/netns/{ns}").st_ino for ns in os.listdir("/run/netns") if ns.startswith(f"dfs-{name}-")}
+    out = []
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if proc.info["name"] == "glfsheal" and os.stat(f"/proc/{proc.pid}/ns/net").st_ino in nets:
+                out.append(proc.pid)
+        except OSError:
+            continue
+    return out
+
+
 def _fault_run(tmp: Path, data: dict, name: str, fault: dict) -> tuple[Path, dict]:
     exp = tmp / f"{name}.yaml"
     exp.write_text(yaml.safe_dump({
@@ -83,6 +98,7 @@ def _fault_run(tmp: Path, data: dict, name: str, fault: dict) -> tuple[Path, dic
         "workloads": [{"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "32MiB", "seconds": 15}],
         "faults": [{**fault, "during": 0, "at": "3s"}]}))
     run, out = run_against(exp, data["name"])
+    assert not _helpers_left(data["name"])  # every heal query's glfsheal went with its CLI
     events = json.loads((run / "faults.json").read_text())
     assert [(e["kind"], e["target"], e["error"]) for e in events] == [(fault["kind"], fault["target"], None)], events
     assert events[0]["recover_s"] is not None and events[0]["acknowledged_writes"] > 0, events

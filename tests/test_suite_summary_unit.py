@@ -14,7 +14,7 @@ CLUSTER_B = """<testsuites><testsuite name="pytest">
 <testcase classname="tests.test_s3" name="test_refused" time="140.2">
 <error message="failed on setup with RuntimeError">Traceback
   line 1
-E   RuntimeError: the by-hand radosgw never answered at http://127.0.0.1:47480 in 120 s</error></testcase>
+E   RuntimeError: the by-hand radosgw never answered at http://127.0.0.1:27480 in 120 s</error></testcase>
 </testsuite></testsuites>"""
 KUBERNETES = """<testsuites><testsuite name="pytest">
 <testcase classname="tests.test_k" name="test_heals" time="797.1">

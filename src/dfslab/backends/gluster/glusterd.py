@@ -78,16 +78,35 @@ def in_mount_ns(ctx: GlusterContext, node: str, argv: list[str]) -> list[str]:
 BUSY = "Another transaction is in progress"
 
 
+# The CLI runs helpers of its own that outlive it: `heal info` forks glfsheal, a client that
+# crawls every brick, and when the CLI gives up (its --timeout) glfsheal goes on alone. A hunt
+# found 39 of them at once on a disperse volume healing after a fault: the sampler asks every
+# second with 3 s to answer, each unanswered ask left one more crawler, and together they kept
+# every later ask (and the recovery wait) from answering, so the volume "never healed". So the
+# CLI runs under timeout(1), which makes its own process group that the CLI's helpers inherit,
+# and the group is killed once the CLI has returned (or timed out): nothing it started outlives it.
+# The wrapper runs in the node, so it holds on every runtime (docker's containers included).
+REAP = 'timeout -k 2 "$0" "$@" & p=$!; wait $p; rc=$?; kill -9 -$p 2>/dev/null; exit $rc'  # dash's kill takes no --
+TIMED_OUT = 124  # timeout(1)'s exit status when the limit ran out
+
+
+def reaped(argv: list[str], limit: float) -> list[str]:
+    """argv run with a time limit, killing every process it leaves in its group when it ends."""
+    return ["sh", "-c", REAP, f"{max(1, round(limit))}s", *argv]
+
+
 def cli(ctx: GlusterContext, node: str, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     """`gluster --mode=script ARGS` against the glusterd of `node`."""
     # --timeout: the CLI's own wait for glusterd (cluster-wide ops wait on unreachable peers).
-    argv = in_mount_ns(ctx, node, ["gluster", "--mode=script", f"--timeout={int(timeout)}", *args])
+    argv = in_mount_ns(ctx, node, reaped(["gluster", "--mode=script", f"--timeout={int(timeout)}", *args], timeout + 3))
     deadline = time.monotonic() + min(timeout, 15)
     while True:
         try:
-            res = ctx.runtime.run(node, argv, timeout=timeout + 5, check=False)
+            res = ctx.runtime.run(node, argv, timeout=timeout + 10, check=False)
         except subprocess.TimeoutExpired:
-            raise BackendError(f"`gluster {' '.join(args)}` on {node} did not answer within {timeout:.0f} s") from None
+            res = None
+        if res is None or res.returncode == TIMED_OUT:
+            raise BackendError(f"`gluster {' '.join(args)}` on {node} did not answer within {timeout:.0f} s")
         # glusterd takes one volume lock per transaction: a concurrent status call (the sampler's)
         # makes this one fail at once, so wait for the lock rather than report a failure.
         if BUSY not in res.stdout + res.stderr or time.monotonic() > deadline:

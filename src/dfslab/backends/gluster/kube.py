@@ -37,11 +37,13 @@ BOOTSTRAP = "gluster-bootstrap"
 LABELS = {"app.kubernetes.io/managed-by": "dfslab"}
 
 
-def host_cli(run_dir: Path, argv: list[str]) -> list[str]:
-    """argv with `run_dir` (a node's /run, where its glusterd's CLI socket is) as /run, in a
-    private mount namespace of its own."""
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", 'mount --bind "$0" /run && exec "$@"',
-            str(run_dir), *argv]
+def host_cli(node_dir: Path, argv: list[str]) -> list[str]:
+    """argv with the node's /run (where its glusterd's CLI socket is) and its log directory as
+    /run and /var/log/glusterfs, in a private mount namespace of its own: the CLI's log and its
+    helpers' (glfsheal's crawl of every brick) go to the node's directory, as on the local
+    runtime, not into this machine's /var/log/glusterfs."""
+    binds = " && ".join(f'mount --bind "$0"/{sub} {PRIVATE_PATHS[sub]}' for sub in ("run", "log"))
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{binds} && exec "$@"', str(node_dir), *argv]
 
 
 def node_mounts(root: Path) -> tuple[list[dict], list[dict]]:
@@ -156,7 +158,7 @@ class GlusterKubernetesBackend(GlusterBackend):
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
-        self.ctx.enter = lambda node, argv: host_cli(self.ctx.node_dir(node, "run"), argv)
+        self.ctx.enter = lambda node, argv: host_cli(self.ctx.root / node, argv)
 
     @property
     def namespace(self) -> str:
