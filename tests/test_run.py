@@ -231,15 +231,20 @@ def test_report_renders_in_headless_chromium(run_dir):
     assert dom.count("<svg") == html.count("<svg") >= figures  # every plot is in the rendered page
     console = [l for l in res.stderr.splitlines() if "CONSOLE" in l and ("Error" in l or "error" in l)]
     assert console == []
-    # The verdict and the first steps with what limited them fit the first screen; no cell in scientific notation
+    # The verdict and the first steps with what limited them fit the first screen, the page is no
+    # wider than the window; no cell in scientific notation
     probe = Path(profile) / "report.html"
     probe.write_text(html.replace("</body>", "<script>const t = document.querySelector('table.steps tr:nth-child(2)');"
                                   "document.documentElement.dataset.verdict = document.querySelector('p.verdict')"
-                                  ".getBoundingClientRect().bottom + ',' + t.getBoundingClientRect().bottom;</script></body>"))
+                                  ".getBoundingClientRect().bottom + ',' + t.getBoundingClientRect().bottom + ',' + "
+                                  "(document.documentElement.scrollWidth - document.documentElement.clientWidth);"
+                                  "</script></body>"))
     shown = subprocess.run([chromium(), *flags, "--window-size=1280,800", "--dump-dom", f"file://{probe}"],
                            capture_output=True, text=True, timeout=120).stdout
-    verdict_bottom, first_step_bottom = map(float, re.search(r'data-verdict="([\d.]+),([\d.]+)"', shown).groups())
+    verdict_bottom, first_step_bottom, overflow = map(float, re.search(r'data-verdict="([\d.]+),([\d.]+),(-?[\d.]+)"',
+                                                                       shown).groups())
     assert verdict_bottom < 800 and first_step_bottom < 800, (verdict_bottom, first_step_bottom)
+    assert overflow <= 0, f"the page is {overflow:.0f} px wider than a 1280-px window"  # wide tables scroll in their box
     cells = re.findall(r"<td[^>]*>(.*?)</td>", html, re.S)
     assert cells and not [c for c in cells if re.search(r"\d[eE][+-]?\d", c)]
     shot = run_dir / "screenshot.png"

@@ -28,11 +28,13 @@ from .units import human_bytes, quantity, si, to_display  # noqa: E402
 from .ledger import FROM_STORAGE_FLOOR, shares as ledger_shares  # noqa: E402
 from .workloads import MIN_PHASE_SECONDS, direction  # noqa: E402
 
+# Tables sit in div.wide: the results table with every metric column was 1431 px wide, wider
+# than a 1280-px window, and the whole page scrolled sideways; now only the table scrolls.
 TEMPLATE = jinja2.Template("""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>dfslab {{ title }}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1150px;color:#222}
-table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding:.25em .55em;text-align:right;font-size:.92em}
+div.wide{overflow-x:auto}table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding:.25em .55em;text-align:right;font-size:.92em}
 th{background:#f3f3f3}td.l,th.l{text-align:left}td.p{white-space:nowrap}.ok{color:#080}.bad{color:#b00}.warn{color:#a60}
 figure{margin:1.2em 0}figcaption{font-size:.9em;color:#555}code{background:#f6f6f6;padding:0 .2em}
 ul.bn li{margin:.25em 0;font-family:ui-monospace,monospace;font-size:.92em}
@@ -49,10 +51,10 @@ data: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrit
 checked (no faults: an experiment's <code>faults:</code> checks every acknowledged write){% endif %} ·
 {{ measured_steps }} step(s) measured{% if failures %}, <b class="bad">{{ failures|length }} failed</b>{% endif %}{% if skipped %},
 <span class="warn">{{ skipped|length }} skipped</span>{% endif %}</p>
-{% set platform = bottlenecks|selectattr('platform')|list %}{% if bottlenecks %}<table class="steps"><tr><th class="l">step</th><th>result</th><th>CPU</th>{% if platform %}<th title="of the machine's CPUs, in the same seconds">of it Kubernetes</th>{% endif %}<th>link</th><th>disk</th><th class="l">limited by</th></tr>
+{% set platform = bottlenecks|selectattr('platform')|list %}{% if bottlenecks %}<div class="wide"><table class="steps"><tr><th class="l">step</th><th>result</th><th>CPU</th>{% if platform %}<th title="of the machine's CPUs, in the same seconds">of it Kubernetes</th>{% endif %}<th>link</th><th>disk</th><th class="l">limited by</th></tr>
 {% for b in bottlenecks %}<tr><td class="l">{{ b.step }}</td><td class="p">{{ b.result }}</td>{% for k in ('CPU', 'link', 'disk') %}<td class="p {{ 'sat' if b.bound == k else '' }}">{{ b.shares.get(k, '–') }}</td>{% if k == 'CPU' and platform %}<td class="p">{{ b.platform or '–' }}</td>{% endif %}{% endfor %}
 <td class="l p {{ 'sat' if b.bound else '' }}">{{ b.limit }}</td></tr>{% endfor %}
-</table>{% if platform %}<p class="note">"Of it Kubernetes": the CPU Kubernetes itself took in the same seconds (API server, etcd,
+</table></div>{% if platform %}<p class="note">"Of it Kubernetes": the CPU Kubernetes itself took in the same seconds (API server, etcd,
 controller manager, scheduler, the kubelets and containerd, as dfslab started them), a share of the machine's CPUs: what
 running the cluster under Kubernetes cost beside the storage and the workload.</p>{% endif %}
 <p class="note">Each step's share of the limits measured before the workloads (client link by iperf3, disk by fio)
@@ -71,11 +73,11 @@ saturated": the step was bound by latency or by how many I/Os it kept in flight.
 {{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed objects and files (seeded before the faults, and every write the
 client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ integrity.lost_names|join(', ') }}{% endif %}
 {% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
-<table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>in effect after (s)</th><th>undone (s)</th><th>detected after (s)</th>
+<div class="wide"><table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>in effect after (s)</th><th>undone (s)</th><th>detected after (s)</th>
 <th>recovered after undo began (s)</th><th>undo took (s)</th><th class="l">seen before the undo</th><th class="l">writes blocked</th><th>writes acked while in effect</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.in_effect }}</td><td>{{ f.t_undo }}</td>
 <td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.undo_took }}</td><td class="l">{{ f.seen }}</td><td class="l {{ 'warn' if f.blocked_flag else '' }}">{{ f.blocked }}</td><td>{{ f.acked }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
-</table>
+</table></div>
 <p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
 the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
 "yes" from {{ blocked_threshold }} s.</p>{% endif %}
@@ -90,39 +92,39 @@ best / default = <b>{{ '%.3f' % c.best_over_default }}</b>{% if c.low is not non
 <b class="warn">Not from the storage</b>: the {{ c.not_from_storage|join(' and ') }} configuration's {{ c.metric }} came from a
 cache (byte ledger: the clients' links carried under {{ floor }} of the bytes the tool counted); this ranks a cache, not the cluster.{% endif %}
 To reproduce: <code>{{ tune.reproduce }}</code> in this run's directory.</p>
-<table><tr><th>setting</th><th class="l">values</th><th>repetitions</th><th>mean {{ c.metric }}</th><th class="l">state</th><th class="l">applied</th><th class="l">run</th></tr>
+<div class="wide"><table><tr><th>setting</th><th class="l">values</th><th>repetitions</th><th>mean {{ c.metric }}</th><th class="l">state</th><th class="l">applied</th><th class="l">run</th></tr>
 {% for t in tune.trials %}<tr><td>{{ t.number }}</td><td class="l p">{% for k, v in t.settings.items() %}{{ k }}={{ v }}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
 <td>{{ t["values"]|length }}</td><td>{{ '%.4g' % t.mean if t.mean is not none else '' }}</td><td class="l">{{ t.state }}</td>
 <td class="l">{{ t.applied }}</td><td class="l"><code>{{ t.run }}</code></td></tr>{% endfor %}
-</table>{% endif %}
+</table></div>{% endif %}
 {% if ranking %}<h2>Settings ranked</h2>
 <p>Each headline metric with every setting's mean and 95 % interval, best first. A winner is named only when the
 interval of best / runner-up, over runs, excludes 1: with one run per setting none is (the interval within one run cannot
 see run-to-run variation; <code>runs: 3</code> gives each setting runs). <code>settings.json</code> has it all.</p>
-<table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th class="l">ranking (mean ± 95 %)</th><th class="l">winner</th></tr>
+<div class="wide"><table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th class="l">ranking (mean ± 95 %)</th><th class="l">winner</th></tr>
 {% for r in ranking %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
 <td class="l">{% for e in r.ranking %}{{ e.settings }}: {{ '%.4g' % e.mean }}{% if e.ci95 is not none %} ± {{ '%.2g' % e.ci95 }}{% endif %}{% if e.settings in r.not_from_storage %} <span class="warn">(not from the storage: {{ '%.2f' % e.from_storage }} of its bytes on the wire)</span>{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
 <td class="l">{% if r.winner %}<b>{{ r.winner }}</b> ({{ '%.3f' % r.best_over_runner_up }}× the runner-up){% else %}no winner: {{ r.why or 'none beat the noise' }}{% endif %}</td></tr>{% endfor %}
-</table>{% for f in settings_figures %}<figure>{{ f.svg }}<figcaption>{{ f.caption }}</figcaption></figure>{% endfor %}{% endif %}
+</table></div>{% for f in settings_figures %}<figure>{{ f.svg }}<figcaption>{{ f.caption }}</figcaption></figure>{% endfor %}{% endif %}
 {% if comparison %}<h2>{% set what = comparison.what or "runtime" %}{{ what|capitalize }} {{ comparison.runtime }} against {{ what }} {{ comparison.baseline_runtime }}</h2>
 <p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code>.
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>.
 The table shows the headline metrics; <code>comparison.json</code> has every one.</p>
-<table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
+<div class="wide"><table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
 <th>B ({{ comparison.runtime }})</th><th>B/A</th><th>95 % interval</th><th class="l">verdict</th></tr>
 {% for r in comparison.headline %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
 <td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio if r.ratio is not none else '-' }}</td>
 <td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% if r.over == 'one run' %} (within one run){% endif %}{% else %}none{% endif %}</td>
 <td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}{% if r.not_from_storage %} <span class="warn">· not from the storage on {{ r.not_from_storage|join(' and ') }} (byte ledger: {{ '%.2f' % r.from_storage_a if r.from_storage_a is not none else '?' }} / {{ '%.2f' % r.from_storage_b if r.from_storage_b is not none else '?' }} of its bytes on the wire)</span>{% endif %}</td></tr>{% endfor %}
-</table>{% endif %}
+</table></div>{% endif %}
 <h2>Summary</h2>
 <p>Mean ± 95 % interval over repetitions (n). Every metric of every tool is in <code>results.csv</code>.</p>
 {% for title, lines, columns in tables %}{% if lines %}<h3>{{ title }}</h3>
-<table><tr><th class="l">workload</th><th class="l">parameters</th>{% for m, head in columns %}<th>{{ head }}</th>{% endfor %}<th>n</th></tr>
+<div class="wide"><table><tr><th class="l">workload</th><th class="l">parameters</th>{% for m, head in columns %}<th>{{ head }}</th>{% endfor %}<th>n</th></tr>
 {% for r in lines %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td>
 {% for m, head in columns %}<td>{{ r.cells.get(m, '') }}</td>{% endfor %}<td>{{ r.n }}</td></tr>{% endfor %}
-</table>{% endif %}{% endfor %}
+</table></div>{% endif %}{% endfor %}
 {% if uncached %}<p class="warn"><b>Not measuring the storage</b> (byte ledger: the clients' links carried under {{ floor }} of
 the bytes the tool counted; <code>from_storage</code> rows in results.csv):</p><ul>{% for line in uncached %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if step_warnings %}<p class="warn"><b>Ran under a warning</b> (the cluster's, during the step; it blocked nothing, <code>warnings</code> in intervals.json):</p><ul>{% for line in step_warnings %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
@@ -130,13 +132,13 @@ the bytes the tool counted; <code>from_storage</code> rows in results.csv):</p><
 {% if shallow %}<p class="warn"><b>Queue depth not reached:</b></p><ul>{% for line in shallow %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
 <h2>Cluster at the end</h2>
-<table><tr><th class="l">daemon</th><th class="l">node</th><th class="l">address</th><th>pid</th><th>RSS MiB</th></tr>
+<div class="wide"><table><tr><th class="l">daemon</th><th class="l">node</th><th class="l">address</th><th>pid</th><th>RSS MiB</th></tr>
 {% for d in daemons %}<tr><td class="l">{{ d.name }}</td><td class="l">{{ d.node }}</td><td class="l">{{ d.address }}</td><td>{{ d.pid }}</td>
 <td>{{ '%.0f' % (d.rss_bytes / 1048576) if d.rss_bytes else '-' }}</td></tr>{% endfor %}
-</table>
+</table></div>
 {% for line in status_summary %}<p>{{ line }}</p>{% endfor %}
-{% for tab in status_tables %}<h3>{{ tab.title }}</h3><table><tr>{% for c in tab.columns %}<th class="l">{{ c }}</th>{% endfor %}</tr>
-{% for row in tab.rows %}<tr>{% for c in row %}<td class="l">{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>{% endfor %}
+{% for tab in status_tables %}<h3>{{ tab.title }}</h3><div class="wide"><table><tr>{% for c in tab.columns %}<th class="l">{{ c }}</th>{% endfor %}</tr>
+{% for row in tab.rows %}<tr>{% for c in row %}<td class="l">{{ c }}</td>{% endfor %}</tr>{% endfor %}</table></div>{% endfor %}
 <p>Raw tool output: <code>raw/</code> · measurements: <code>results.csv</code> · time series: <code>timeseries.csv</code> ·
 provenance: <code>provenance.json</code></p>
 </body></html>
