@@ -113,6 +113,7 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
     moved = wire if step.workload.streams(step.params) else None
     watch = StepWatch(runner, alarms, warnings=warnings, moved=moved) if alarms is not None else None
     try:
+        runner.entry = step.index
         step.workload.prepare(runner, step.params)
         if server_cache == "drop" and runner.storage is not None:
             dropped = runner.storage.drop_server_caches(runner)

@@ -104,6 +104,11 @@ class Runner:
     # The tools of the step now running (`run`, `popen(watched=True)`): what `stop_tools` stops
     # when the cluster can no longer serve the step (dfslab.watch).
     live: set = field(default_factory=set)
+    # The experiment's workload entry now running (run.py sets it), and which entry first named
+    # each raw file: two entries with the same parameters made the same name, and the second
+    # overwrote the first's raw output.
+    entry: int = 0
+    raw_owners: dict = field(default_factory=dict)
 
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
         """A directory a file workload writes in: on the cluster's POSIX mount on `node`
@@ -165,6 +170,13 @@ class Runner:
                 proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+    def raw_name(self, name: str) -> str:
+        """`name` for the raw files of the entry now running: as given for the first entry to use
+        it, with `-e<entry>` for a later entry that makes the same name (a retry within one entry
+        keeps the name: its last try stays)."""
+        owner = self.raw_owners.setdefault(name, self.entry)
+        return name if owner == self.entry else f"{name}-e{self.entry}"
 
     def keep(self, name: str, argv: list[str], stdout: str, stderr: str) -> Path:
         """raw/<name>.txt is the tool's output untouched; the command and stderr go beside it."""

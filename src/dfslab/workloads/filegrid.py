@@ -55,7 +55,7 @@ class FileGrid(Workload):
         rows: list[Measurement] = []
         target = target_options(runner, params.target, params.file_size, params.threads, False)
         for op in ("write", "read"):
-            tag = f"filegrid-{params.target}-{params.file_size}-t{params.threads}-{op}-r{repetition}"
+            tag = runner.raw_name(f"filegrid-{params.target}-{params.file_size}-t{params.threads}-{op}-r{repetition}")
             job = f"filegrid-{params.file_size}-t{params.threads}"
             with _reading(runner, params.target, target) if op == "read" else _as_is(target) as where:
                 options = dict(rw=op, bs=params.record_size, numjobs=params.threads, size=params.file_size,

@@ -132,9 +132,9 @@ class Fio(Workload):
 
     def run(self, runner: Runner, params: FioParams, repetition: int) -> list[Measurement]:
         labels = params.model_dump(mode="python")
-        tag = (f"fio-{params.target}-{params.rw}-{params.bs}-qd{params.iodepth}-j{params.numjobs}-r{repetition}"
-               + ("" if params.direct or params.target not in FILE_TARGETS else "-buffered")
-               + ("-cached" if params.client_cache else ""))
+        tag = runner.raw_name(f"fio-{params.target}-{params.rw}-{params.bs}-qd{params.iodepth}-j{params.numjobs}-r{repetition}"
+                              + ("" if params.direct or params.target not in FILE_TARGETS else "-buffered")
+                              + ("-cached" if params.client_cache else ""))
         timeout = params.seconds * 3 + params.size * params.numjobs / 20e6 + 120
         servers = runner.fio_servers() if params.target != "local" else []
         if servers:

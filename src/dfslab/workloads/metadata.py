@@ -38,7 +38,7 @@ class Metadata(Workload):
 
     def run(self, runner: Runner, params: MetadataParams, repetition: int) -> list[Measurement]:
         base = runner.workdir(params.target, "dfslab-metadata")
-        tag = f"metadata-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}"
+        tag = runner.raw_name(f"metadata-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}")
         (base / tag).mkdir(parents=True, exist_ok=True)
         with fresh_directory(runner, base / tag) if params.target != "local" else nullcontext(base / tag) as later:
             argv = [sys.executable, "-m", "dfslab.workloads.metadata_worker", str(base / tag), str(params.procs),

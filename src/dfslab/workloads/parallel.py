@@ -85,7 +85,7 @@ class ParallelIO(Workload):
         for c, (argv, proc) in procs.items():
             out, err = proc.communicate(timeout=3600)
             runner.live.discard(proc)
-            tag = f"parallel-{params.target}-c{params.clients}-p{params.procs}-{op}-{c}-r{repetition}"
+            tag = runner.raw_name(f"parallel-{params.target}-c{params.clients}-p{params.procs}-{op}-{c}-r{repetition}")
             runner.keep(tag, argv, out, err)
             if proc.returncode != 0:
                 raise WorkloadError(f"fio on {c} exited {proc.returncode}: {err.strip()[-300:]}")

@@ -57,7 +57,7 @@ class Pushdown(Workload):
             answer = engine.call(op="query", sql=sql, where=params.where, limit=0 if params.query == "select" else None)
         except QueryError as exc:
             raise WorkloadError(f"pushdown {params.where}: {exc}") from None
-        runner.keep(f"pushdown-{params.query}-{params.selectivity:g}-{params.where}-r{repetition}", [sql],
+        runner.keep(runner.raw_name(f"pushdown-{params.query}-{params.selectivity:g}-{params.where}-r{repetition}"), [sql],
                     f"{answer['seconds']:.6f} s, {answer['bytes_moved']} bytes, {len(answer['rows'])} rows\n", "")
         labels = params.model_dump(mode="python")
         rows = sum(r[1] for r in answer["rows"]) if params.query == "aggregate" else answer["nrows"]

@@ -106,7 +106,7 @@ class RadosBench(Workload):
         if params.mode[0] != "write":
             raise WorkloadError("radosbench.mode must start with write (seq and rand read what write left)")
         rows: list[Measurement] = []
-        tag = f"radosbench-{params.object_size}-{params.threads}t-r{repetition}"
+        tag = runner.raw_name(f"radosbench-{params.object_size}-{params.threads}t-r{repetition}")
         if runner.storage is None:
             raise WorkloadError("rados bench needs a cluster")
         pool = runner.storage.bench_pool(params.pool)

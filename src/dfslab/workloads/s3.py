@@ -56,7 +56,7 @@ class S3(Workload):
         endpoints, creds, region = runner.storage.s3_access()
         endpoint = endpoints[min(params.gateway, len(endpoints) - 1)]
         bucket = runner.storage.s3_bucket()
-        tag = f"s3-{params.object_size}-t{params.threads}-r{repetition}"
+        tag = runner.raw_name(f"s3-{params.object_size}-t{params.threads}-r{repetition}")
         argv = [sys.executable, "-m", "dfslab.workloads.s3_worker", endpoint, creds, bucket, str(params.object_size),
                 str(params.threads), str(params.seconds), region, ",".join(params.ops), str(params.read_percent)]
         result = json.loads(runner.run(argv, tag, timeout=len(params.ops) * (2 * params.seconds + 60) + 60))

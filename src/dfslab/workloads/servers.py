@@ -93,7 +93,7 @@ class ServerScaling(Workload):
         if params.ops[0] != "write" or "randwrite" in params.ops:
             raise WorkloadError("on a pool, servers.ops must start with write and have no randwrite "
                                 "(rados bench reads what its write left and has no random write)")
-        tag = f"servers-{params.servers}-r{repetition}"
+        tag = runner.raw_name(f"servers-{params.servers}-r{repetition}")
         max_objects = max_objects_for(runner, pool, params.bs)
         rows: list[Measurement] = []
         try:
@@ -112,7 +112,7 @@ class ServerScaling(Workload):
         rows: list[Measurement] = []
         for op in params.ops:
             bs = RANDOM_BS if op.startswith("rand") else params.bs
-            tag = f"servers-{params.servers}-{op}-p{params.procs}-r{repetition}"
+            tag = runner.raw_name(f"servers-{params.servers}-{op}-p{params.procs}-r{repetition}")
             argv = fio_argv(tag, directory=path, filename_format="f.$jobnum.$filenum", nrfiles=params.files_per_proc,
                             file_service_type="roundrobin", rw=op, bs=bs,
                             iodepth=params.iodepth, ioengine="libaio", numjobs=params.procs, size=params.size,

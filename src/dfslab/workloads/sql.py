@@ -120,7 +120,7 @@ class Sql(Workload):
         server = self.server(runner, params.target)
         c = params.concurrency
         queries = params.queries + (-params.queries % c)  # the seed's "queries_corrected": divides evenly
-        tag = f"sql-{params.target}-c{c}-r{repetition}"
+        tag = runner.raw_name(f"sql-{params.target}-c{c}-r{repetition}")
         out = runner.run(["mysqlslap", f"--socket={server.socket}", "--user=root", f"--concurrency={c}",
                           f"--iterations={params.iterations}", f"--number-int-cols={params.int_cols}",
                           f"--number-char-cols={params.char_cols}", f"--number-of-queries={queries}",
