@@ -8,13 +8,17 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
+import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
 
-from conftest import cluster_up, dfslab, run_against, status_json
+from conftest import REPO, cluster_up, dfslab, run_against, status_json
+from test_readme import sh, user_env
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
 
@@ -32,24 +36,49 @@ def _up(tmp: Path, data: dict):
     cluster_up(path, data["name"], "--timeout", "600", timeout=1200)
 
 
-def _down(name: str) -> None:
+def _down(name: str, down=None) -> None:
     state = ClusterState(name)
-    dfslab("down", name, timeout=600)
+    down() if down else dfslab("down", name, timeout=600)
     assert not marked_pids(name)
     assert not [ns for ns in os.listdir("/run/netns") if ns.startswith(f"dfs-{name}-")]
     assert str(state.dir) not in Path("/proc/mounts").read_text()
     assert not state.dir.exists()
 
 
-@pytest.fixture(scope="module")
-def replica(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("k8s-gluster")
-    data = spec("t-k8s-gr", "10.81.0.0/24", volume="replicate", replica=3)
-    _up(tmp, data)
+DOCS_NAME = "gluster-k8s"  # examples/gluster-k8s.yaml, as docs/kubernetes.md brings it up
+# docs/kubernetes.md's GlusterFS block, run verbatim here (tests/test_docs_commands.py counts it)
+DOCS_BLOCK = ["dfslab up examples/gluster-k8s.yaml", "dfslab run examples/gluster-k8s-faults.yaml --cluster gluster-k8s",
+              "dfslab down gluster-k8s"]
+READER_HOME = Path("/var/lib/dfslab")  # where a reader's clusters live (no DFSLAB_HOME set)
+
+
+@contextmanager
+def reader_home():
+    """This process looks at the reader's clusters (the docs' commands made them there)."""
+    saved = os.environ["DFSLAB_HOME"]
+    os.environ["DFSLAB_HOME"] = str(READER_HOME)
     try:
-        yield tmp, data
+        yield
     finally:
-        _down(data["name"])
+        os.environ["DFSLAB_HOME"] = saved
+
+
+@pytest.fixture(scope="module")
+def replica():
+    """docs/kubernetes.md's GlusterFS block, verbatim from the repository root with the reader's
+    environment: `dfslab up examples/gluster-k8s.yaml` (replica 3) here, its faults run and
+    `dfslab down gluster-k8s` by the tests below."""
+    assert not (READER_HOME / "clusters" / DOCS_NAME).exists(), f"a cluster named {DOCS_NAME} is up"
+    runs_before = set(Path(REPO, "runs").glob("*"))
+    try:
+        sh(DOCS_BLOCK[0], timeout=1500)
+        yield DOCS_NAME
+    finally:
+        if (READER_HOME / "clusters" / DOCS_NAME).exists():  # a failed up removed what it made
+            with reader_home():
+                _down(DOCS_NAME, lambda: sh(DOCS_BLOCK[2], timeout=900))
+        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
+            shutil.rmtree(path)
 
 
 def _pods(name: str) -> list:
@@ -61,12 +90,12 @@ def _pods(name: str) -> list:
 
 
 def test_glusterd_runs_as_a_statefulset_one_pod_per_node_and_the_bootstrap_job_made_the_volume(replica):
-    _, data = replica
-    status = status_json(data["name"])
+    status = json.loads(sh(f"dfslab status {replica} --json").stdout)
     assert status["health"] == "HEALTH_OK", status["summary"]
     assert (status["volume"]["type"], status["volume"]["status"], status["volume"]["bricks"]) == ("Replicate", "Started", 3)
     assert all(b["online"] for b in status["bricks"]) and all(p["connected"] for p in status["peers"])
-    pods = _pods(data["name"])
+    with reader_home():
+        pods = _pods(replica)
     glusterd = {p.metadata.name: p.spec.node_name for p in pods if p.metadata.name.startswith("glusterd-")}
     assert sorted(glusterd) == ["glusterd-0", "glusterd-1", "glusterd-2"]
     assert sorted(glusterd.values()) == ["node1", "node2", "node3"]  # one per server node
@@ -117,16 +146,40 @@ def _fault_run(tmp: Path, data: dict, name: str, fault: dict) -> tuple[Path, dic
     return run, events[0]
 
 
-def test_replica_3_loses_a_node_during_writes_heals_and_loses_nothing(replica):
-    tmp, data = replica
-    restarts = lambda: {p.metadata.name: sum(c.restart_count for c in p.status.container_statuses or [])  # noqa: E731
-                        for p in _pods(data["name"]) if p.spec.node_name == "node3" and p.metadata.name.startswith("glusterd")}
-    before = restarts()
-    _fault_run(tmp, data, "t-k8s-gr-nodeloss", {"kind": "nodeloss", "target": "node3", "duration": "8s"})
-    after = restarts()
-    assert list(after) == list(before) and sum(after.values()) > sum(before.values())  # the same pod, restarted
+def test_the_docs_faults_lose_a_pod_and_a_node_during_writes_heal_and_lose_nothing(replica):
+    """`dfslab run examples/gluster-k8s-faults.yaml --cluster gluster-k8s` as the page shows it:
+    node2's glusterd pod deleted during one fio Job's writes, node3 lost during the next's."""
+    with reader_home():
+        restarts = lambda: {p.metadata.name: sum(c.restart_count for c in p.status.container_statuses or [])  # noqa: E731
+                            for p in _pods(replica) if p.spec.node_name == "node3" and p.metadata.name.startswith("glusterd")}
+        before = restarts()
+        old = {p.metadata.uid for p in _pods(replica) if p.spec.node_name == "node2" and p.metadata.name.startswith("glusterd")}
+    runs_before = set(Path(REPO, "runs").glob("*"))
+    sh(DOCS_BLOCK[1], timeout=1800)
+    (run,) = set(Path(REPO, "runs").glob("*")) - runs_before
+    with reader_home():
+        assert not _helpers_left(replica)  # every heal query's glfsheal went with its CLI
+        events = json.loads((run / "faults.json").read_text())
+        assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "glusterd.node2", None),
+                                                                          ("nodeloss", "node3", None)], events
+        assert all(e["recover_s"] is not None and e["acknowledged_writes"] > 0 for e in events), events
+        integrity = json.loads((run / "integrity.json").read_text())
+        assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 20, integrity
+        with open(run / "results.csv") as fh:
+            rows = [r for r in csv.DictReader(fh) if r["workload"] == "fio" and r["metric"] == "bandwidth"]
+        assert len({r["step"] for r in rows}) == 2 and all(float(r["value"]) > 0 for r in rows), rows
+        assert len(list((run / "raw").glob("fio-*.txt"))) == 2  # the two identical entries keep their own
+        jobs = [json.loads(line) for line in (ClusterState(replica).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
+        assert sum((j["tool"], j["node"], j["phase"], j["rc"]) == ("fio", "client", "Succeeded", 0) for j in jobs) >= 2, jobs
+        status = json.loads(sh(f"dfslab status {replica} --json").stdout)
+        assert status["health"] == "HEALTH_OK" and status["heal_pending"] == 0, status["summary"]
+        after = restarts()
+        assert list(after) == list(before) and sum(after.values()) > sum(before.values())  # node3's pod, restarted
+        new = [p for p in _pods(replica) if p.spec.node_name == "node2" and p.metadata.name.startswith("glusterd")]
+        assert len(new) == 1 and new[0].metadata.uid not in old  # the StatefulSet made node2's again
     # a fault the pods' runtime cannot do is refused, naming the one that can
-    res = dfslab("fault", data["name"], "brick", "node2/b0", check=False)
+    res = subprocess.run(["bash", "-c", f"dfslab fault {replica} brick node2/b0"], cwd=REPO, env=user_env(),
+                         capture_output=True, text=True, timeout=120)
     assert res.returncode != 0 and "fault pod" in res.stderr, res.stderr
 
 
