@@ -110,12 +110,20 @@ def test_progress_names_the_newest_event():
 
 def test_daemon_faults_on_kubernetes_are_pod_deletions():
     from dfslab import chaos
+    from dfslab.backends import PodSelector
+    from dfslab.backends.ceph.rook import RookCephBackend
+    from dfslab.backends.gluster.kube import GlusterKubernetesBackend
     from dfslab.chaos.pod import selector
-    assert selector("osd.0") == ("ceph_daemon_type=osd,ceph_daemon_id=0", None)
-    assert selector("mds.cephfs-a") == ("ceph_daemon_type=mds,ceph_daemon_id=cephfs-a", None)
-    assert selector("glusterd.node2") == ("dfslab.io/daemon=glusterd", "spec.nodeName=node2")
-    with pytest.raises(chaos.FaultInputError, match="Ceph daemon"):
-        selector("node1")
+    assert selector(RookCephBackend, "osd.0") == PodSelector("ceph_daemon_type=osd,ceph_daemon_id=0")
+    assert selector(RookCephBackend, "mds.cephfs-a") == PodSelector("ceph_daemon_type=mds,ceph_daemon_id=cephfs-a")
+    assert selector(GlusterKubernetesBackend, "glusterd.node2") == PodSelector("dfslab.io/daemon=glusterd", "node2", 1)
+    with pytest.raises(chaos.FaultInputError, match=r"daemons \(osd.0, mon.a, mgr.a, mds.cephfs-a\), not 'node1'"):
+        selector(RookCephBackend, "node1")
+    # each filesystem names only its own daemons: a Ceph daemon on a GlusterFS cluster is refused
+    with pytest.raises(chaos.FaultInputError, match="glusterd.node2: a node's glusterd"):
+        selector(GlusterKubernetesBackend, "osd.0")
+    with pytest.raises(chaos.FaultInputError, match="not 'glusterd.node2/x'"):
+        selector(GlusterKubernetesBackend, "glusterd.node2/x")
     spec = parse_spec(SPEC)
     with pytest.raises(chaos.FaultInputError, match="fault pod"):
         chaos.check_applies("kill", spec)  # Kubernetes restarts Rook's daemons, not dfslab

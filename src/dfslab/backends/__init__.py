@@ -61,6 +61,15 @@ class Confinement:
 
 
 @dataclass(frozen=True)
+class PodSelector:
+    """The pods that run one of a filesystem's daemons on runtime kubernetes (`fault pod`)."""
+
+    labels: str  # a label selector
+    node: str | None = None  # where the labels name only the kind of daemon: the node it runs on
+    grace: int = 0  # seconds a deleted pod gets to stop; 0 is as kill -9
+
+
+@dataclass(frozen=True)
 class Chart:
     """A report figure of the backend's own sampler series (names matching `match`)."""
 
@@ -123,6 +132,13 @@ class Backend(ABC):
 
     # Fault kinds of another filesystem that work here too (through the same client tools).
     borrowed_faults: tuple[str, ...] = ()
+    # What `fault pod` takes on this filesystem (examples for its errors), where its daemons are pods.
+    pod_daemons: str = ""
+
+    @classmethod
+    def pod_selector(cls, target: str) -> PodSelector | None:
+        """The pods that run daemon `target` on runtime kubernetes; None if it names none of ours."""
+        return None
 
     @classmethod
     def refuses_faults(cls, spec: ClusterSpec, kind: str) -> str | None:

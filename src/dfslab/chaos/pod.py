@@ -1,33 +1,24 @@
-"""Runtime kubernetes: delete a daemon's pod. Its owner (Rook's Deployment) makes a new one,
-so the undo is only waiting until it runs: the time to detect and to recover are Kubernetes's
-and Rook's own, as on any cluster that runs Ceph this way."""
+"""Runtime kubernetes: delete a daemon's pod. Its owner (Rook's Deployment, dfslab's glusterd
+StatefulSet) makes a new one, so the undo is only waiting until it runs: the time to detect and
+to recover are Kubernetes's and the operator's own, as on any cluster run this way. Which pods
+run a daemon, and the grace they get, is the filesystem's to say (Backend.pod_selector)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from . import FaultInputError
-from ..runtime.kubernetes.objects import DAEMON_LABEL
+from ..backends import Backend, PodSelector
 from .kube import RESTART_TIMEOUT, KubernetesFault, running_ready
 
-# Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0);
-# the daemons dfslab deploys itself (GlusterFS's glusterd StatefulSet) carry their kind in
-# DAEMON_LABEL and are found by their node (glusterd.node2).
-DAEMON = re.compile(r"(mon|mgr|osd|mds)\.([A-Za-z0-9-]+)")
-ON_NODE = re.compile(r"(glusterd)\.([A-Za-z0-9-]+)")
 
-
-def selector(target: str) -> tuple[str, str | None]:
-    """(label selector, field selector) of the pods that run `target`."""
-    match = DAEMON.fullmatch(target)
-    if match:
-        return f"ceph_daemon_type={match.group(1)},ceph_daemon_id={match.group(2)}", None
-    match = ON_NODE.fullmatch(target)
-    if match:
-        return f"{DAEMON_LABEL}={match.group(1)}", f"spec.nodeName={match.group(2)}"
-    raise FaultInputError(f"fault pod takes a Ceph daemon (osd.0, mon.a, mgr.a, mds.cephfs-a) or a node's glusterd "
-                          f"(glusterd.node2), not {target!r}")
+def selector(backend: Backend | type[Backend], target: str) -> PodSelector:
+    """The pods that run `target`, as the cluster's filesystem names its daemons' pods."""
+    found = backend.pod_selector(target)
+    if found is None:
+        raise FaultInputError(f"fault pod takes one of this cluster's daemons ({backend.pod_daemons or 'none run as pods'}), "
+                              f"not {target!r}")
+    return found
 
 
 class DeletePod(KubernetesFault):
@@ -36,8 +27,9 @@ class DeletePod(KubernetesFault):
             "the new one to run")
 
     def _pods(self, core, target: str) -> list:
-        labels, fields = selector(target)
-        return core.list_namespaced_pod(self.namespace, label_selector=labels, field_selector=fields or "").items
+        found = selector(self.cluster.backend, target)
+        fields = f"spec.nodeName={found.node}" if found.node else ""
+        return core.list_namespaced_pod(self.namespace, label_selector=found.labels, field_selector=fields).items
 
     def inject(self, target: str) -> dict[str, Any]:
         core = self.core()
@@ -45,11 +37,8 @@ class DeletePod(KubernetesFault):
         if not pods:
             raise FaultInputError(f"no pod runs {target} in namespace {self.namespace}; "
                                   f"`dfslab status {self.cluster.state.name}` lists the pods")
-        # Rook's daemons: grace 0, no chance to shut down cleanly, as with kill -9. A StatefulSet's
-        # pod (glusterd) gets 1 s: grace 0 is a force delete, which breaks the StatefulSet's
-        # at-most-one guarantee: its new pod can start while the old one's glusterd and bricks
-        # still hold their host-network ports.
-        grace = 1 if ON_NODE.fullmatch(target) else 0
+        # Each daemon's grace is its filesystem's (Rook's: 0, no chance to shut down cleanly, as kill -9).
+        grace = selector(self.cluster.backend, target).grace
         for pod in pods:
             core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=grace)
         return {"deleted": [p.metadata.uid for p in pods]}

@@ -15,13 +15,14 @@ the local backend writes, so status, health, sampling and pools work as on every
 from __future__ import annotations
 
 import base64
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .. import BackendError, PreflightError, Progress, table
+from .. import BackendError, PodSelector, PreflightError, Progress, table
 from ..kube_tables import nodes_table, pods_table
 from . import health, pools
 from .conf import box_tuning, conf_text
@@ -146,10 +147,20 @@ def config_override(spec, namespace: str) -> dict:
             "data": {"config": conf_text(sections)}}
 
 
+# Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0).
+ROOK_DAEMON = re.compile(r"(mon|mgr|osd|mds)\.([A-Za-z0-9-]+)")
+
+
 class RookCephBackend(CephBackend):
     name = "ceph"
     required_programs = ("ceph", "rados", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/conf", "kubernetes/nodes/*/pod-logs")
+    pod_daemons = "osd.0, mon.a, mgr.a, mds.cephfs-a"
+
+    @classmethod
+    def pod_selector(cls, target: str) -> PodSelector | None:
+        match = ROOK_DAEMON.fullmatch(target)
+        return PodSelector(f"ceph_daemon_type={match[1]},ceph_daemon_id={match[2]}") if match else None
 
     @classmethod
     def preflight(cls, spec) -> None:

@@ -18,13 +18,14 @@ and kadalu are archived); plain StatefulSets are what people deploy.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 from ...runtime import CLIENT
 from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, running_ready, validate_all
-from .. import BackendError, PreflightError, Progress
+from .. import BackendError, PodSelector, PreflightError, Progress
 from . import volume
 from .backend import GlusterBackend
 from .glusterd import PRIVATE_PATHS
@@ -148,6 +149,19 @@ class GlusterKubernetesBackend(GlusterBackend):
             raise PreflightError("kubernetes.kubeconfig: GlusterFS on a Kubernetes you run is not built (its glusterd "
                                  "and bricks need node paths dfslab makes here); use kubernetes: {local: {}}, or "
                                  "filesystem: external with your GlusterFS mount")
+
+    pod_daemons = "glusterd.node2: a node's glusterd"
+
+    @classmethod
+    def pod_selector(cls, target: str) -> PodSelector | None:
+        kind, _, node = target.partition(".")
+        if kind != DAEMON or not re.fullmatch(r"[A-Za-z0-9-]+", node):
+            return None
+        # The StatefulSet's pods carry their kind in DAEMON_LABEL and are told apart by their node.
+        # A deleted one gets 1 s: grace 0 is a force delete, which breaks the StatefulSet's
+        # at-most-one guarantee: its new pod can start while the old one's glusterd and bricks
+        # still hold their host-network ports.
+        return PodSelector(f"{DAEMON_LABEL}={DAEMON}", node=node, grace=1)
 
     @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:
