@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import cluster_up, dfslab, run_against, small_spec, wait_for, write_spec
+from test_readme import sh
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
 from dfslab.runtime import engine
@@ -48,6 +49,28 @@ def dock(tmp_path_factory, host_before):
     yield attached
     attached.close()
     cluster.down(NAME, missing_ok=True)
+
+
+# docs/docker.md's first lines, run verbatim below (tests/test_docs_commands.py counts them)
+DOCS_BLOCK = ["dfslab images build", "dfslab up examples/ceph-small.yaml --runtime docker"]
+
+
+def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
+    """As a reader types them (no DFSLAB_* set: state in /var/lib/dfslab), before this module's
+    own docker cluster is up: the engine then stops with this cluster's down, as for the reader."""
+    assert not Path("/var/lib/dfslab/clusters/small").exists(), "a cluster named small is up"
+    try:
+        for line in DOCS_BLOCK:
+            sh(line, timeout=1800)
+        status = json.loads(sh("dfslab status small --json").stdout)
+        assert status["health"] == "HEALTH_OK", status["summary"]
+        # every daemon of the reader's cluster is a running container of dfslab's engine
+        names = set(engine.docker("ps", "--format", "{{.Names}}").stdout.split())
+        assert {f"dfs-small-{d}" for d in ("mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a")} <= names, names
+    finally:
+        if Path("/var/lib/dfslab/clusters/small").exists():
+            sh("dfslab down small", timeout=600)
+    assert not Path("/var/lib/dfslab/clusters/small").exists()
 
 
 def data_dir(dock, daemon: str) -> Path:

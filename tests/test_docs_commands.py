@@ -22,7 +22,8 @@ import pytest
 
 from conftest import REPO
 from test_docs_unit import _doc_commands
-from test_kubernetes_gluster import DOCS_BLOCK
+from test_docker import DOCS_BLOCK as DOCKER_BLOCK
+from test_kubernetes_gluster import DOCS_BLOCK as GLUSTER_K8S_BLOCK
 from test_readme import sh, user_env
 
 # A word in capitals outside quotes (NAME, EXPERIMENT.yaml, B.yaml), <id>, or [optional].
@@ -53,7 +54,8 @@ KUBERNETES_RUN = {
 }
 # The page's GlusterFS block is run verbatim by the GlusterFS-on-Kubernetes tests, whose replica
 # module is that cluster (its faults run replaces a test of the same faults).
-RUN_ELSEWHERE = {"kubernetes.md": DOCS_BLOCK}
+# The docker page's first lines likewise, by test_docker.py before its own docker cluster is up.
+RUN_ELSEWHERE = {"kubernetes.md": GLUSTER_K8S_BLOCK, "docker.md": DOCKER_BLOCK}
 DRY_RUN = {
     "docker.md": ["dfslab run examples/quickstart.yaml --runtime docker",
                   "dfslab run examples/containerized-vs-host.yaml"],
@@ -61,8 +63,6 @@ DRY_RUN = {
 }
 # What each costs is measured in docs/measurements.md; the tests named run the same commands' work.
 COSTLY = {
-    "dfslab images build": "docker build of the node image (test_docker builds it, cached)",
-    "dfslab up examples/ceph-small.yaml --runtime docker": "a docker cluster (test_docker brings one up)",
     "dfslab tune examples/tuning.yaml --maximize \"radosbench mode=write bandwidth\" --budget 8min":
         "8 minutes of settings runs (test_tune_unit, test_settings)",
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
