@@ -83,15 +83,17 @@ def test_a_job_whose_pod_cannot_run_fails_fast_with_the_reason():
     assert job.cannot_start(None, 1) is None and "no pod" in job.cannot_start(None, job.SCHEDULE_TIMEOUT + 1)
 
 
-def test_a_storage_daemon_in_a_pod_is_named_as_on_the_local_runtime(monkeypatch):
-    from dfslab.runtime import kubernetes as k8s
-    argvs = {1: ["ceph-osd", "--foreground", "--id", "0", "--fsid", "x"], 2: ["/usr/bin/ceph-mon", "--fsid=f", "--id=a", "--foreground"],
-             3: ["rook", "ceph", "operator"], 4: ["ceph-osd", "--id"], 5: ["glusterd", "-N", "--log-level", "INFO"],
-             6: ["/usr/sbin/glusterfsd", "-s", "10.0.0.1", "--volfile-id", "dfslab.x", "--brick-name", "/g/node1/bricks/b0",
-                 "-l", "/x.log"], 7: ["glusterfsd", "--brick-name"]}
-    monkeypatch.setattr(k8s.psutil, "Process", lambda pid: NS(cmdline=lambda: argvs[pid]))
-    assert [k8s.pod_daemon_name(pid, "node1") for pid in argvs] == ["osd.0", "mon.a", None, None, "glusterd.node1",
-                                                                     "brick.node1.b0", None]
+def test_a_storage_daemon_in_a_pod_is_named_as_on_the_local_runtime():
+    # Each filesystem names its own daemons from their command lines; the other's are not its.
+    from dfslab.backends.ceph.rook import RookCephBackend
+    from dfslab.backends.gluster.kube import GlusterKubernetesBackend
+    argvs = [["ceph-osd", "--foreground", "--id", "0", "--fsid", "x"], ["/usr/bin/ceph-mon", "--fsid=f", "--id=a", "--foreground"],
+             ["rook", "ceph", "operator"], ["ceph-osd", "--id"], ["glusterd", "-N", "--log-level", "INFO"],
+             ["/usr/sbin/glusterfsd", "-s", "10.0.0.1", "--volfile-id", "dfslab.x", "--brick-name", "/g/node1/bricks/b0",
+              "-l", "/x.log"], ["glusterfsd", "--brick-name"], []]
+    assert [RookCephBackend.daemon_of_process(a, "node1") for a in argvs] == ["osd.0", "mon.a"] + [None] * 6
+    assert [GlusterKubernetesBackend.daemon_of_process(a, "node1") for a in argvs] == \
+        [None] * 4 + ["glusterd.node1", "brick.node1.b0", None, None]
 
 
 def test_progress_names_the_newest_event():

@@ -13,6 +13,7 @@ from dfslab.analysis import busiest_cpu
 from dfslab.monitor import PrometheusScraper
 from dfslab.rates import CounterRates
 from dfslab.run import _with_scrapes
+from dfslab.backends.ceph.rook import RookCephBackend
 from dfslab.runtime.kubernetes.stats import KubeletStats, cpu_cores, pod_series_name, summary_sample
 
 
@@ -31,11 +32,15 @@ def summary(node_cpu=500_000_000, rx=1_000_000, tx=2_000_000, pods=()):
 
 
 def test_rook_daemon_pods_and_dfslab_jobs_are_named_as_on_the_local_runtime():
-    assert pod_series_name({"ceph_daemon_type": "osd", "ceph_daemon_id": "0", "app": "rook-ceph-osd"}, "node1") == "osd.0"
-    assert pod_series_name({"ceph_daemon_type": "mds", "ceph_daemon_id": "cephfs-a"}, "node2") == "mds.cephfs-a"
-    assert pod_series_name({"dfslab.io/job": "dfslab-fio-1"}, "client") == "jobs.client"
-    assert pod_series_name({"ceph_daemon_type": "crashcollector", "ceph_daemon_id": "x"}, "node1") is None
-    assert pod_series_name({"app": "rook-ceph-operator"}, "node1") is None
+    rook = RookCephBackend.daemon_of_pod  # the filesystem names its daemons' pods by their labels
+    assert pod_series_name({"ceph_daemon_type": "osd", "ceph_daemon_id": "0", "app": "rook-ceph-osd"}, "node1", rook) == "osd.0"
+    assert pod_series_name({"ceph_daemon_type": "mds", "ceph_daemon_id": "cephfs-a"}, "node2", rook) == "mds.cephfs-a"
+    assert pod_series_name({"dfslab.io/job": "dfslab-fio-1"}, "client", rook) == "jobs.client"
+    assert pod_series_name({"ceph_daemon_type": "crashcollector", "ceph_daemon_id": "x"}, "node1", rook) is None
+    assert pod_series_name({"app": "rook-ceph-operator"}, "node1", rook) is None
+    # a runtime not told its filesystem's names sees only dfslab's Jobs
+    nothing = lambda labels: None  # noqa: E731
+    assert pod_series_name({"ceph_daemon_type": "osd", "ceph_daemon_id": "0"}, "node1", nothing) is None
 
 
 @pytest.mark.parametrize("quantity,cores", [("2", 2.0), ("1500m", 1.5), ("", None), ("lots", None)])
@@ -97,7 +102,8 @@ def test_kubelet_stats_names_spec_nodes_samples_each_kube_node_once_and_survives
     core = FakeCore({"worker-a": summary(node_cpu=1e9, pods=[("ns", "rook-ceph-osd-0-x", 1e8, 2**20)]),
                      "worker-b": summary(node_cpu=2e9, pods=[("ns", "rook-ceph-mon-a-y", 2e8, 2**21)])}, pods,
                     no_rootfs=["worker-b"])
-    stats = KubeletStats(lambda: None, [("node1", "worker-a"), ("node2", "worker-b"), ("client", "worker-a")], "ns")
+    stats = KubeletStats(lambda: None, [("node1", "worker-a"), ("node2", "worker-b"), ("client", "worker-a")], "ns",
+                         RookCephBackend.daemon_of_pod)
     stats._core, stats.fetch_summary = core, core.fetch_summary
     out = stats.sample()
     assert out["nodecpu.node1"] == (25.0, "%") and out["nodecpu.node2"] == (50.0, "%")

@@ -247,7 +247,9 @@ def attach(name: str) -> Attached:
     if state.read().get("phase") != "up":
         raise ClusterError(f"cluster {name!r} is not up (phase {state.read().get('phase')!r}); `dfslab down {name}` and up again")
     runtime = attach_runtime(state)
-    return Attached(state, spec, runtime, backend_for(spec, runtime))
+    backend = backend_for(spec, runtime)
+    runtime.daemon_of_process, runtime.daemon_of_pod = backend.daemon_of_process, backend.daemon_of_pod
+    return Attached(state, spec, runtime, backend)
 
 
 def _shaping(spec: ClusterSpec) -> tuple:

@@ -141,6 +141,17 @@ class Backend(ABC):
         return None
 
     @classmethod
+    def daemon_of_process(cls, argv: list[str], node: str) -> str | None:
+        """The name one of this filesystem's daemons goes by (as on the local runtime: osd.0,
+        glusterd.node1), from the command line of a process a pod runs on `node`; None if not ours."""
+        return None
+
+    @classmethod
+    def daemon_of_pod(cls, labels: dict[str, str]) -> str | None:
+        """The same from a pod's labels, where only the API server sees the pods (a Kubernetes you run)."""
+        return None
+
+    @classmethod
     def refuses_faults(cls, spec: ClusterSpec, kind: str) -> str | None:
         """Why fault `kind` may not be injected into such a cluster (None: it may)."""
         return None

@@ -44,6 +44,11 @@ class Runtime(ABC):
     def __init__(self, state: ClusterState):
         self.state = state
         self.procs = ProcessTable(state)
+        # How the filesystem's daemons in pods are named (its Backend.daemon_of_process and
+        # daemon_of_pod, given by cluster.attach): a runtime runs pods, the filesystem knows
+        # which of their processes are its daemons. Until then, none is.
+        self.daemon_of_process: Callable[[list[str], str], str | None] = lambda argv, node: None
+        self.daemon_of_pod: Callable[[dict[str, str]], str | None] = lambda labels: None
 
     def sampled_processes(self) -> list[TrackedProcess]:
         """What the resource sampler watches: the processes dfslab started."""

@@ -148,7 +148,8 @@ def config_override(spec, namespace: str) -> dict:
 
 
 # Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0).
-ROOK_DAEMON = re.compile(r"(mon|mgr|osd|mds)\.([A-Za-z0-9-]+)")
+CEPH_DAEMON_KINDS = ("mon", "mgr", "osd", "mds")
+ROOK_DAEMON = re.compile(rf"({'|'.join(CEPH_DAEMON_KINDS)})\.([A-Za-z0-9-]+)")
 
 
 class RookCephBackend(CephBackend):
@@ -161,6 +162,26 @@ class RookCephBackend(CephBackend):
     def pod_selector(cls, target: str) -> PodSelector | None:
         match = ROOK_DAEMON.fullmatch(target)
         return PodSelector(f"ceph_daemon_type={match[1]},ceph_daemon_id={match[2]}") if match else None
+
+    @classmethod
+    def daemon_of_process(cls, argv: list[str], node: str) -> str | None:
+        """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, else None."""
+        kind = Path(argv[0]).name.removeprefix("ceph-") if argv and Path(argv[0]).name.startswith("ceph-") else ""
+        if kind not in CEPH_DAEMON_KINDS:
+            return None
+        for i, arg in enumerate(argv):
+            if arg.startswith("--id="):  # Rook's MON, MGR and MDS pods
+                return f"{kind}.{arg.split('=', 1)[1]}"
+            if arg == "--id" and i + 1 < len(argv):  # its OSD start script
+                return f"{kind}.{argv[i + 1]}"
+        return None
+
+    @classmethod
+    def daemon_of_pod(cls, labels: dict[str, str]) -> str | None:
+        """'osd.0' for a Rook OSD pod (its ceph_daemon_type and ceph_daemon_id labels); crash
+        collectors and the like are not daemons of the cluster's."""
+        kind, daemon_id = labels.get("ceph_daemon_type"), labels.get("ceph_daemon_id")
+        return f"{kind}.{daemon_id}" if kind in CEPH_DAEMON_KINDS and daemon_id else None
 
     @classmethod
     def preflight(cls, spec) -> None:

@@ -164,6 +164,16 @@ class GlusterKubernetesBackend(GlusterBackend):
         return PodSelector(f"{DAEMON_LABEL}={DAEMON}", node=node, grace=1)
 
     @classmethod
+    def daemon_of_process(cls, argv: list[str], node: str) -> str | None:
+        """'glusterd.node1' for the glusterd of a pod on node1, 'brick.node1.b0' for its brick b0."""
+        program = Path(argv[0]).name if argv else ""
+        if program == "glusterd":
+            return f"glusterd.{node}"
+        if program == "glusterfsd" and "--brick-name" in argv[:-1]:
+            return f"brick.{node}.{Path(argv[argv.index('--brick-name') + 1]).name}"
+        return None
+
+    @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:
         if kind in ("kill", "stop", "node", "brick"):
             return (f"fault {kind}: on runtime kubernetes glusterd and its bricks run in pods; use fault pod "

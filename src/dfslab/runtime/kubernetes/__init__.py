@@ -62,32 +62,12 @@ def container_pids(container_id: str) -> list[int] | None:
         return None
 
 
-def pod_daemon_name(pid: int, node: str) -> str | None:
-    """The name the sampler gives a storage daemon in a pod on `node`, as on the local runtime:
-    'osd.0', 'mon.a' (Ceph, by its --id), 'glusterd.node1', 'brick.node1.b0' (GlusterFS); else None."""
+def process_argv(pid: int) -> list[str]:
+    """A process's command line, or [] when it is gone or unreadable."""
     try:
-        argv = psutil.Process(pid).cmdline()
+        return psutil.Process(pid).cmdline()
     except psutil.Error:
-        return None
-    program = Path(argv[0]).name if argv else ""
-    if program == "glusterd":
-        return f"glusterd.{node}"
-    if program == "glusterfsd" and "--brick-name" in argv[:-1]:
-        return f"brick.{node}.{Path(argv[argv.index('--brick-name') + 1]).name}"
-    return ceph_daemon_name(argv)
-
-
-def ceph_daemon_name(argv: list[str]) -> str | None:
-    """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, else None."""
-    kind = Path(argv[0]).name.removeprefix("ceph-") if argv and Path(argv[0]).name.startswith("ceph-") else ""
-    if kind not in ("mon", "mgr", "osd", "mds"):
-        return None
-    for i, arg in enumerate(argv):
-        if arg.startswith("--id="):  # Rook's MON, MGR and MDS pods
-            return f"{kind}.{arg.split('=', 1)[1]}"
-        if arg == "--id" and i + 1 < len(argv):  # its OSD start script
-            return f"{kind}.{argv[i + 1]}"
-    return None
+        return []
 
 
 def pod_subnet(index: int) -> str:
@@ -300,12 +280,13 @@ class KubernetesRuntime(LocalNetnsRuntime):
         return removed
 
     def sampled_processes(self) -> list[TrackedProcess]:
-        """dfslab's own processes, and the storage daemons in pods (named as on the local runtime:
-        osd.0, mon.a, glusterd.node1, ...), so the sampler sees their CPU, memory and I/O."""
+        """dfslab's own processes, and the storage daemons in pods (named by the filesystem as on
+        the local runtime: osd.0, mon.a, glusterd.node1, ...), so the sampler sees their CPU,
+        memory and I/O."""
         found = list(self.procs.all())
         for node, cid in self.containers_by_node():
             for pid in container_pids(cid) or []:
-                name = pod_daemon_name(pid, node)
+                name = self.daemon_of_process(process_argv(pid), node)
                 start = proc_start_time(pid)
                 if name and start:
                     found.append(TrackedProcess(name=name, node=node, pid=pid, start_time=start, argv=[], log=""))

@@ -73,7 +73,7 @@ class ExistingKubernetesRuntime(Runtime):
         """Your nodes' processes are not this machine's: their kubelets measure them (stats.py)."""
         from .stats import KubeletStats
         nodes = [(node, self.kube_node(node)) for node in self.state.read().get("addresses", {})]
-        return KubeletStats(self.api, nodes, self.namespace).sample
+        return KubeletStats(self.api, nodes, self.namespace, self.daemon_of_pod).sample
 
     # -- lifecycle --------------------------------------------------------------
     def preflight(self, spec: ClusterSpec) -> None:

@@ -3,8 +3,8 @@ run): what each node's kubelet measures, read from its Summary API (`/stats/summ
 the API server's node proxy, so no port of the nodes has to be reachable from here.
 
 Per pod, CPU (`usageNanoCores`, averaged by the kubelet over its own window) and working-set
-memory, named as on the local runtime (`osd.0`, `mon.a`, by Rook's `ceph_daemon_type` and
-`ceph_daemon_id` labels; `jobs.<node>` for dfslab's Jobs summed per node). Per node, CPU as a
+memory, named as on the local runtime (`osd.0`, `mon.a`: the filesystem names its daemons' pods
+by their labels, Backend.daemon_of_pod; `jobs.<node>` for dfslab's Jobs summed per node). Per node, CPU as a
 share of its capacity (`nodecpu.<node>`, what the report's bottleneck lines use when present)
 and the traffic of its network interfaces (`net.<node>.rx|tx`; host-network daemons' traffic
 is the node's). Every name is the spec's node name, not the Kubernetes one.
@@ -20,18 +20,16 @@ from ...rates import CounterRates
 
 Sample = dict[str, tuple[float, str]]
 
-# Labels Rook puts on every Ceph daemon's pod (mon, mgr, osd, mds, and crash collectors etc.).
-DAEMON_TYPE, DAEMON_ID = "ceph_daemon_type", "ceph_daemon_id"
 JOB_LABEL = "dfslab.io/job"
-CEPH_DAEMONS = ("mon", "mgr", "osd", "mds")
+DaemonOfPod = Callable[[dict[str, str]], "str | None"]
 
 
-def pod_series_name(labels: dict[str, str], spec_node: str) -> str | None:
-    """'osd.0' for a Rook OSD pod, 'jobs.client' for a dfslab Job's pod on the client node; None
-    for anything else (the operator, the toolbox, pods that are not dfslab's or Rook's)."""
-    kind = labels.get(DAEMON_TYPE)
-    if kind in CEPH_DAEMONS and labels.get(DAEMON_ID):
-        return f"{kind}.{labels[DAEMON_ID]}"
+def pod_series_name(labels: dict[str, str], spec_node: str, daemon_of_pod: DaemonOfPod) -> str | None:
+    """The filesystem's name for its daemon's pod ('osd.0' for a Rook OSD pod), 'jobs.client' for
+    a dfslab Job's pod on the client node; None for anything else (the operator, the toolbox,
+    pods that are neither dfslab's nor the filesystem's daemons)."""
+    if name := daemon_of_pod(labels):
+        return name
     if JOB_LABEL in labels:
         return f"jobs.{spec_node}"
     return None
@@ -84,8 +82,10 @@ class KubeletStats:
 
     POD_RELIST = 2.0  # s: the least time between two listings of the namespace's pods
 
-    def __init__(self, api: Callable[[], Any], nodes: list[tuple[str, str]], namespace: str, timeout: float = 5.0):
+    def __init__(self, api: Callable[[], Any], nodes: list[tuple[str, str]], namespace: str,
+                 daemon_of_pod: DaemonOfPod, timeout: float = 5.0):
         self._make_api, self.namespace, self.timeout = api, namespace, timeout
+        self.daemon_of_pod = daemon_of_pod
         self.spec_name: dict[str, str] = {}  # Kubernetes node -> the spec's name for it
         for spec_node, kube_node in nodes:
             self.spec_name.setdefault(kube_node, spec_node)
@@ -115,7 +115,7 @@ class KubeletStats:
                 key = (self.namespace, pod.metadata.name)
                 known.add(key)
                 where = self.spec_name.get(pod.spec.node_name or "")
-                name = pod_series_name(pod.metadata.labels or {}, where) if where else None
+                name = pod_series_name(pod.metadata.labels or {}, where, self.daemon_of_pod) if where else None
                 if name:
                     names[key] = name
             self._names, self._known, self._listed_at = names, known, now
