@@ -26,25 +26,24 @@ class DeletePod(KubernetesFault):
     help = ("runtime kubernetes: delete a daemon's pod (osd.0, mon.a, mds.cephfs-a, glusterd.node2); undo: wait for "
             "the new one to run")
 
-    def _pods(self, core, target: str) -> list:
-        found = selector(self.cluster.backend, target)
+    def _pods(self, core, found: PodSelector) -> list:
         fields = f"spec.nodeName={found.node}" if found.node else ""
         return core.list_namespaced_pod(self.namespace, label_selector=found.labels, field_selector=fields).items
 
     def inject(self, target: str) -> dict[str, Any]:
-        core = self.core()
-        pods = [p for p in self._pods(core, target) if p.metadata.deletion_timestamp is None]
+        core, found = self.core(), selector(self.cluster.backend, target)
+        pods = [p for p in self._pods(core, found) if p.metadata.deletion_timestamp is None]
         if not pods:
             raise FaultInputError(f"no pod runs {target} in namespace {self.namespace}; "
                                   f"`dfslab status {self.cluster.state.name}` lists the pods")
         # Each daemon's grace is its filesystem's (Rook's: 0, no chance to shut down cleanly, as kill -9).
-        grace = selector(self.cluster.backend, target).grace
         for pod in pods:
-            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=grace)
+            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=found.grace)
         return {"deleted": [p.metadata.uid for p in pods]}
 
     def undo(self, target: str, record: dict[str, Any], timeout: float = RESTART_TIMEOUT) -> None:
         core = self.core()
         deleted = set(record.get("deleted", []))
-        self.wait(lambda: any(p.metadata.uid not in deleted and running_ready(p) for p in self._pods(core, target)),
+        found = selector(self.cluster.backend, target)
+        self.wait(lambda: any(p.metadata.uid not in deleted and running_ready(p) for p in self._pods(core, found)),
                   f"a new pod of {target} running after its pod was deleted", timeout)
