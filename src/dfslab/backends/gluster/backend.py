@@ -185,17 +185,7 @@ class GlusterBackend(Backend):
         glusterd.cli(self.ctx, node, "volume", "add-brick", volume.VOLUME, *bricks, "force")
         volume.wait_bricks_online(self.ctx, node, len(existing) + count)
         glusterd.cli(self.ctx, node, "volume", "rebalance", volume.VOLUME, "start")
-        def rebalanced() -> dict | None:
-            st = volume.rebalance_status(self.ctx, node)
-            progress("rebalancing", f"{st['status']}: {st['files']} files ({st['bytes'] / 2**20:.1f} MiB) moved, "
-                     f"{st['scanned']} scanned, {st['failures']} failed")
-            if st["status"] not in ("completed", "failed", "stopped"):
-                return None
-            if st["status"] != "completed" or st["failures"]:
-                raise BackendError(f"rebalance {st['status']} with {st['failures']} failure(s); "
-                                   f"see {self.ctx.root}/<node>/log/dfslab-rebalance.log")
-            return {"added": bricks, **st}
-        return wait_until(rebalanced, "the rebalance to complete", timeout, 0.5, BackendError)
+        return {"added": bricks, **volume.wait_rebalanced(self.ctx, node, timeout, progress)}
 
     def apply_live(self, new) -> list[str] | None:
         """Volume options (gluster.options, ping and heal timeouts) change on the running volume;

@@ -3,7 +3,7 @@ create + start, tuning options, and what `gluster volume status` and `heal info`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .. import BackendError
 from .glusterd import GlusterContext, cli, xml
@@ -172,11 +172,53 @@ def new_bricks(ctx: GlusterContext, existing: list[str], count: int) -> list[str
     return out
 
 
-def rebalance_status(ctx: GlusterContext, node: str) -> dict[str, Any]:
-    agg = xml(ctx, node, "volume", "rebalance", VOLUME, "status").find(".//aggregate")
+# glusterd answers `rebalance status` by asking every node's rebalance process for its counts.
+# That process exits as soon as its rebalance is done; asked in the moment it exits, it closes the
+# connection unanswered and glusterd fails the whole query with this message (glusterd-syncop.c
+# forgives the same ENOTCONN only for a brick it is terminating). The next query answers from the
+# status the process sent before exiting, or says "failed" if it died without sending one, so an
+# unanswered query is asked again, a bounded number of times, and never taken for the outcome.
+REBALANCE_UNANSWERED = "brick op 'Rebalance' failed"
+REBALANCE_UNANSWERED_LIMIT = 10  # asks in a row (about 0.5 s apart) before it counts as a failure
+
+
+def rebalance_status(ctx: GlusterContext, node: str) -> dict[str, Any] | None:
+    """The volume's rebalance counts; None when a node's rebalance process exited mid-query."""
+    try:
+        agg = xml(ctx, node, "volume", "rebalance", VOLUME, "status").find(".//aggregate")
+    except BackendError as e:
+        if REBALANCE_UNANSWERED in str(e):
+            return None
+        raise
     if agg is None:
         raise BackendError("rebalance status has no aggregate")
     return {"status": agg.findtext("statusStr", ""), "files": int(agg.findtext("files") or 0),
             "bytes": int(agg.findtext("size") or 0), "scanned": int(agg.findtext("lookups") or 0),
             "failures": int(agg.findtext("failures") or 0), "skipped": int(agg.findtext("skipped") or 0),
             "seconds": float(agg.findtext("runtime") or 0)}
+
+
+def wait_rebalanced(ctx: GlusterContext, node: str, timeout: float,
+                    progress: Callable[[str, str], None]) -> dict[str, Any]:
+    """Wait for the rebalance to end; its counts, or BackendError naming how it failed."""
+    unanswered = []
+
+    def ended() -> dict[str, Any] | None:
+        st = rebalance_status(ctx, node)
+        if st is None:
+            unanswered.append(1)
+            if len(unanswered) >= REBALANCE_UNANSWERED_LIMIT:
+                raise BackendError(f"`gluster volume rebalance {VOLUME} status` went unanswered "
+                                   f"{len(unanswered)} times in a row ({REBALANCE_UNANSWERED}); "
+                                   f"see {ctx.root}/<node>/log/dfslab-rebalance.log")
+            return None
+        unanswered.clear()
+        progress("rebalancing", f"{st['status']}: {st['files']} files ({st['bytes'] / 2**20:.1f} MiB) moved, "
+                 f"{st['scanned']} scanned, {st['failures']} failed")
+        if st["status"] not in ("completed", "failed", "stopped"):
+            return None
+        if st["status"] != "completed" or st["failures"]:
+            raise BackendError(f"rebalance {st['status']} with {st['failures']} failure(s); "
+                               f"see {ctx.root}/<node>/log/dfslab-rebalance.log")
+        return st
+    return wait_until(ended, "the rebalance to complete", timeout, 0.5, BackendError)
