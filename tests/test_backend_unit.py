@@ -15,7 +15,7 @@ import pytest
 from dfslab.backends.ceph.conf import CephLayout, osd_placement, render_conf
 from dfslab.backends.gluster.glusterd import GlusterContext
 from dfslab.backends.gluster.volume import brick_list, layout_args, new_bricks
-from dfslab.backends.registry import backend_class_of
+from dfslab.registry import backend_class_of
 from dfslab.report import build
 from dfslab.results import RunDir
 from dfslab.spec import parse_spec

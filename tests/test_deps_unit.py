@@ -8,7 +8,7 @@ import subprocess
 
 from conftest import REPO
 from dfslab import deps
-from dfslab.backends.registry import FILESYSTEMS
+from dfslab.registry import FILESYSTEMS
 from dfslab.experiment import load_experiment
 
 

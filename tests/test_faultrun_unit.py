@@ -88,7 +88,7 @@ def test_the_writer_writes_nothing_new_while_recovery_is_awaited(tmp_path, recor
 
     attached = SimpleNamespace(backend=SimpleNamespace(healthy=healthy))
     run = faultrun.FaultRun([entry("0s", "0s")], Integrity(recovery_timeout="60s"), attached, runner, RunDir(tmp_path))
-    run._stores = [f"dir:{store}"]
+    run._stores = [f"fs:{store}"]
     timed = run.start(0)
     journal = timed[0][1].journal
     deadline = time.time() + 30
@@ -107,7 +107,7 @@ def test_the_writer_writes_nothing_new_while_recovery_is_awaited(tmp_path, recor
 def test_abort_stops_a_writer_and_undoes_its_fault(tmp_path, recorder):
     runner = Runner(command=lambda node, argv: argv, env=dict(os.environ), raw_dir=tmp_path / "raw")
     run = faultrun.FaultRun([entry("0s", "1h")], Integrity(), SimpleNamespace(), runner, RunDir(tmp_path))
-    run._stores = [f"dir:{tmp_path / 'mount'}"]
+    run._stores = [f"fs:{tmp_path / 'mount'}"]
     (fault, writer), = run.start(0)
     assert recorder.injected.wait(10)
     run.abort()

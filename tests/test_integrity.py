@@ -46,12 +46,12 @@ def test_write_latency_buckets_acks_per_second_and_counts_blocked_writes():
 
 def test_dir_store_round_trips_and_replaces_atomically(tmp_path):
     from dfslab.chaos.integrity import digest, open_store, seed, verify
-    store = open_store(f"dir:{tmp_path / 'files'}")
+    store = open_store(f"fs:{tmp_path / 'files'}")
     store.put("x", b"old")
     store.put("x", b"new")
     assert store.get("x", 3) == b"new" and not list((tmp_path / "files").glob("*.tmp"))
     manifest = tmp_path / "m.json"
-    assert seed(str(manifest), 4, [f"dir:{tmp_path / 'seed'}"]) == {"seeded": 4}
+    assert seed(str(manifest), 4, [f"fs:{tmp_path / 'seed'}"]) == {"seeded": 4}
     assert verify(str(manifest), [])["lost"] == 0
     (tmp_path / "seed" / "integrity-seed-1").write_bytes(b"flipped")
     (tmp_path / "seed" / "integrity-seed-2").unlink()

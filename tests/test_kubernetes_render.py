@@ -51,7 +51,7 @@ def test_filesystems_without_a_kubernetes_engine_are_refused_on_kubernetes():
         parse_spec({"name": "x", "filesystem": "external", "runtime": "kubernetes", "external": {"posix": {"path": "/mnt"}}})
     # GlusterFS has one (a StatefulSet and a bootstrap Job), on the local Kubernetes only
     from dfslab.backends.gluster.kube import GlusterKubernetesBackend
-    from dfslab.backends.registry import backend_class_of
+    from dfslab.registry import backend_class_of
     gluster = parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes", "nodes": 3})
     assert backend_class_of("gluster", "kubernetes") is GlusterKubernetesBackend
     GlusterKubernetesBackend.preflight(gluster)

@@ -152,7 +152,7 @@ def test_latency_is_refused_at_preflight_exactly_where_the_kernel_has_no_netem()
 
 
 def test_rgw_gateways_need_a_node_each_and_a_runtime_that_runs_them():
-    from dfslab.backends.registry import debian_groups
+    from dfslab.registry import debian_groups
     from dfslab.spec import ClusterSpec
     spec = ClusterSpec.model_validate({"name": "g", "nodes": 2, "ceph": {"rgw": 2}})
     assert debian_groups("ceph", spec) == ["rgw"] and debian_groups("ceph", ClusterSpec.model_validate({"name": "g", "nodes": 2})) == []

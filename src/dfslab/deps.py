@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .backends.registry import debian_groups
+from .registry import debian_groups
 from .runtime import RuntimeError_
 from .spec import ClusterSpec
 from .state import dfslab_home

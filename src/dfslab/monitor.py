@@ -17,6 +17,7 @@ from typing import Any, Callable
 import psutil
 
 from .ledger import proc_io
+from .registry import exposed_series, scraped_metrics
 from .procs import TrackedProcess
 from .rates import CounterRates
 
@@ -169,7 +170,8 @@ class ResourceSampler:
 # A rate unit -> the factor to its base unit per second (bytes, operations).
 RATE_UNITS = {"MB/s": 1e6, "op/s": 1.0}
 
-# sampler series -> (metric, kind, labels from the regex groups, factor to base units, help).
+# sampler series -> (metric, kind, labels from the regex groups, factor to base units, help): the
+# machine's, the daemons' and every filesystem's degraded flag ...
 # Base units (bytes, ratios 0-1), counters as _total, one metric per quantity with labels.
 EXPOSED = [
     (r"cpu\.total", "dfslab_machine_cpu_ratio", "gauge", (), 0.01, "CPU busy on the whole machine, 0-1"),
@@ -182,15 +184,11 @@ EXPOSED = [
     (r"disk\.(read|write)", "dfslab_machine_disk_bytes_total", "counter", ("direction",), None, "bytes the machine's disks moved"),
     (r"disk\.(.+)\.(read|write)", "dfslab_node_disk_bytes_total", "counter", ("node", "direction"), None,
      "bytes a node's daemons read from or wrote to disk"),
-    (r"ceph\.health", "dfslab_ceph_health_status", "gauge", (), 1, "0 HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR"),
-    (r"ceph\.pgs\.(.+)", "dfslab_ceph_pgs", "gauge", ("state",), 1, "placement groups in each state"),
-    (r"ceph\.osds_(up|in)", "dfslab_ceph_osds", "gauge", ("status",), 1, "OSDs up, OSDs in"),
-    (r"ceph\.client_(read|write)", "dfslab_ceph_client_bytes_total", "counter", ("direction",), None,
-     "client bytes as Ceph counts them"),
-    (r"ceph\.client_ops", "dfslab_ceph_client_operations_total", "counter", (), None, "client operations as Ceph counts them"),
     (r"(\w+)\.degraded", "dfslab_degraded", "gauge", ("filesystem",), 1, "1 while the filesystem reports itself degraded"),
-    (r"gluster\.(\w+)", "dfslab_gluster_{0}", "gauge", (), 1, "GlusterFS: {0}"),
 ]
+# ... then each filesystem's own series (its package's EXPOSED, same form; a name with "{0}" makes
+# one metric per series of its own), after the rules above so `<fs>.degraded` stays one metric.
+EXPOSED += exposed_series()
 
 
 def metric_families(sampler: "ResourceSampler", cluster: str) -> list:
@@ -260,7 +258,7 @@ class PrometheusEndpoint:
         self.server.server_close()
 
 
-# Series worth a place beside dfslab's own samples, from node_exporter and Ceph's MGR module:
+# Series worth a place beside dfslab's own samples, from node_exporter and the filesystems' exporters:
 # metric (without a counter's _total) -> (unit, scale). Counters become rates per second.
 SCRAPED = {
     "node_cpu_seconds": ("busy CPUs", 1.0),  # non-idle modes only, summed over CPUs
@@ -269,14 +267,7 @@ SCRAPED = {
     "node_disk_read_bytes": ("MB/s", 1e-6),
     "node_disk_written_bytes": ("MB/s", 1e-6),
     "node_memory_MemAvailable_bytes": ("MB", 1e-6),
-    "ceph_health_status": ("0=OK,1=WARN,2=ERR", 1.0),
-    "ceph_osd_up": ("OSDs", 1.0),
-    "ceph_osd_in": ("OSDs", 1.0),
-    "ceph_pool_rd_bytes": ("MB/s", 1e-6),
-    "ceph_pool_wr_bytes": ("MB/s", 1e-6),
-    "ceph_osd_op_r": ("op/s", 1.0),
-    "ceph_osd_op_w": ("op/s", 1.0),
-}
+} | scraped_metrics()  # and each filesystem's exporters' (its package's SCRAPED)
 
 
 def _keep(name: str, labels: dict[str, str]) -> bool:

@@ -14,8 +14,8 @@ from typing import Any, Callable
 import psutil
 
 from . import cluster, report
-from .backends import TARGETS, Progress, backend_class, backend_for
-from .backends.registry import FILESYSTEMS, backend_class_of
+from .backends import Progress, backend_class, backend_for
+from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies
 from .chaos.faultrun import FaultRun
 from .compare import compare_runs, rank_settings
@@ -220,7 +220,7 @@ def _hint(target: str) -> str:
     """What a target is and which filesystems offer it, from the backends themselves."""
     offers = [f"filesystem: {fs}" + (f" with {cond}" if cond else "") for fs in FILESYSTEMS
               for t, cond in backend_class_of(fs).offers.items() if t == target]
-    return f"{TARGETS.get(target, target)} ({'; '.join(offers) or 'no filesystem offers it'})"
+    return f"{TARGETS[target].says if target in TARGETS else target} ({'; '.join(offers) or 'no filesystem offers it'})"
 
 
 def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:

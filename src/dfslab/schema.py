@@ -96,7 +96,7 @@ def model_table(model: type[BaseModel]) -> str:
 
 def spec_reference() -> str:
     """Every section of a cluster spec, one table each, from the models."""
-    from .backends.registry import FILESYSTEMS, section_class
+    from .registry import FILESYSTEMS, section_class
     from .spec import KubernetesSection, LocalKubernetes, Network, Node
     parts = [("Top level", ClusterSpec), ("network", Network), ("nodes (each)", Node), ("kubernetes", KubernetesSection),
              ("kubernetes.local", LocalKubernetes)]

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
-from .backends.registry import FILESYSTEMS, default_runtime, engines_of, section_class
+from .registry import FILESYSTEMS, default_runtime, engines_of, section_class
 from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 

@@ -1,6 +1,6 @@
 """What runs: a filesystem backend deploys its daemons through a `Runtime`, waits for
 health, and answers for its cluster. To add a filesystem: a package under `backends/` (see
-`registry.py`) and its line in `registry.FILESYSTEMS`; nothing else changes.
+`dfslab/registry.py`) and its line in `registry.FILESYSTEMS`; nothing else changes.
 
 This module stays light (no runtime or spec import at load): the spec imports the
 filesystems' sections from their packages, which pass through here.
@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .registry import backend_class_of
+from ..registry import TARGETS, backend_class_of  # noqa: F401 (TARGETS: re-exported)
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -44,10 +44,7 @@ class PreflightError(BackendError):
     """The machine cannot hold this cluster; nothing was made. The message says what to change."""
 
 
-# What workloads run against; a backend offers some of them (`Backend.targets_for`).
 FRESH = "fresh"  # the instance name of a second, new client of a filesystem (Backend.fresh_client)
-TARGETS = {"fs": "a POSIX mount", "rados": "RADOS pools", "rbd": "RBD images", "gfapi": "libgfapi",
-           "confine": "storage built on some servers only (a pool or a file system)", "s3": "an S3 gateway"}
 
 
 @dataclass(frozen=True)
@@ -150,6 +147,12 @@ class Backend(ABC):
     def daemon_of_pod(cls, labels: dict[str, str]) -> str | None:
         """The same from a pod's labels, where only the API server sees the pods (a Kubernetes you run)."""
         return None
+
+    @classmethod
+    def pod_identity(cls, labels: dict[str, str]) -> dict[str, str]:
+        """The labels that find the pod that replaces one with `labels` (after a drain or a node's
+        loss): its app label by default; {} for a pod nothing makes again."""
+        return {"app": labels["app"]} if "app" in labels else {}
 
     @classmethod
     def refuses_faults(cls, spec: ClusterSpec, kind: str) -> str | None:
@@ -292,6 +295,17 @@ class Backend(ABC):
         """A new bucket's name for one s3 step (the worker makes it and removes it at the end)."""
         import secrets
         return f"dfslab-s3-{secrets.token_hex(4)}"
+
+    def integrity_store(self, target: str) -> str | None:
+        """Where the fault runs' checksummed data goes on `target`, as a STORE of
+        dfslab.chaos.integrity (`TARGET:WHERE`): a directory on the client's POSIX mount, a new
+        bucket through the S3 gateway, else (an object target) the benchmark pool."""
+        if target == "fs":
+            return f"fs:{self.mount('client') / 'dfslab-integrity'}"
+        if target == "s3":
+            endpoints, keys, region = self.s3_access()
+            return f"s3:{self.s3_bucket()},{endpoints[0]},{keys},{region}"
+        return f"{target}:{self.bench_pool(None)}"
 
     def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
         """fio options that aim a job at one of this backend's own targets (not fs): the

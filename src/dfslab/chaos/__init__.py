@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ..backends.registry import FILESYSTEMS, backend_class_of, faults_of
+from ..registry import FILESYSTEMS, backend_class_of, faults_of
 
 if TYPE_CHECKING:  # the cluster layer is above this package's registry and base class
     from ..cluster import Attached
@@ -84,7 +84,6 @@ GENERIC_FAULTS = {
     "partition": "dfslab.chaos.link:CutLink",
     "degrade": "dfslab.chaos.link:DegradeLink",
     "pod": "dfslab.chaos.pod:DeletePod",
-    "operator": "dfslab.chaos.kube:OperatorDown",
     "drain": "dfslab.chaos.kube:DrainNode",
     "nodeloss": "dfslab.chaos.kube:NodeLoss",
 }

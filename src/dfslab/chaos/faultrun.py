@@ -8,6 +8,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..registry import TARGETS
 from .schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
                        wait_recovered, write_latency)
 
@@ -35,18 +36,14 @@ class FaultRun:
         self._stores: list[str] | None = None
 
     def stores(self) -> list[str]:
-        """Where the checksummed data goes: RADOS objects, files on the POSIX mount and/or objects
-        through an S3 gateway (in a bucket of the run's own, made by the seed)."""
+        """Where the checksummed data goes: a store on every target the cluster offers that has
+        one (RADOS objects, files on the POSIX mount, objects through an S3 gateway in a bucket of
+        the run's own, made by the seed), in the target table's order of preference."""
         if self._stores is None:
             backend = self.attached.backend
             offered = backend.targets_for(self.attached.spec)
-            stores = [f"rados:{backend.bench_pool(None)}"] if "rados" in offered else []
-            if "fs" in offered:
-                stores.append(f"dir:{backend.mount('client') / 'dfslab-integrity'}")
-            if "s3" in offered:
-                endpoints, keys, region = backend.s3_access()
-                stores.append(f"s3:{backend.s3_bucket()},{endpoints[0]},{keys},{region}")
-            self._stores = stores
+            stores = [backend.integrity_store(t) for t, entry in TARGETS.items() if entry.store and t in offered]
+            self._stores = [s for s in stores if s]
         return self._stores
 
     def seed(self) -> None:

@@ -4,9 +4,11 @@
     python -m dfslab.chaos.integrity write  STORE JOURNAL STOPFILE     overwrite a ring of items until STOPFILE exists
     python -m dfslab.chaos.integrity verify MANIFEST [JOURNAL...]      read everything back; JSON counts on stdout
 
-A STORE is `rados:POOL` (objects through librados), `dir:PATH` (files on a POSIX mount:
-CephFS, a GlusterFS volume) or `s3:BUCKET,ENDPOINT,KEYS,REGION` (objects through an S3 gateway;
-KEYS says where the keys are, a 0600 file or `env:ACCESS_VAR:SECRET_VAR`, never the keys). Every write is journalled (and fsync'd) as an intent before and
+A STORE is `TARGET:WHERE`: a storage target of dfslab.registry.TARGETS and where on it, as the
+cluster's backend says (`Backend.integrity_store`): `fs:PATH` (files on a POSIX mount),
+`s3:BUCKET,ENDPOINT,KEYS,REGION` (objects through an S3 gateway; KEYS says where the keys are, a
+0600 file or `env:ACCESS_VAR:SECRET_VAR`, never the keys), or a filesystem's own (its package
+holds the store class). Every write is journalled (and fsync'd) as an intent before and
 an ack after the store acknowledged it, so every ack line is a promise the filesystem made:
 the item holds that content (or, if a later write was still in flight, that one's). verify
 counts items that are gone or unreadable (lost) or whose bytes match neither (corrupt).
@@ -20,8 +22,9 @@ import os
 import random
 import sys
 import time
+from typing import Any
 
-from ..backends.ceph import connect_rados
+from ..registry import TARGETS, store_class
 
 SIZES = [1024, 64 * 1024, 1 << 20, 4 << 20]
 
@@ -30,28 +33,7 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class RadosStore:
-    """RADOS objects: write_full returns once every replica has the object (atomic)."""
-
-    def __init__(self, pool: str, op_timeout: float = 0):
-        # op_timeout 0: a write waits as long as Ceph needs (an ack is a promise, however late).
-        import rados
-        self.errors = (rados.Error,)
-        self.cluster = connect_rados(rados_osd_op_timeout=str(int(op_timeout)))
-        self.ioctx = self.cluster.open_ioctx(pool)
-
-    def put(self, name: str, data: bytes) -> None:
-        self.ioctx.write_full(name, data)
-
-    def get(self, name: str, size: int) -> bytes:
-        return self.ioctx.read(name, length=size + 1)
-
-    def close(self) -> None:
-        self.ioctx.close()
-        self.cluster.shutdown()
-
-
-class DirStore:
+class FileStore:
     """Files: written to a temporary name, fsync'd, renamed over the old one and the
     directory fsync'd, so a file holds either its old or its new content, never a mix."""
 
@@ -121,23 +103,21 @@ class S3Store:
         self.s3.close()
 
 
-def open_store(spec: str, op_timeout: float = 0) -> RadosStore | DirStore | S3Store:
-    kind, _, where = spec.partition(":")
-    if kind == "rados":
-        return RadosStore(where, op_timeout)
-    if kind == "dir":
-        return DirStore(where, op_timeout)
-    if kind == "s3":
-        return S3Store(where, op_timeout)
-    raise ValueError(f"unknown store {spec!r}: rados:POOL, dir:PATH or s3:BUCKET,ENDPOINT,KEYS,REGION")
+def open_store(spec: str, op_timeout: float = 0) -> Any:
+    target, _, where = spec.partition(":")
+    try:
+        return store_class(target)(where, op_timeout)
+    except KeyError:
+        stores = ", ".join(f"{t}:..." for t, entry in TARGETS.items() if entry.store)
+        raise ValueError(f"unknown store {spec!r}: a target with an integrity store ({stores})") from None
 
 
 def seed(manifest: str, count: int, stores: list[str]) -> dict:
     entries = []
     for spec in stores:
         store = open_store(spec)
-        if isinstance(store, S3Store):
-            store.create()  # the bucket is new: dfslab writes only to buckets it makes
+        if hasattr(store, "create"):
+            store.create()  # a store of its own, new for the run (an S3 bucket: dfslab writes only to buckets it makes)
         for i in range(count):
             data = os.urandom(SIZES[i % len(SIZES)])
             name = f"integrity-seed-{i}"

@@ -1,8 +1,7 @@
 """Faults that are Kubernetes events (runtime kubernetes, the local Kubernetes dfslab starts):
-what an operator of a Rook cluster does, or has happen, to it.
+what an operator of a cluster on Kubernetes does, or has happen, to it (a filesystem's engine may
+add its own: Rook's operator scaled down is Ceph's, backends/ceph/rookfaults.py).
 
-    operator   scale Rook's operator Deployment to 0: nothing reconciles (no MON failover, no
-               new OSD Deployment); undo: its replicas back and its pod ready
     drain      cordon a node and evict its pods (as `kubectl drain`, DaemonSets stay): Rook's
                daemons pinned there cannot come back until undo uncordons it and their
                Deployments' new pods run
@@ -12,7 +11,7 @@ what an operator of a Rook cluster does, or has happen, to it.
                it (NotReady, its pods Unknown, then evicted) and Ceph loses its daemons; undo:
                containerd and kubelet start again as at boot and the node's pods run again
 
-operator and drain go through the API server only; each undo waits for what Kubernetes makes
+drain goes through the API server only; each undo waits for what Kubernetes makes
 again; the fault runner then times HEALTH_OK and checks the checksummed objects as for every
 fault.
 """
@@ -28,7 +27,6 @@ from ..runtime.kubernetes.objects import running_ready
 from . import Fault, FaultError, FaultInputError
 from ..polling import wait_until
 
-OPERATOR = "rook-ceph-operator"
 RESTART_TIMEOUT = 300
 
 
@@ -67,35 +65,6 @@ class KubernetesFault(Fault):
                              if left else str(exc)) from None
 
 
-class OperatorDown(KubernetesFault):
-    kind = "operator"
-    help = ("runtime kubernetes: scale Rook's operator to 0 (target: rook) so nothing reconciles; "
-            "undo: its replicas back, its pod ready")
-
-    def _apps(self):
-        from kubernetes import client
-        return client.AppsV1Api(self.api())
-
-    def _operator_pods(self, core) -> list:
-        return core.list_namespaced_pod(self.namespace, label_selector=f"app={OPERATOR}").items
-
-    def inject(self, target: str) -> dict[str, Any]:
-        if target != "rook":
-            raise FaultInputError(f"fault operator takes target rook (Rook's operator), not {target!r}")
-        apps = self._apps()
-        replicas = apps.read_namespaced_deployment(OPERATOR, self.namespace).spec.replicas or 1
-        apps.patch_namespaced_deployment_scale(OPERATOR, self.namespace, {"spec": {"replicas": 0}})
-        core = self.core()  # one client for the whole wait, not one per poll
-        self.wait(lambda: not self._operator_pods(core), "Rook's operator pod gone after scaling to 0")
-        return {"replicas": replicas}
-
-    def undo(self, target: str, record: dict[str, Any]) -> None:
-        self._apps().patch_namespaced_deployment_scale(OPERATOR, self.namespace,
-                                                       {"spec": {"replicas": record.get("replicas", 1)}})
-        core = self.core()
-        self.wait(lambda: any(running_ready(p) for p in self._operator_pods(core)), "Rook's operator ready again")
-
-
 class DrainNode(KubernetesFault):
     kind = "drain"
     help = ("runtime kubernetes: cordon a node and evict its pods (node1); undo: uncordon, wait for the "
@@ -121,7 +90,7 @@ class DrainNode(KubernetesFault):
             meta = pod.metadata
             core.create_namespaced_pod_eviction(meta.name, meta.namespace, client.V1Eviction(
                 metadata=client.V1ObjectMeta(name=meta.name, namespace=meta.namespace)))
-            evicted.append({"namespace": meta.namespace, "uid": meta.uid, "labels": _identity(meta.labels or {})})
+            evicted.append({"namespace": meta.namespace, "uid": meta.uid, "labels": self.cluster.backend.pod_identity(meta.labels or {})})
         return {"node": target, "evicted": evicted}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
@@ -139,14 +108,6 @@ class DrainNode(KubernetesFault):
                     return False
             return True
         self.wait(replaced, f"new pods for what was evicted from {target}")
-
-
-def _identity(labels: dict[str, str]) -> dict[str, str]:
-    """The labels that find a pod's successor: Rook's daemon type and id (osd.0's next pod),
-    else its app label."""
-    if "ceph_daemon_type" in labels and "ceph_daemon_id" in labels:
-        return {k: labels[k] for k in ("ceph_daemon_type", "ceph_daemon_id")}
-    return {"app": labels["app"]} if "app" in labels else {}
 
 
 class NodeLoss(KubernetesFault):
@@ -182,8 +143,9 @@ class NodeLoss(KubernetesFault):
     def _pod_identities(self, target: str) -> list[dict[str, Any]]:
         """What ran on the node, by the labels that find a successor: a loss longer than the
         pods' toleration (300 s) has them evicted, and their controllers make new pods."""
-        return [{"namespace": p.metadata.namespace, "uid": p.metadata.uid, "labels": _identity(p.metadata.labels or {})}
-                for p in self._pods_on(self.core(), target) if _identity(p.metadata.labels or {})]
+        identity = self.cluster.backend.pod_identity
+        return [{"namespace": p.metadata.namespace, "uid": p.metadata.uid, "labels": identity(p.metadata.labels or {})}
+                for p in self._pods_on(self.core(), target) if identity(p.metadata.labels or {})]
 
     def _seen(self, core, target: str) -> str:
         """Kubernetes' view of the lost node just before the undo: once its lease is 50 s old the

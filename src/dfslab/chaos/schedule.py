@@ -65,7 +65,7 @@ class TimedFault:
 class Writer:
     """The checksummed writer on the client node, with its journal of acknowledged writes."""
 
-    def __init__(self, runner: Runner, directory: Path, store: str = "rados:dfslab"):
+    def __init__(self, runner: Runner, directory: Path, store: str):
         self.runner, self.directory, self.store = runner, directory, store
         self.journal = directory / f"journal-{int(time.time() * 1000)}.jsonl"
         self.stopfile = self.journal.with_suffix(".stop")

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..backends.registry import FILESYSTEMS, image_packages
+from ..registry import FILESYSTEMS, image_packages
 from ..safety import UnsafeRemoval, remove_owned_tree
 from .base import RuntimeError_
 from . import engine

@@ -16,7 +16,31 @@ def debian_groups_for(spec) -> list[str]:
 # On runtime kubernetes Rook deploys Ceph; dfslab renders its objects and measures what it built.
 ENGINES = {"kubernetes": "dfslab.backends.ceph.rook:RookCephBackend"}
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
-FAULTS = {"out": "dfslab.backends.ceph.faults:MarkOut", "fill": "dfslab.backends.ceph.faults:FillOsd"}
+FAULTS = {"out": "dfslab.backends.ceph.faults:MarkOut", "fill": "dfslab.backends.ceph.faults:FillOsd",
+          "operator": "dfslab.backends.ceph.rookfaults:OperatorDown"}
+
+
+# The sampler's Ceph series as Prometheus metrics (dfslab.monitor's form: series regex, metric,
+# kind, labels from the groups, factor to base units, help).
+EXPOSED = [
+    (r"ceph\.health", "dfslab_ceph_health_status", "gauge", (), 1, "0 HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR"),
+    (r"ceph\.pgs\.(.+)", "dfslab_ceph_pgs", "gauge", ("state",), 1, "placement groups in each state"),
+    (r"ceph\.osds_(up|in)", "dfslab_ceph_osds", "gauge", ("status",), 1, "OSDs up, OSDs in"),
+    (r"ceph\.client_(read|write)", "dfslab_ceph_client_bytes_total", "counter", ("direction",), None,
+     "client bytes as Ceph counts them"),
+    (r"ceph\.client_ops", "dfslab_ceph_client_operations_total", "counter", (), None, "client operations as Ceph counts them"),
+]
+# What is worth keeping of the MGR's prometheus module when dfslab scrapes it (Rook's, a site's):
+# metric (without a counter's _total) -> (unit, scale).
+SCRAPED = {
+    "ceph_health_status": ("0=OK,1=WARN,2=ERR", 1.0),
+    "ceph_osd_up": ("OSDs", 1.0),
+    "ceph_osd_in": ("OSDs", 1.0),
+    "ceph_pool_rd_bytes": ("MB/s", 1e-6),
+    "ceph_pool_wr_bytes": ("MB/s", 1e-6),
+    "ceph_osd_op_r": ("op/s", 1.0),
+    "ceph_osd_op_w": ("op/s", 1.0),
+}
 
 
 def connect_rados(**conf: str):

@@ -184,6 +184,13 @@ class RookCephBackend(CephBackend):
         return f"{kind}.{daemon_id}" if kind in CEPH_DAEMON_KINDS and daemon_id else None
 
     @classmethod
+    def pod_identity(cls, labels: dict[str, str]) -> dict[str, str]:
+        """Rook's daemon type and id (osd.0's next pod), else the app label."""
+        if "ceph_daemon_type" in labels and "ceph_daemon_id" in labels:
+            return {k: labels[k] for k in ("ceph_daemon_type", "ceph_daemon_id")}
+        return super().pod_identity(labels)
+
+    @classmethod
     def preflight(cls, spec) -> None:
         if spec.kubernetes.user_cluster:
             return  # nothing of Ceph runs on this machine; the devices are your nodes'

@@ -11,3 +11,5 @@ DEBIAN_GROUPS = ["gluster"]
 FAULTS = {"brick": "dfslab.backends.gluster.faults:KillBrick"}
 # Runtimes on which an engine of their own deploys it (kubernetes: glusterd StatefulSet + bootstrap Job).
 ENGINES = {"kubernetes": "dfslab.backends.gluster.kube:GlusterKubernetesBackend"}
+# The sampler's GlusterFS series as Prometheus metrics (dfslab.monitor's form), one metric each.
+EXPOSED = [(r"gluster\.(\w+)", "dfslab_gluster_{0}", "gauge", (), 1, "GlusterFS: {0}")]

@@ -1,4 +1,6 @@
-"""Every filesystem dfslab can deploy or measure, one line each.
+"""Every filesystem dfslab can deploy or measure, and every storage target workloads run
+against, one line each. This module is at the bottom layer: it imports nothing of dfslab's and
+names the modules it points to as strings, imported only when asked.
 
 A filesystem is a package under `backends/`: its `__init__` (light, no imports) may declare
 `FAULTS` (fault kinds only it has, kind -> "module:Class"), `DEBIAN_GROUPS` (what it needs installed
@@ -11,6 +13,7 @@ build itself from the sections without importing daemons' code.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
@@ -19,6 +22,40 @@ FILESYSTEMS = {
     "gluster": "dfslab.backends.gluster",
     "external": "dfslab.backends.external",
 }
+
+
+
+
+@dataclass(frozen=True)
+class Target:
+    """One way workloads reach storage (IOR's backend table has one entry per storage API).
+    Filesystems offer targets (`Backend.targets_for`); a target owns how the fault runs'
+    checksummed objects are written to it and read back (`store`: "module:Class" of an
+    integrity store, None where no store is written through it)."""
+
+    says: str  # what it is, for messages: "a POSIX mount"
+    store: str | None = None
+
+
+# In order of preference for the fault runs' checksummed writer: it writes to the first target
+# a cluster offers that has a store (the most direct path to the storage first).
+TARGETS = {
+    "rados": Target("RADOS pools", "dfslab.backends.ceph.integrity:RadosStore"),
+    "fs": Target("a POSIX mount", "dfslab.chaos.integrity:FileStore"),
+    "s3": Target("an S3 gateway", "dfslab.chaos.integrity:S3Store"),
+    "rbd": Target("RBD images"),
+    "gfapi": Target("libgfapi"),
+    "confine": Target("storage built on some servers only (a pool or a file system)"),
+}
+
+
+def store_class(target: str) -> Any:
+    """The integrity store class of `target`; KeyError if it has none."""
+    path = TARGETS[target].store
+    if path is None:
+        raise KeyError(target)
+    module, _, cls = path.partition(":")
+    return getattr(import_module(module), cls)
 
 
 def section_class(filesystem: str) -> Any:
@@ -61,3 +98,13 @@ def debian_groups(filesystem: str, spec: Any = None) -> list[str]:
     module = import_module(FILESYSTEMS[filesystem])
     more = getattr(module, "debian_groups_for", None)
     return [*getattr(module, "DEBIAN_GROUPS", []), *(more(spec) if more and spec is not None else [])]
+
+
+def exposed_series() -> list[tuple]:
+    """Every filesystem's sampler series as Prometheus metrics (its package's `EXPOSED`)."""
+    return [rule for fs in FILESYSTEMS for rule in getattr(import_module(FILESYSTEMS[fs]), "EXPOSED", [])]
+
+
+def scraped_metrics() -> dict[str, tuple[str, float]]:
+    """Every filesystem's exporter metrics worth sampling (its package's `SCRAPED`)."""
+    return {name: how for fs in FILESYSTEMS for name, how in getattr(import_module(FILESYSTEMS[fs]), "SCRAPED", {}).items()}

@@ -1,0 +1,27 @@
+"""Ceph's integrity store: the fault runs' checksummed objects as RADOS objects (target rados),
+opened by dfslab.chaos.integrity through the target table (dfslab.registry.TARGETS)."""
+
+from __future__ import annotations
+
+from . import connect_rados
+
+
+class RadosStore:
+    """RADOS objects: write_full returns once every replica has the object (atomic)."""
+
+    def __init__(self, pool: str, op_timeout: float = 0):
+        # op_timeout 0: a write waits as long as Ceph needs (an ack is a promise, however late).
+        import rados
+        self.errors = (rados.Error,)
+        self.cluster = connect_rados(rados_osd_op_timeout=str(int(op_timeout)))
+        self.ioctx = self.cluster.open_ioctx(pool)
+
+    def put(self, name: str, data: bytes) -> None:
+        self.ioctx.write_full(name, data)
+
+    def get(self, name: str, size: int) -> bytes:
+        return self.ioctx.read(name, length=size + 1)
+
+    def close(self) -> None:
+        self.ioctx.close()
+        self.cluster.shutdown()

@@ -1,0 +1,83 @@
+"""The target table and the filesystems' own series, as the layers above use them: a store for
+every target that has one, the fault runs' writer on the first a cluster offers, and each
+filesystem's sampler series exposed as its package declares (dfslab.registry)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dfslab.backends import Backend
+from dfslab.chaos.integrity import FileStore, open_store
+from dfslab.monitor import metric_families
+from dfslab.registry import TARGETS, store_class
+
+
+def test_every_target_with_a_store_names_a_class_that_writes_and_reads():
+    for target, entry in TARGETS.items():
+        if entry.store:
+            cls = store_class(target)
+            assert all(callable(getattr(cls, op, None)) for op in ("put", "get", "close")), target
+    with pytest.raises(KeyError):
+        store_class("rbd")
+
+
+def test_a_file_store_round_trips_and_an_unknown_target_is_named(tmp_path):
+    store = open_store(f"fs:{tmp_path / 'x'}")
+    assert isinstance(store, FileStore)
+    store.put("a", b"abc")
+    assert store.get("a", 3) == b"abc"
+    with pytest.raises(ValueError, match=r"unknown store 'rbd:pool'.*fs:\.\.\."):
+        open_store("rbd:pool")
+
+
+class _Offers(Backend):
+    """A backend as the fault run sees it: what it offers, where its mount and pool are."""
+
+    name = "t"
+    offered: frozenset = frozenset()
+
+    def __init__(self):
+        pass
+
+    def targets_for(self, spec):
+        return self.offered
+
+    def mount(self, node):
+        return Path("/mnt") / node
+
+    def bench_pool(self, requested):
+        return "bench"
+
+
+
+_Offers.__abstractmethods__ = frozenset()  # only the methods above are asked
+
+
+def _stores(offered: set[str]) -> list[str]:
+    from dfslab.chaos.faultrun import FaultRun
+    backend = _Offers()
+    backend.offered = frozenset(offered)
+    run = FaultRun.__new__(FaultRun)
+    run.attached, run._stores = SimpleNamespace(backend=backend, spec=None), None
+    return run.stores()
+
+
+def test_the_writer_takes_the_first_offered_target_with_a_store():
+    assert _stores({"fs", "rados", "rbd"}) == ["rados:bench", "fs:/mnt/client/dfslab-integrity"]
+    assert _stores({"fs", "gfapi"}) == ["fs:/mnt/client/dfslab-integrity"]
+    assert _stores({"rbd"}) == []
+
+
+def test_each_filesystems_series_are_exposed_as_its_package_declares():
+    latest = {"ceph.health": (1, ""), "gluster.bricks_online": (2, ""), "gluster.degraded": (1, ""),
+              "ceph.osds_up": (3, "")}
+    families = {f.name: f for f in metric_families(SimpleNamespace(latest=latest, totals={}), "c")}
+    assert families["dfslab_ceph_health_status"].samples[0].value == 1
+    assert families["dfslab_gluster_bricks_online"].samples[0].value == 2
+    assert families["dfslab_ceph_osds"].samples[0].labels == {"cluster": "c", "status": "up"}
+    # the degraded flag is one metric for every filesystem, not one of GlusterFS' own
+    assert families["dfslab_degraded"].samples[0].labels == {"cluster": "c", "filesystem": "gluster"}
+    assert "dfslab_gluster_degraded" not in families
