@@ -122,10 +122,10 @@ def test_successive_halving_finds_a_clearly_better_setting_and_spends_less(tmp_p
 
 
 def test_the_budget_stops_the_search_and_leaves_room_for_the_final_comparison(tmp_path):
-    trials, how, sim = search_once(tmp_path, 0, sd=0.10, budget=600)
+    trials, how, sim = search_once(tmp_path, 0, sd=0.10, budget=400)
     assert how["stopped"] == "time budget" and 1 <= len(trials) < 8
     # the confirmation's runs (default, best, best, default) still fit
-    assert 600 - sim.reps_spent * 12 >= len(tune_mod.CONFIRMATION) * sim.search.setting_cost()
+    assert 400 - sim.reps_spent * 12 >= len(tune_mod.CONFIRMATION) * sim.search.setting_cost()
 
 
 def test_a_budget_too_small_for_one_setting_is_refused(tmp_path):
@@ -136,3 +136,16 @@ def test_a_budget_too_small_for_one_setting_is_refused(tmp_path):
                                     "workloads": WORKLOADS}))
     with pytest.raises(SpecError, match="nothing to tune"):
         tune_mod._prepare(path, Objective.parse("radosbench mode=write bandwidth", True), 3600, 3, None)
+
+
+def test_the_dry_run_counts_what_the_searchs_own_stopping_rule_lets_it_measure(tmp_path):
+    objective = Objective.parse("radosbench mode=write bandwidth", True)
+    lines = tune_mod.plan(experiment(tmp_path), objective, 400, reps=4)
+    assert "8 combination(s); grid" in "\n".join(lines) and lines[-1] == "nothing was started (dry run)"
+    search = tune_mod._prepare(experiment(tmp_path), objective, 400, 4, None)
+    reserve = (1 + len(tune_mod.CONFIRMATION)) * search.setting_cost() + 20
+    in_place = int((400 - reserve) // (4 * search.rep_cost)) + 1  # settings started while the rest still fits
+    assert f"budget 6.7 min: {in_place} of 8 setting(s) measured whole if they change in place" in lines[-2]
+    assert 1 <= in_place < 8 and "more when halving stops some early" in lines[-2]
+    with pytest.raises(SpecError, match="--budget"):
+        tune_mod.plan(experiment(tmp_path), objective, 60, reps=4)

@@ -491,6 +491,8 @@ def tune(
     seed: int = typer.Option(0, help="the search's random seed (order of the grid, TPE's draws)"),
     redeploy: bool = typer.Option(False, "--redeploy", help="a fresh cluster for every setting, even where it "
                                   "could change in place"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what the search would measure within the budget "
+                                 "(settings, costs, how many fit) and exit; nothing is started"),
 ) -> None:
     """Search the swept cluster settings for the best one within a time budget.
 
@@ -500,7 +502,7 @@ def tune(
     compared with a 95 % interval: a winner of a noisy search is not claimed on its own numbers.
     The last run directory holds tune.json, best-spec.yaml, best-experiment.yaml and the report.
     """
-    from .tune import Objective, TuneError, tune as run_tune
+    from .tune import Objective, TuneError, plan as tune_plan, tune as run_tune
     from .units import parse_duration
     if (maximize is None) == (minimize is None):
         fail(ValueError("give one objective: --maximize \"WORKLOAD [PARAM=VALUE ...] METRIC\" or --minimize ..."))
@@ -510,6 +512,10 @@ def tune(
         fail(ValueError(f"--budget: {exc}"))
     try:
         objective = Objective.parse(maximize or minimize or "", maximize is not None)
+        if dry_run:
+            for line in tune_plan(experiment, objective, seconds, reps=reps):
+                console.print(line, markup=False, highlight=False)
+            return
         with LiveProgress() as progress:
             outcome = run_tune(experiment, objective, seconds, progress, reps=reps, reduction=reduction, seed=seed,
                                live=not redeploy)

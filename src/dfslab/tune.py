@@ -36,7 +36,7 @@ from .run import SettingsCluster, run_experiment
 from .spec import SpecError, parse_spec, read_yaml
 from .workloads import Measurement, current_name
 
-FRESH_CLUSTER_GUESS = 60.0  # seconds to bring a cluster up, until the first one is timed
+FRESH_CLUSTER_GUESS = 60.0  # seconds to bring a cluster up on a runtime run --dry-run has no figure for
 GRID_LIMIT = 64  # up to this many combinations the grid is walked; beyond, TPE samples it
 
 # The default and the best measured afresh as runs, interleaved (a drift over them cancels), so
@@ -206,7 +206,11 @@ class _Search:
         return self.step.workload.estimate(self.step.params) * 1.2 + 2
 
     def setting_cost(self) -> float:
-        return self.reps * self.rep_cost + (max(self.fresh) if self.fresh else FRESH_CLUSTER_GUESS)
+        """A setting's repetitions and, at most, a fresh cluster: the slowest one timed so far, or
+        until one is, what `run --dry-run` expects a deploy on this runtime to take."""
+        from .dryrun import DEPLOY_SECONDS
+        guess = DEPLOY_SECONDS.get(self.exp.cluster.runtime, FRESH_CLUSTER_GUESS)
+        return self.reps * self.rep_cost + (max(self.fresh) if self.fresh else guess)
 
     def left(self) -> float:
         return self.budget - (time.monotonic() - self.start)
@@ -263,6 +267,36 @@ def _prepare(path: Path, objective: Objective, budget: float, reps: int, runs_ro
         raise SpecError([("--budget", f"{budget / 60:.1f} min is too small for one setting and the final comparison "
                                       f"(about {need / 60:.1f} min here); give more, or fewer --reps")], source)
     return search
+
+
+def plan(path: Path, objective: Objective, budget: float, reps: int = 3) -> list[str]:
+    """`dfslab tune --dry-run`: what the search would measure within the budget, by the rule the
+    search stops by (one more setting only while the rest of the budget holds it and the final
+    comparison); nothing is started."""
+    from .dryrun import DEPLOY_SECONDS
+    search = _prepare(path, objective, budget, reps, None)
+    combinations = math.prod(len(values) for _, values in search.axes)
+    deploy = DEPLOY_SECONDS.get(search.exp.cluster.runtime, FRESH_CLUSTER_GUESS)
+    measured, cost = reps * search.rep_cost, search.setting_cost()
+    reserve = (1 + len(CONFIRMATION)) * cost + 20
+
+    def fits(per_setting: float) -> int:
+        return min(combinations, max(0, int((budget - reserve) // per_setting) + 1)) if budget >= reserve else 0
+    sampler = "grid: every combination once" if combinations <= GRID_LIMIT else "TPE: samples the space"
+    return [
+        f"objective: {'maximize' if objective.maximize else 'minimize'} {objective.metric} of step "
+        f"{search.step.index} ({search.step.label})",
+        *(f"setting {'.'.join(path)}: {', '.join(map(str, values))}" for path, values in search.axes),
+        f"{combinations} combination(s); {sampler}; successive halving after 1, 2, ... of {reps} repetitions",
+        f"one setting: about {measured:.0f} s ({reps} x {search.rep_cost:.0f} s), {deploy:.0f} s more where it needs "
+        f"a fresh cluster (runtime {search.exp.cluster.runtime})",
+        f"the final comparison, default vs best afresh: {len(CONFIRMATION)} runs, about "
+        f"{len(CONFIRMATION) * cost / 60:.1f} min",
+        f"budget {budget / 60:.1f} min: {fits(measured)} of {combinations} setting(s) measured whole if they change "
+        f"in place, {fits(cost)} with a fresh cluster each"
+        + (" (more when halving stops some early)" if fits(cost) < combinations else ""),
+        "nothing was started (dry run)",
+    ]
 
 
 def tune(path: Path, objective: Objective, budget: float, progress: Progress, reps: int = 3,
