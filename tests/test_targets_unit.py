@@ -81,3 +81,17 @@ def test_each_filesystems_series_are_exposed_as_its_package_declares():
     # the degraded flag is one metric for every filesystem, not one of GlusterFS' own
     assert families["dfslab_degraded"].samples[0].labels == {"cluster": "c", "filesystem": "gluster"}
     assert "dfslab_gluster_degraded" not in families
+
+
+def test_fio_runs_on_the_targets_the_table_gives_an_engine_and_keeps_their_rules():
+    from pydantic import ValidationError
+
+    from dfslab.workloads.fio import FioParams
+    assert {"rbd", "rados", "gfapi", "fs", "local"} <= set(FioParams.model_fields["target"].annotation.__args__)
+    with pytest.raises(ValidationError, match="input_value=.s3."):  # fio has no engine for it here
+        FioParams(target="s3")
+    with pytest.raises(ValidationError, match="measures writes .* not read: fio's rados engine reads objects it created empty"):
+        FioParams(target="rados", rw="read")
+    with pytest.raises(ValidationError, match="client_cache is librbd's write-back cache \\(target rbd\\), not target fs's"):
+        FioParams(target="fs", client_cache=True)
+    assert FioParams(target="rbd", client_cache=False, rw="write").client_cache is False

@@ -24,27 +24,31 @@ FILESYSTEMS = {
 }
 
 
-
-
 @dataclass(frozen=True)
 class Target:
     """One way workloads reach storage (IOR's backend table has one entry per storage API).
-    Filesystems offer targets (`Backend.targets_for`); a target owns how the fault runs'
-    checksummed objects are written to it and read back (`store`: "module:Class" of an
-    integrity store, None where no store is written through it)."""
+    Filesystems offer targets (`Backend.targets_for`, and `fio_target` for fio's engine options);
+    the target says what it is, how the fault runs' checksummed objects are written to it and read
+    back (`store`: "module:Class" of an integrity store), and what fio does on it."""
 
     says: str  # what it is, for messages: "a POSIX mount"
     store: str | None = None
+    fio: str | None = None  # what fio runs on it (its engine), None where fio cannot
+    fio_writes_only: str | None = None  # why fio measures only writes there, where it does
+    client_cache: str | None = None  # the client library's write-back cache, where it has one
 
 
 # In order of preference for the fault runs' checksummed writer: it writes to the first target
 # a cluster offers that has a store (the most direct path to the storage first).
 TARGETS = {
-    "rados": Target("RADOS pools", "dfslab.backends.ceph.integrity:RadosStore"),
-    "fs": Target("a POSIX mount", "dfslab.chaos.integrity:FileStore"),
+    "rados": Target("RADOS pools", "dfslab.backends.ceph.integrity:RadosStore",
+                    fio="objects in the cluster's benchmark pool (fio's rados engine)",
+                    fio_writes_only="fio's rados engine reads objects it created empty; for reads use the radosbench "
+                                    "workload (seq, rand)"),
+    "fs": Target("a POSIX mount", "dfslab.chaos.integrity:FileStore", fio="files on the cluster's POSIX mount"),
     "s3": Target("an S3 gateway", "dfslab.chaos.integrity:S3Store"),
-    "rbd": Target("RBD images"),
-    "gfapi": Target("libgfapi"),
+    "rbd": Target("RBD images", fio="an RBD image (fio's rbd engine)", client_cache="librbd's write-back cache"),
+    "gfapi": Target("libgfapi", fio="the GlusterFS volume through libgfapi (fio's gfapi engine)"),
     "confine": Target("storage built on some servers only (a pool or a file system)"),
 }
 

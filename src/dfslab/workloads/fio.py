@@ -8,29 +8,33 @@ from typing import Any, Literal, get_args
 from pydantic import Field, model_validator
 
 from ..fields import Bytes
+from ..registry import TARGETS
 from . import FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fioclients import run_on_clients
 from .fiotool import fio_argv, parse_bw_log, parse_json
 
 FILE_TARGETS = get_args(FileTarget)
+# Every target fio runs on: the file targets and each target of the table with a fio engine.
+FIO_TARGETS = (*FILE_TARGETS, *(t for t, entry in TARGETS.items() if entry.fio and t not in FILE_TARGETS))
 
 
 class FioParams(WorkloadParams):
-    target: Literal["fs", "cephfs", "rbd", "rados", "gfapi", "local"] = Field(
-        "fs", description="fs: the cluster's POSIX mount; rbd: a Ceph RBD image; rados: objects in dfslab's pool "
-                          "(fio's rados engine; writes only); gfapi: the GlusterFS volume through libgfapi; local")
+    target: Literal[FIO_TARGETS] = Field(  # type: ignore[valid-type]
+        "fs", description="; ".join(f"{t}: {e.fio}" + ("; writes only" if e.fio_writes_only else "")
+                                    for t, e in TARGETS.items() if e.fio) + "; local: this machine's disk")
     rw: Literal["read", "write", "randread", "randwrite", "readwrite", "randrw"] = "randread"
     bs: Bytes = "4KiB"
     iodepth: int = Field(16, ge=1, le=1024)
     numjobs: int = Field(1, ge=1, le=64)
-    size: Bytes = Field("256MiB", description="file (or RBD range) per job")
+    size: Bytes = Field("256MiB", description="file (or image range) per job")
     seconds: int = Field(10, ge=1, le=3600, description="time-based runtime")
     direct: bool = Field(True, description="O_DIRECT on file targets (fs, local): reads from the storage, not the "
                                            "client's cache, and the only way libaio keeps more than one I/O in flight")
-    client_cache: bool | None = Field(None, description="librbd's write-back cache (target rbd): unset, off (a write is "
-                                                         "timed until the cluster acknowledges it) unless the cluster's "
-                                                         "ceph.conf [client] sets rbd_cache, which then decides (a sweep "
-                                                         "of it there works); true / false force it")
+    client_cache: bool | None = Field(None, description="the client library's write-back cache, on targets that have "
+                                      "one (" + ", ".join(f"{t}: {e.client_cache}" for t, e in TARGETS.items()
+                                                          if e.client_cache) + "): unset, off (a write is timed until "
+                                      "the cluster acknowledges it) unless the cluster's client settings turn it on, "
+                                      "which then decide (a sweep of them there works); true / false force it")
 
     @model_validator(mode="after")
     def _depth_is_real(self) -> "FioParams":
@@ -44,18 +48,21 @@ class FioParams(WorkloadParams):
         return self
 
     @model_validator(mode="after")
-    def _client_cache_is_librbds(self) -> "FioParams":
-        if self.client_cache is not None and self.target != "rbd":
-            raise ValueError(f"client_cache is librbd's cache (target rbd), not target {self.target}'s: on a file "
+    def _client_cache_is_the_targets(self) -> "FioParams":
+        entry = TARGETS.get(self.target)
+        if self.client_cache is not None and not (entry and entry.client_cache):
+            having = ", ".join(f"{e.client_cache} (target {t})" for t, e in TARGETS.items() if e.client_cache)
+            raise ValueError(f"client_cache is {having}, not target {self.target}'s: on a file "
                              f"target, direct: false reads and writes through the client's cache")
         return self
 
     @model_validator(mode="after")
-    def _rados_writes_only(self) -> "FioParams":
-        # fio's rados engine creates its objects empty ("touch"): a read would measure nothing.
-        if self.target == "rados" and self.rw not in ("write", "randwrite"):
-            raise ValueError(f"target rados measures writes (write, randwrite), not {self.rw}: fio's rados engine "
-                             f"reads objects it created empty; for reads use the radosbench workload (seq, rand)")
+    def _writes_only_where_fio_cannot_read(self) -> "FioParams":
+        # e.g. fio's rados engine creates its objects empty ("touch"): a read would measure nothing.
+        entry = TARGETS.get(self.target)
+        if entry and entry.fio_writes_only and self.rw not in ("write", "randwrite"):
+            raise ValueError(f"target {self.target} measures writes (write, randwrite), not {self.rw}: "
+                             f"{entry.fio_writes_only}")
         return self
 
 
