@@ -174,7 +174,7 @@ LINES_LEFT = {
     "dfslab.spec": (17, "the kubernetes section's Rook fields (namespace rook-ceph, devices per OSD, "
                         "dataDirHostPath), help text naming the engines"),
     "dfslab.runtime.kubernetes.images": (17, "the local Kubernetes' image is Rook's binary on dfslab's Ceph image"),
-    "dfslab.workloads.servers": (11, "rados bench on a confined pool, placement groups per server"),
+    "dfslab.workloads.servers": (4, "placement groups per server (the size of a confined pool), help naming rados bench"),
     "dfslab.runtime.kubernetes.job": (8, "Jobs mount CephFS with ceph-fuse; Ceph's client secret and admin tools"),
     "dfslab.runtime.kubernetes": (6, "Rook's data directory on each node, Rook's build beside Kubernetes'"),
     "dfslab.runtime.kubernetes.node": (5, "Rook's data directory bound into each node"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import Field
 
@@ -86,6 +86,31 @@ def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float
     if runner.storage is None:
         raise WorkloadError("rados bench needs a cluster")
     return max(16, int(runner.storage.pool_free_bytes(runner, pool) * fraction // object_size))
+
+
+# rados bench's modes for the ops a pool can run (it has no random write).
+POOL_MODE = {"write": "write", "read": "seq", "randread": "rand"}
+
+
+def bench_pool(runner: Runner, pool: str, ops: list[str], seconds: int, in_flight: int, object_size: int, tag: str,
+               labels: Callable[[str], dict[str, Any]], repetition: int) -> list[Measurement]:
+    """`ops` in order on a pool another workload made (servers' confined pool): write, then
+    reads of what it wrote; its objects removed at the end."""
+    if ops[0] != "write" or "randwrite" in ops:
+        raise WorkloadError("on a pool, servers.ops must start with write and have no randwrite "
+                            "(rados bench reads what its write left and has no random write)")
+    max_objects = max_objects_for(runner, pool, object_size)
+    rows: list[Measurement] = []
+    try:
+        for op in ops:
+            argv = ["rados", "-p", pool, "bench", str(seconds), POOL_MODE[op], "-t", str(in_flight), "--run-name", tag]
+            if op == "write":
+                argv += ["-b", str(object_size), "--no-cleanup", "--max-objects", str(max_objects)]
+            out = runner.run(argv, f"{tag}-{op}", timeout=seconds * 4 + 60)
+            rows += parse(out, labels(op), repetition)
+    finally:
+        runner.run(["rados", "-p", pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300, check=False)
+    return rows + cap_rows(rows, max_objects, object_size)
 
 
 class RadosBench(Workload):

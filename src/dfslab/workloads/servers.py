@@ -15,11 +15,9 @@ from pydantic import Field
 from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fiotool import fio_argv, parse_json
-from .radosbench import cap_rows, max_objects_for, parse as parse_rados
+from .radosbench import bench_pool
 
 RANDOM_BS = 4096
-# rados bench's modes for the ops a pool can run (it has no random write).
-RADOS_MODE = {"write": "write", "read": "seq", "randread": "rand"}
 # The former `scaling` workload's names.
 SCALING_RENAMES = {"modes": "ops", "threads": "procs", "object_size": "bs"}
 SCALING_OPS = {"write": "write", "seq": "read", "rand": "randread"}
@@ -71,7 +69,7 @@ class ServerScaling(Workload):
     def run(self, runner: Runner, params: ServersParams, repetition: int) -> list[Measurement]:
         if runner.storage is None or runner.storage.confine is None:
             raise WorkloadError("workload servers needs a backend that can build storage on some servers only "
-                                "(filesystem: ceph or gluster)")
+                                "(target confine)")
         if params.servers > len(runner.nodes):
             raise WorkloadError(f"servers.servers={params.servers} but the cluster has {len(runner.nodes)} node(s)")
         pgs = params.pg_per_server * params.servers
@@ -90,23 +88,9 @@ class ServerScaling(Workload):
         return {**params.model_dump(mode="python", exclude={"ops", "bs"}), "rw": op, "bs": bs}
 
     def _on_pool(self, runner: Runner, pool: str, params: ServersParams, repetition: int) -> list[Measurement]:
-        if params.ops[0] != "write" or "randwrite" in params.ops:
-            raise WorkloadError("on a pool, servers.ops must start with write and have no randwrite "
-                                "(rados bench reads what its write left and has no random write)")
         tag = runner.raw_name(f"servers-{params.servers}-r{repetition}")
-        max_objects = max_objects_for(runner, pool, params.bs)
-        rows: list[Measurement] = []
-        try:
-            for op in params.ops:
-                argv = ["rados", "-p", pool, "bench", str(params.seconds), RADOS_MODE[op],
-                        "-t", str(params.procs * params.iodepth), "--run-name", tag]
-                if op == "write":
-                    argv += ["-b", str(params.bs), "--no-cleanup", "--max-objects", str(max_objects)]
-                out = runner.run(argv, f"{tag}-{op}", timeout=params.seconds * 4 + 60)
-                rows += parse_rados(out, self._labels(params, op, params.bs), repetition)
-        finally:
-            runner.run(["rados", "-p", pool, "cleanup", "--run-name", tag], f"{tag}-cleanup", timeout=300, check=False)
-        return rows + cap_rows(rows, max_objects, params.bs)
+        return bench_pool(runner, pool, params.ops, params.seconds, params.procs * params.iodepth, params.bs, tag,
+                          lambda op: self._labels(params, op, params.bs), repetition)
 
     def _on_files(self, runner: Runner, path: str, params: ServersParams, repetition: int) -> list[Measurement]:
         rows: list[Measurement] = []
