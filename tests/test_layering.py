@@ -188,7 +188,6 @@ LINES_LEFT = {
     "dfslab.chaos.entry": (1, "help example: osd.1, mon.b"),
     "dfslab.chaos.pod": (1, "help example: osd.0, glusterd.node2"),
     "dfslab.dryrun": (1, "the fix names ceph.osd_size"),
-    "dfslab.runtime.images": (1, "ceph-fuse in every image's client packages"),
     "dfslab.runtime.kubernetes.binaries": (1, "the build's error names Rook"),
     "dfslab.tune": (1, "help example: ceph: {conf: ...}"),
 }

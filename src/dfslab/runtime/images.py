@@ -27,13 +27,13 @@ from . import engine
 REPO = "dfslab/storage"
 MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"
-# Daemons only: clients (fio, rados bench, ceph-fuse) run from the host in the client node's namespace.
+# Each filesystem's daemons and what its engine on Kubernetes and its clients in a Job need (its
+# package's IMAGE_PACKAGES); on the host runtimes the clients run from the host in the client
+# node's namespace.
 FILESYSTEM_PACKAGES = {fs: image_packages(fs) for fs in FILESYSTEMS}
-# What Rook's own image adds to Ceph's (runtime kubernetes): tini as init, ceph-volume's tools
-# (udevadm, sgdisk, lvm, cryptsetup), and the clients its Jobs run (fio, ceph-fuse, iperf3, and
-# MariaDB for the sql workload, server and mysqlslap).
-KUBERNETES_PACKAGES = ["tini", "udev", "gdisk", "lvm2", "cryptsetup-bin", "fio", "ceph-fuse", "iperf3",
-                       "mariadb-server", "mariadb-client"]
+# What the image adds for runtime kubernetes: tini as init, and the tools dfslab's Jobs run (fio,
+# iperf3, and MariaDB for the sql workload, server and mysqlslap).
+KUBERNETES_PACKAGES = ["tini", "fio", "iperf3", "mariadb-server", "mariadb-client"]
 PACKAGES = [p for pkgs in FILESYSTEM_PACKAGES.values() for p in pkgs] + ["iproute2", "procps", *KUBERNETES_PACKAGES]
 
 Progress = Callable[[str, str], None]

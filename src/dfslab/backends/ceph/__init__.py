@@ -4,8 +4,11 @@
 Rook keeps them apart; `backend.py` only orders them and answers for the cluster.
 """
 
-# Debian packages a daemon image needs for this filesystem (the first one names the image's version).
-IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common", "radosgw"]
+# Debian packages a daemon image needs for this filesystem (the first one names the image's version),
+# then Rook's needs on Kubernetes (ceph-volume's udevadm, sgdisk, lvm, cryptsetup) and the client
+# its Jobs mount CephFS with.
+IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common", "radosgw",
+                  "udev", "gdisk", "lvm2", "cryptsetup-bin", "ceph-fuse"]
 
 
 def debian_groups_for(spec) -> list[str]:
