@@ -95,3 +95,17 @@ def test_fio_runs_on_the_targets_the_table_gives_an_engine_and_keeps_their_rules
     with pytest.raises(ValidationError, match="client_cache is librbd's write-back cache \\(target rbd\\), not target fs's"):
         FioParams(target="fs", client_cache=True)
     assert FioParams(target="rbd", client_cache=False, rw="write").client_cache is False
+
+
+def test_faults_and_pod_names_that_are_rooks_live_in_the_ceph_package():
+    from dfslab.backends.ceph.rook import RookCephBackend
+    from dfslab.backends.gluster.kube import GlusterKubernetesBackend
+    from dfslab.chaos import FILESYSTEM_OF, fault_class
+    from dfslab.chaos.kube import KubernetesFault
+    assert FILESYSTEM_OF["operator"] == "ceph" and issubclass(fault_class("operator"), KubernetesFault)
+    osd = {"app": "rook-ceph-osd", "ceph_daemon_type": "osd", "ceph_daemon_id": "0", "pod-template-hash": "x"}
+    assert RookCephBackend.pod_identity(osd) == {"ceph_daemon_type": "osd", "ceph_daemon_id": "0"}
+    assert RookCephBackend.pod_identity({"app": "rook-ceph-crashcollector", "node_name": "n1"}) == \
+        {"app": "rook-ceph-crashcollector"}
+    assert GlusterKubernetesBackend.pod_identity({"app": "glusterd", "controller-revision-hash": "y"}) == {"app": "glusterd"}
+    assert RookCephBackend.pod_identity({"job-name": "x"}) == {}
