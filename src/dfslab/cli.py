@@ -827,13 +827,14 @@ app.add_typer(data_app, name="data")
 def _engine(name: str):
     """A pushdown engine on the cluster's client node, with cls_dfslab built for the OSDs."""
     from . import native
-    from .pushdown import ENGINE, Engine
+    from .pushdown import ENGINE, TARGET, Engine
+    from .registry import TARGETS
     try:
         native.build_class()
         state, spec = cluster.load(name)
-        if "rados" not in backend_class(spec).targets_for(spec):
-            raise cluster.ClusterError(f"cluster {name!r} runs {spec.filesystem}; query pushdown needs RADOS pools "
-                                       "(filesystem: ceph)")
+        if TARGET not in backend_class(spec).targets_for(spec):
+            raise cluster.ClusterError(f"cluster {name!r} runs {spec.filesystem}; query pushdown needs "
+                                       f"{TARGETS[TARGET].says} (target {TARGET})")
         argv, env = cluster.client_command(name, ENGINE)
     except (native.BuildError, *USER_ERRORS) as exc:
         fail(exc)
@@ -961,10 +962,9 @@ def plan(
     """
     from .plan.analysis import plan as make_plan
     from .plan.layout import Layout
-    from .plan.report import save, write
+    from .plan.report import save, summary_lines, write
     from .results import runs_root
     from .spec import _problems, read_yaml
-    from .units import human_bytes
     from pydantic import ValidationError
     layouts = []
     for path in [layout] + ([compare_with] if compare_with else []):
@@ -983,14 +983,8 @@ def plan(
             except ValueError as exc:  # a failure naming a host or OSD the layout does not have
                 fail(SpecError([("", str(exc))], lay.name))
             save(plans[-1], out / lay.name)
-    for p in plans:
-        b, a = p["before_balancer"], p["after_balancer"]
-        console.print(f"[bold]{p['layout']['name']}[/]: {p['osds']} OSDs, PGs per OSD {b['pgs_per_osd']['min']:.0f}-"
-                      f"{b['pgs_per_osd']['max']:.0f} (balanced {a['pgs_per_osd']['min']:.0f}-{a['pgs_per_osd']['max']:.0f}); "
-                      f"osd.{a['fills_first']['osd']} fills first; {p['seconds']:.1f} s")
-        for f in p["failures"]:
-            console.print(f"  {f['failure']}: {f['pgs_degraded']} PGs degraded, {human_bytes(f['bytes_moved'])} to "
-                          f"re-replicate, >= {f['recovery_seconds'] / 60:.1f} min ({f['limit']})")
+    for line in (line for p in plans for line in summary_lines(p)):
+        console.print(line)
     print(f"report: {write(plans, out).resolve()}")
 
 

@@ -92,3 +92,15 @@ def save(plan: dict[str, Any], out: Path) -> Path:
     path = out / "plan.json"
     path.write_text(json.dumps(plan, indent=1))
     return path
+
+
+def summary_lines(plan: dict[str, Any]) -> list[str]:
+    """The plan in a few lines for the terminal (rich markup): PGs per OSD before and after the
+    balancer, the OSD that fills first, and each failure's degraded PGs and re-replication."""
+    b, a = plan["before_balancer"], plan["after_balancer"]
+    lines = [f"[bold]{plan['layout']['name']}[/]: {plan['osds']} OSDs, PGs per OSD {b['pgs_per_osd']['min']:.0f}-"
+             f"{b['pgs_per_osd']['max']:.0f} (balanced {a['pgs_per_osd']['min']:.0f}-{a['pgs_per_osd']['max']:.0f}); "
+             f"osd.{a['fills_first']['osd']} fills first; {plan['seconds']:.1f} s"]
+    lines += [f"  {f['failure']}: {f['pgs_degraded']} PGs degraded, {human_bytes(f['bytes_moved'])} to "
+              f"re-replicate, >= {f['recovery_seconds'] / 60:.1f} min ({f['limit']})" for f in plan["failures"]]
+    return lines

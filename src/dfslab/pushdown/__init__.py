@@ -13,6 +13,7 @@ from typing import Any
 from .query import QueryError
 
 ENGINE = [sys.executable, "-m", "dfslab.pushdown.engine"]
+TARGET = "rados"  # what a cluster must offer (dfslab.registry.TARGETS): the engine reads and runs in its pools
 
 
 class Engine:
@@ -58,4 +59,4 @@ class Engine:
         self.close()
 
 
-__all__ = ["ENGINE", "Engine", "QueryError"]
+__all__ = ["ENGINE", "TARGET", "Engine", "QueryError"]
