@@ -171,7 +171,7 @@ LINES_LEFT = {
     "dfslab.registry": (7, "registration: the table of filesystems and targets names each one and its tools' engines"),
     "dfslab.cli": (15, "help examples (`exec small -- ceph -s`, `fault kill osd.1`), scale's bricks, "
                        "the pushdown commands' help (cluster name (Ceph), inside the OSDs)"),
-    "dfslab.spec": (17, "the kubernetes section's Rook fields (namespace rook-ceph, devices per OSD, "
+    "dfslab.spec": (10, "the kubernetes section's Rook fields (namespace rook-ceph, devices per OSD, "
                         "dataDirHostPath), help text naming the engines"),
     "dfslab.runtime.kubernetes.images": (17, "the local Kubernetes' image is Rook's binary on dfslab's Ceph image"),
     "dfslab.workloads.servers": (4, "placement groups per server (the size of a confined pool), help naming rados bench"),

@@ -151,8 +151,9 @@ class KubernetesSection(Strict):
     def user_cluster(self) -> bool:
         return bool(self.kubeconfig)
 
-    def check_nodes(self, cluster: "ClusterBase", osds_per_node: int | None) -> None:
-        """A cluster you run: every server node names its OSD devices, every client a Kubernetes node."""
+    def check_nodes(self, cluster: "ClusterBase") -> None:
+        """A cluster you run: devices only of the spec's nodes, every node and client a Kubernetes
+        node's name (how many devices each needs is the filesystem section's check)."""
         names = cluster.node_names()
         unknown = sorted(set(self.devices) - set(names))
         if unknown:
@@ -161,9 +162,6 @@ class KubernetesSection(Strict):
         for node in names:
             if not K8S_NAME.fullmatch(node):
                 raise ValueError(f"nodes: {node!r} must be the Kubernetes node's name (lowercase letters, digits, '-')")
-            if osds_per_node is not None and len(self.devices.get(node, [])) != osds_per_node:
-                raise ValueError(f"kubernetes.devices: node {node} needs {osds_per_node} device(s) "
-                                 f"(ceph.osds_per_node); it has {len(self.devices.get(node, []))}")
         if len(self.clients) < cluster.clients:
             raise ValueError(f"kubernetes.clients: name {cluster.clients} Kubernetes node(s) for the client Jobs "
                              f"(clients: {cluster.clients}); {len(self.clients)} given")
@@ -225,12 +223,12 @@ class ClusterBase(Strict):
         if not deploys and self.nodes:
             raise ValueError("nodes: runtime host starts no nodes (the cluster is one you already run); remove nodes:")
         if self.runtime == "kubernetes" and "kubernetes" not in engines_of(self.filesystem):
-            raise ValueError(f"runtime: on kubernetes an engine of dfslab's deploys the filesystem (Rook for ceph, "
-                             f"a glusterd StatefulSet for gluster); "
-                             f"{self.filesystem} has none in dfslab yet: use runtime local or docker")
+            having = [fs for fs in FILESYSTEMS if "kubernetes" in engines_of(fs)]
+            raise ValueError(f"runtime: on kubernetes an engine of dfslab's deploys the filesystem (there is one "
+                             f"for {', '.join(having)}); {self.filesystem} has none in dfslab yet: use runtime local "
+                             f"or docker")
         if self.runtime == "kubernetes" and self.kubernetes.user_cluster:
-            section = getattr(self, self.filesystem)
-            self.kubernetes.check_nodes(self, getattr(section, "osds_per_node", None))
+            self.kubernetes.check_nodes(self)
         names = [n.name for n in self.nodes]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -74,6 +74,12 @@ class CephSpec(Strict):
                 problem = option_problem(section, key, as_text(value))
                 if problem:
                     raise ValueError(f"ceph.conf.{section}.{key}: {problem}")
+        if cluster.runtime == "kubernetes" and cluster.kubernetes.user_cluster:
+            for node in cluster.node_names():  # Rook makes an OSD on each device it is given
+                given = len(cluster.kubernetes.devices.get(node, []))
+                if given != self.osds_per_node:
+                    raise ValueError(f"kubernetes.devices: node {node} needs {self.osds_per_node} device(s) "
+                                     f"(ceph.osds_per_node); it has {given}")
         if self.rgw and cluster.runtime == "kubernetes":
             raise ValueError("ceph.rgw: on runtime kubernetes Rook would run the gateways (a CephObjectStore), "
                              "which dfslab does not render yet; use runtime local or docker, or leave rgw out")
