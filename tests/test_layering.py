@@ -182,7 +182,7 @@ LINES_LEFT = {
     "dfslab.deps": (4, "Rook is built with Kubernetes"),
     "dfslab.experiment": (4, "help text: OSDs' disks, BlueStore's cache, CephFS files"),
     "dfslab.report": (4, "rados bench's latency chart caption, the pushdown figure, OSDs' room"),
-    "dfslab.workloads": (4, "the `cephfs` alias of target fs, help naming CephFS/GlusterFS"),
+    "dfslab.workloads": (3, "the `cephfs` alias of target fs, help naming CephFS/GlusterFS"),
     "dfslab.run": (2, "progress and help naming OSDs and CephFS"),
     "dfslab.chaos.daemon": (1, "help example: osd.N, mon.X"),
     "dfslab.chaos.entry": (1, "help example: osd.1, mon.b"),

@@ -115,7 +115,8 @@ class Runner:
         (target fs) or on this machine's disk (target local)."""
         if cluster_target(target) == "fs":
             if self.mount is None:
-                raise WorkloadError("this cluster has no POSIX mount (a Ceph cluster needs ceph.cephfs: true)")
+                raise WorkloadError("this cluster offers no POSIX mount (target fs; `dfslab run --dry-run` says what "
+                                    "its filesystem needs for one)")
             path = self.mount(node) / subdir
         else:
             path = (self.scratch or Path("/tmp")) / subdir
