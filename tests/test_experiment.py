@@ -121,8 +121,8 @@ def test_kubernetes_is_a_third_runtime_and_a_cluster_it_cannot_hold_is_refused_b
     assert [gluster.on_runtime(r).cluster.runtime for r in ("local", "docker", "kubernetes")] == ["local", "docker", "kubernetes"]
     # a Kubernetes you run, without its OSD devices: wrong only on runtime kubernetes
     with pytest.raises(SpecError, match=r"runtimes: kubernetes: cluster.kubernetes.devices: node node1"):
-        parse_experiment({**base, "cluster": {"name": "c", "nodes": 3, "kubernetes": {"kubeconfig": "/k", "image": "r/i:1"}}},
-                         Path("."))
+        parse_experiment({**base, "cluster": {"name": "c", "nodes": 3, "kubernetes": {"kubeconfig": "/k", "image": "r/i:1",
+                                                                                 "clients": ["w4"]}}}, Path("."))
     with pytest.raises(SpecError, match="runtimes"):
         parse_experiment({**base, "runtimes": ["local", "podman"], "cluster": {"name": "c", "nodes": 3}}, Path("."))
 

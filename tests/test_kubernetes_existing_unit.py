@@ -11,6 +11,7 @@ import tarfile
 import pytest
 
 from dfslab.backends.ceph import rook
+from dfslab.backends.ceph.rook import client_fuse
 from dfslab.runtime import CLIENT, RuntimeError_, select_runtime
 from dfslab.runtime.kubernetes import job
 from dfslab.runtime.kubernetes.existing import ExistingKubernetesRuntime, image_pushed
@@ -137,7 +138,7 @@ def test_a_jobs_files_come_back_only_inside_its_directories(tmp_path):
         job.unpack_into(_tar({}, link=(f"{rel}/l", "/etc/passwd")), [str(run)])
     assert not (tmp_path / "escape").exists()
     # the pod's script tars exactly the carried directories
-    script = job.pod_script([], job.ceph_fuse({"conf": "/c", "keyring": "/k"}), [str(run)])
+    script = job.pod_script([], client_fuse({"conf": "/c", "keyring": "/k"}), [str(run)])
     assert f"tar -C / -czf - {rel}" in script and job.FILES_MARK in script
     manifest = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], [], {"conf": "/c", "keyring": "/k"}, [str(run)],
                                 carry_back=True)
@@ -183,12 +184,17 @@ def test_a_jobs_pod_mounts_with_its_filesystems_fuse_client_and_waits_for_it_to_
     script = job.pod_script(["/mnt/g"], gluster)
     assert "glusterfs --volfile-server=10.0.0.1 --volfile-id=dfslab --log-file=/tmp/fuse-client.log /mnt/g" in script
     assert "pgrep -x glusterfs" in script and "umount /mnt/g" in script
-    # without a conf and keyring (GlusterFS) the pod gets no Ceph Secret and no CEPH_CONF
+    # without a conf and keyring (GlusterFS) the pod gets no client Secret and no environment
     manifest = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], ["/mnt/g"], {}, fuse=gluster)
     pod = manifest["spec"]["template"]["spec"]
     assert pod["volumes"] == [] and pod["containers"][0]["env"] == [] and pod["containers"][0]["securityContext"]["privileged"]
-    ceph = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], ["/mnt/c"], {"conf": "/c", "keyring": "/k"})
-    assert "ceph-fuse -c /c -n client.admin -k /k /mnt/c" in ceph["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    # Ceph's: the client and environment Rook's backend records, the files from the Secret it made
+    files = {"conf": "/c", "keyring": "/k"}
+    ceph = job.job_manifest("j", "ns", "c1", "img:1", ["fio"], ["/mnt/c"], files, fuse=client_fuse(files),
+                            env={"CEPH_CONF": "/c"})["spec"]["template"]["spec"]
+    assert "ceph-fuse -c /c -n client.admin -k /k /mnt/c" in ceph["containers"][0]["command"][2]
+    assert ceph["containers"][0]["env"] == [{"name": "CEPH_CONF", "value": "/c"}]
+    assert ceph["volumes"] == [{"name": "client", "secret": {"secretName": job.CLIENT_SECRET}}]
 
 
 def test_a_measuring_server_is_a_deployment_that_kubernetes_keeps_running_on_its_node():

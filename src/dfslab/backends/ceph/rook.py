@@ -27,6 +27,7 @@ from ..kube_tables import nodes_table, pods_table
 from . import health, pools
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
+from ...runtime.kubernetes.job import CLIENT_SECRET
 from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
 from ...polling import poll
 
@@ -449,9 +450,10 @@ class RookCephBackend(CephBackend):
         self.layout.admin_keyring.chmod(0o600)
         # The same two files for the tools that run as Jobs, mounted at the same paths.
         files = {"conf": str(self.layout.conf), "keyring": str(self.layout.admin_keyring)}
-        self._apply(api, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dfslab-ceph-client", "namespace": self.namespace},
+        self._apply(api, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": CLIENT_SECRET, "namespace": self.namespace},
                          "stringData": {"conf": self.layout.conf.read_text(), "keyring": self.layout.admin_keyring.read_text()}}])
-        self.state.update(k8s_client_files=files)
+        # What a Job's pod needs to mount CephFS and run Ceph's tools (runtime/kubernetes/job.py).
+        self.state.update(k8s_client_files=files, k8s_fuse=client_fuse(files), k8s_client_env={"CEPH_CONF": files["conf"]})
 
 
 def newest_event(core, namespace: str) -> str:
@@ -490,6 +492,11 @@ def wait_cleanup_jobs(api, namespace: str, timeout: float = 300) -> list[str]:
     if not poll(finished, "Rook's cleanup jobs to finish", timeout, 2.0):
         return [f"Rook's cleanup jobs {seen['running']} did not finish in {timeout:.0f} s"]
     return [f"Rook's cleanup job {name} failed: its node's dataDirHostPath or devices may hold data" for name in seen["failed"]]
+
+
+def client_fuse(files: dict[str, str]) -> list[str]:
+    """ceph-fuse as a Job's pod mounts CephFS (the mount point appended), with the cluster's files."""
+    return ["ceph-fuse", "-c", files["conf"], "-n", "client.admin", "-k", files["keyring"]]
 
 
 def toolbox_deployment(namespace: str, image: str, node: str, files: dict[str, str]) -> dict:

@@ -58,11 +58,10 @@ def ship(argv: list[str]) -> list[str]:
 MARK = "--dfslab-job-stderr-8f3a--"
 RC_MARK = "--dfslab-job-rc-8f3a--"
 FILES_MARK = "--dfslab-job-files-8f3a--"
-CLIENT_SECRET = "dfslab-ceph-client"
-
-
-def ceph_fuse(files: dict[str, str]) -> list[str]:
-    return ["ceph-fuse", "-c", files["conf"], "-n", "client.admin", "-k", files["keyring"]]
+# The Secret that holds a cluster's client files (a filesystem's backend makes it, with the files'
+# paths, the FUSE client and the environment its Jobs need in the state: k8s_client_files,
+# k8s_fuse, k8s_client_env).
+CLIENT_SECRET = "dfslab-client-files"
 
 
 def pod_script(mounts: list[str], fuse: list[str], carry_back: list[str] = ()) -> str:
@@ -163,11 +162,11 @@ def client_files(files: dict[str, str]) -> tuple[list[dict], list[dict]]:
 
 def pod_template(name: str, node: str, image: str, argv: list[str], mounts: list[str], files: dict[str, str],
                  dirs: list[str] = (), cwd: str = "/", carry_back: bool = False, fuse: list[str] | None = None,
-                 restart: str = "Never") -> dict:
+                 restart: str = "Never", env: dict[str, str] | None = None) -> dict:
     """The pod that runs `argv` on `node`. carry_back: `dirs` are empty directories in the pod
     whose files come back in its log (a cluster you run); else the host's own directories
-    (hostPath, the local Kubernetes). fuse: the FUSE client command that mounts `mounts`
-    (default: ceph-fuse with `files`)."""
+    (hostPath, the local Kubernetes). fuse: the filesystem's FUSE client command that mounts
+    `mounts`; env: what its tools need in the environment (e.g. where the conf is)."""
     volumes, volume_mounts = client_files(files)
     for i, d in enumerate(dirs):
         volumes.append({"name": f"host-{i}", **({"emptyDir": {}} if carry_back else {"hostPath": {"path": d, "type": "Directory"}})})
@@ -179,10 +178,8 @@ def pod_template(name: str, node: str, image: str, argv: list[str], mounts: list
             "nodeSelector": {"kubernetes.io/hostname": node},
             "containers": [{
                 "name": "tool", "image": image, "imagePullPolicy": "IfNotPresent" if carry_back else "Never",
-                "command": ["sh", "-c", pod_script(mounts, fuse or (ceph_fuse(files) if mounts else []),
-                                                  list(dirs) if carry_back else []),
-                            "sh", *argv],
-                "env": [{"name": "CEPH_CONF", "value": files["conf"]}] if files else [],
+                "command": ["sh", "-c", pod_script(mounts, fuse or [], list(dirs) if carry_back else []), "sh", *argv],
+                "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
                 "workingDir": cwd,  # relative paths of the tool's arguments mean what they mean here
                 "securityContext": {"privileged": bool(mounts)},  # FUSE needs /dev/fuse and mount
                 "volumeMounts": volume_mounts,
@@ -193,13 +190,14 @@ def pod_template(name: str, node: str, image: str, argv: list[str], mounts: list
 
 def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[str], mounts: list[str],
                  files: dict[str, str], dirs: list[str] = (), cwd: str = "/", carry_back: bool = False,
-                 fuse: list[str] | None = None) -> dict:
+                 fuse: list[str] | None = None, env: dict[str, str] | None = None) -> dict:
     """A Job: work that ends (a benchmark run), its pod never restarted."""
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "dfslab"}},
         "spec": {"backoffLimit": 0,
-                 "template": pod_template(name, node, image, argv, mounts, files, dirs, cwd, carry_back, fuse)},
+                 "template": pod_template(name, node, image, argv, mounts, files, dirs, cwd, carry_back, fuse,
+                                          env=env)},
     }
 
 
@@ -347,8 +345,9 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     image = info["k8s_images"]["rook"]
     if is_server(argv):
         return serve(rt, api, namespace, node, name, image, argv, pulled=carry_back)
-    batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, image, argv, mounts,
-                                                        files, dirs, str(cwd), carry_back, info.get("k8s_fuse")))
+    batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, image, argv, mounts, files, dirs,
+                                                        str(cwd), carry_back, info.get("k8s_fuse"),
+                                                        info.get("k8s_client_env")))
     on_stop(core, namespace, name, lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground"))
     pod = wait_pod(core, namespace, name, node, lambda p: p.status.phase in ("Succeeded", "Failed"),
                    lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Background"))
