@@ -205,12 +205,16 @@ class _Search:
     def rep_cost(self) -> float:
         return self.step.workload.estimate(self.step.params) * 1.2 + 2
 
+    @property
+    def deploy_guess(self) -> float:
+        """What `run --dry-run` expects a deploy on this runtime to take."""
+        from .dryrun import DEPLOY_SECONDS
+        return DEPLOY_SECONDS.get(self.exp.cluster.runtime, FRESH_CLUSTER_GUESS)
+
     def setting_cost(self) -> float:
         """A setting's repetitions and, at most, a fresh cluster: the slowest one timed so far, or
-        until one is, what `run --dry-run` expects a deploy on this runtime to take."""
-        from .dryrun import DEPLOY_SECONDS
-        guess = DEPLOY_SECONDS.get(self.exp.cluster.runtime, FRESH_CLUSTER_GUESS)
-        return self.reps * self.rep_cost + (max(self.fresh) if self.fresh else guess)
+        the deploy guess until one is."""
+        return self.reps * self.rep_cost + (max(self.fresh) if self.fresh else self.deploy_guess)
 
     def left(self) -> float:
         return self.budget - (time.monotonic() - self.start)
@@ -273,10 +277,9 @@ def plan(path: Path, objective: Objective, budget: float, reps: int = 3) -> list
     """`dfslab tune --dry-run`: what the search would measure within the budget, by the rule the
     search stops by (one more setting only while the rest of the budget holds it and the final
     comparison); nothing is started."""
-    from .dryrun import DEPLOY_SECONDS
     search = _prepare(path, objective, budget, reps, None)
     combinations = math.prod(len(values) for _, values in search.axes)
-    deploy = DEPLOY_SECONDS.get(search.exp.cluster.runtime, FRESH_CLUSTER_GUESS)
+    deploy = search.deploy_guess
     measured, cost = reps * search.rep_cost, search.setting_cost()
     reserve = (1 + len(CONFIRMATION)) * cost + 20
 
