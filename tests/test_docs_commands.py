@@ -43,7 +43,8 @@ RUN = {
     ],
     "spec.md": ["dfslab up examples/gluster-small.yaml", "dfslab status gsmall", "dfslab scale gsmall --add-bricks 3",
                 "dfslab fault gsmall brick node2", "dfslab exec gsmall --node node1 -- gluster volume heal dfslab info"],
-    "kubernetes.md": ["dfslab render examples/rook-yours.yaml -o rook/ --image registry.example.org/dfslab-rook:1"],
+    "kubernetes.md": ["dfslab render examples/rook-yours.yaml -o rook/ --image registry.example.org/dfslab-rook:1",
+                      "dfslab render examples/external-k8s-mount.yaml -o site/ --image registry.example.org/dfslab-rook:1"],
 }
 # Run verbatim in the Kubernetes phase (the Kubernetes and Rook build is there), each page's
 # lines in order; rook-small has a subnet of its own, so it runs beside the local clusters.
@@ -66,8 +67,6 @@ COSTLY = {
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
     "dfslab run examples/quick-any.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
-    "dfslab render examples/external-k8s-mount.yaml -o site/ --image registry.example.org/dfslab-rook:1 \\":
-        "continues on the next line (the site's mount); test_render renders it",
 }
 # Lines that name the reader's own things without a placeholder's capitals, and where they run.
 ILLUSTRATIONS = {
@@ -75,7 +74,7 @@ ILLUSTRATIONS = {
     "dfslab up bad.yaml": "run with the file the page describes, output compared: test_a_bad_spec_is_refused_as_the_docs_show",
 }
 # Written by the commands above in the repository root; refused if there before, removed after.
-MADE_HERE = ("trips.parquet", "rook")
+MADE_HERE = ("trips.parquet", "rook", "site")
 
 
 def _commands() -> list[tuple[str, str]]:
@@ -129,12 +128,16 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
             if page == "pushdown.md":  # the next page's cluster uses the same default subnet
                 sh("dfslab down small")
         assert (Path(REPO) / "rook").is_dir() and any((Path(REPO) / "rook").iterdir())
+        # the site's mounted path as fio servers, one per labelled node: a DaemonSet that mounts it by hostPath
+        site = "".join(f.read_text() for f in sorted((Path(REPO) / "site").iterdir()))
+        assert "kind: DaemonSet" in site and "hostPath" in site and "fio" in site
     finally:
         for cluster in ("small", "gsmall"):
             subprocess.run(["bash", "-c", f"dfslab down {cluster}"], cwd=REPO, env=user_env(), capture_output=True,
                            timeout=600)
         (Path(REPO) / "trips.parquet").unlink(missing_ok=True)
         shutil.rmtree(Path(REPO) / "rook", ignore_errors=True)
+        shutil.rmtree(Path(REPO) / "site", ignore_errors=True)
         for path in set(Path(REPO, "runs").glob("*")) - runs_before:
             shutil.rmtree(path)
     assert not Path("/var/lib/dfslab/clusters/small").exists() and not Path("/var/lib/dfslab/clusters/gsmall").exists()
