@@ -151,7 +151,7 @@ def test_latency_is_refused_at_preflight_exactly_where_the_kernel_has_no_netem()
     assert not ClusterState("lat").dir.exists() and not list(NETNS_DIR.glob("dfs-lat-*"))
 
 
-def test_rgw_gateways_need_a_node_each_and_a_runtime_that_runs_them():
+def test_rgw_gateways_need_a_node_each_and_on_kubernetes_are_rooks_object_store():
     from dfslab.registry import debian_groups
     from dfslab.spec import ClusterSpec
     spec = ClusterSpec.model_validate({"name": "g", "nodes": 2, "ceph": {"rgw": 2}})
@@ -159,5 +159,18 @@ def test_rgw_gateways_need_a_node_each_and_a_runtime_that_runs_them():
     with pytest.raises(ValueError, match=r"ceph.rgw: 3 gateways need 3 nodes"):
         ClusterSpec.model_validate({"name": "g", "nodes": 2, "ceph": {"rgw": 3}})
     assert ClusterSpec.model_validate({"name": "g", "nodes": 2, "runtime": "docker", "ceph": {"rgw": 1}}).ceph.rgw == 1
-    with pytest.raises(ValueError, match=r"ceph.rgw: on runtime kubernetes Rook would run the gateways"):
-        ClusterSpec.model_validate({"name": "g", "nodes": 2, "runtime": "kubernetes", "ceph": {"rgw": 1}})
+    # on Kubernetes Rook runs them: a CephObjectStore of as many gateways, on the servers, on the same port,
+    # deleted before the CephCluster (Rook refuses a cluster that still has dependents)
+    from dfslab.backends.ceph import rgw
+    from dfslab.backends.ceph.rook import OBJECT_STORE, ROOK_CR_ORDER, cluster_objects
+    k8s = ClusterSpec.model_validate({"name": "g", "nodes": 3, "runtime": "kubernetes",
+                                      "ceph": {"rgw": 2, "osd_size": "6GiB", "replica_size": 2}})
+    [store] = [o for o in cluster_objects(k8s, "ns", "img:1", "/var/lib/rook", {"node1": ["/dev/loop0"]})
+               if o["kind"] == "CephObjectStore"]
+    gateway = store["spec"]["gateway"]
+    assert store["metadata"] == {"name": OBJECT_STORE, "namespace": "ns"}
+    assert (gateway["port"], gateway["instances"]) == (rgw.PORT, 2) and gateway["placement"]
+    assert store["spec"]["dataPool"] == {"failureDomain": "host", "replicated": {"size": 2, "requireSafeReplicaSize": True}}
+    assert ROOK_CR_ORDER.index("CephObjectStore") < ROOK_CR_ORDER.index("CephCluster")
+    assert not [o for o in cluster_objects(ClusterSpec.model_validate({**k8s.model_dump(mode="json"), "ceph": {
+        **k8s.model_dump(mode="json")["ceph"], "rgw": 0}}), "ns", "img:1", "/x", {}) if o["kind"] == "CephObjectStore"]

@@ -109,3 +109,6 @@ def test_faults_and_pod_names_that_are_rooks_live_in_the_ceph_package():
         {"app": "rook-ceph-crashcollector"}
     assert GlusterKubernetesBackend.pod_identity({"app": "glusterd", "controller-revision-hash": "y"}) == {"app": "glusterd"}
     assert RookCephBackend.pod_identity({"job-name": "x"}) == {}
+    # the gateway Rook's CephObjectStore runs is a daemon `fault pod` and the sampler name
+    assert RookCephBackend.pod_selector("rgw.dfslab").labels == "ceph_daemon_type=rgw,ceph_daemon_id=dfslab"
+    assert RookCephBackend.daemon_of_pod({"ceph_daemon_type": "rgw", "ceph_daemon_id": "dfslab"}) == "rgw.dfslab"

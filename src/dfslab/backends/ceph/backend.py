@@ -120,7 +120,7 @@ class CephBackend(Backend):
             "write_amplification": self.spec.ceph.replica_size,
             "summary": [f"PGs: {snap.num_pgs}/{snap.expected_pgs} — {states}; OSDs {osds['up']}/{osds['total']} up, "
                         f"{osds['in']} in", *self._gateway_lines()],
-            "gateways": rgw.endpoints(self.ctx) if self.spec.ceph.rgw else [],
+            "gateways": [url for _, url, _ in self.gateways()],
             "tables": [table("pools", ["pool", "size", "min_size", "PGs", "application"],
                              [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
@@ -131,15 +131,23 @@ class CephBackend(Backend):
             raise BackendError(f"cluster {self.spec.name} has no RADOS gateway: set ceph.rgw: 1 in its spec")
         return creds["endpoints"], str(self.layout.root / "conf" / rgw.CREDENTIALS), "us-east-1"
 
-    def _gateway_lines(self) -> list[str]:
-        """Each RADOS gateway, whether its process is alive, and where the S3 user's keys are."""
+    s3cmd_here = True  # `dfslab exec NAME -- s3cmd ...` finds the cluster's keys
+
+    def gateways(self) -> list[tuple[str, str, bool]]:
+        """(name, S3 endpoint, whether it runs) of each RADOS gateway."""
         if not self.spec.ceph.rgw:
             return []
         alive = {p.name: p.alive() for p in self.runtime.procs.all()}
-        gateways = ", ".join(f"{name} {url} ({'up' if alive.get(name) else 'DOWN'})"
-                             for name, url in zip(rgw.placement(self.ctx), rgw.endpoints(self.ctx)))
-        return [f"S3 (RGW): {gateways}; user {rgw.USER}, keys in {self.layout.root / 'conf' / rgw.CREDENTIALS} (0600); "
-                f"dfslab exec {self.spec.name} -- s3cmd ls"]
+        return [(name, url, bool(alive.get(name))) for name, url in zip(rgw.placement(self.ctx), rgw.endpoints(self.ctx))]
+
+    def _gateway_lines(self) -> list[str]:
+        """Each RADOS gateway, whether it runs, and where the S3 user's keys are."""
+        if not self.spec.ceph.rgw:
+            return []
+        gateways = ", ".join(f"{name} {url} ({'up' if up else 'DOWN'})" for name, url, up in self.gateways())
+        where = f"user {rgw.USER}, keys in {self.layout.root / 'conf' / rgw.CREDENTIALS} (0600)"
+        # s3cmd runs on the nodes of the host runtimes (its config beside the keys); not in a pod
+        return [f"S3 (RGW): {gateways}; {where}" + (f"; dfslab exec {self.spec.name} -- s3cmd ls" if self.s3cmd_here else "")]
 
     def confine(self, runner, nodes: list[str], pgs: int):
         return tools.confine(runner, self.ctx.admin, nodes, pgs)

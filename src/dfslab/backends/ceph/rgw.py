@@ -49,36 +49,53 @@ def create(ctx: CephContext) -> None:
                           meta={"kind": "rgw", "log": ctx.daemon_log(entity), "mounts": ctx.daemon_paths(entity)})
     for name, node in placement(ctx).items():
         _wait_answering(ctx, name, ctx.addresses[node])
-    _make_user(ctx)
+    make_user(ctx, endpoints(ctx))
 
 
 def _wait_answering(ctx: CephContext, name: str, address: str, timeout: float = 120) -> None:
     """Until the gateway answers HTTP on its port, from the client node (as a workload reaches it)."""
-    probe = ["bash", "-c", f"exec 3<>/dev/tcp/{address}/{PORT} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && head -c 12 <&3"]
-
-    def answering() -> bool:
+    def exited() -> None:
         if ctx.runtime.procs.exited(name) is not None:
             raise BackendError(f"{name} exited during start-up; see {ctx.daemon_log('client.' + name)}")
-        return ctx.runtime.run(CLIENT, probe, timeout=10, check=False).stdout.startswith("HTTP/1.")
-    wait_until(answering, f"{name} to answer HTTP on {address}:{PORT}", timeout, 1.0,
-               lambda msg: BackendError(f"{msg}; see {ctx.daemon_log('client.' + name)}"))
+    wait_answering(ctx.runtime, f"{address}:{PORT}", name, timeout, ctx.daemon_log("client." + name), exited)
+
+
+def wait_answering(runtime: Any, where: str, name: str, timeout: float, log: Any, check: Any = None) -> None:
+    """Until the gateway at `where` (HOST:PORT) answers HTTP from the client node; `check()` may
+    raise first (the gateway is gone); the error names `log`."""
+    address, port = where.rsplit(":", 1)
+    probe = ["bash", "-c", f"exec 3<>/dev/tcp/{address}/{port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && head -c 12 <&3"]
+
+    def answering() -> bool:
+        if check is not None:
+            check()
+        return runtime.run(CLIENT, probe, timeout=10, check=False).stdout.startswith("HTTP/1.")
+    wait_until(answering, f"{name} to answer HTTP on {where}", timeout, 1.0,
+               lambda msg: BackendError(f"{msg}; see {log}"))
 
 
 def admin_argv(ctx: CephContext, *args: str) -> list[str]:
     return ["radosgw-admin", "-c", str(ctx.layout.conf), "-k", str(ctx.layout.admin_keyring), *args]
 
 
-def _make_user(ctx: CephContext) -> None:
-    res = ctx.runtime.run(CLIENT, admin_argv(ctx, "user", "create", f"--uid={USER}", "--display-name=dfslab"),
+def make_user(ctx: CephContext, urls: list[str], *where: str) -> None:
+    """dfslab's S3 user (radosgw-admin talks to RADOS as the gateways do; `where`: its realm, zone
+    group and zone where they are not the default ones), its keys saved with the gateways' `urls`."""
+    res = ctx.runtime.run(CLIENT, admin_argv(ctx, "user", "create", f"--uid={USER}", "--display-name=dfslab", *where),
                           timeout=120, check=False)
     if res.returncode != 0:
         raise BackendError(f"radosgw-admin user create failed: {res.stderr.strip()[-400:]}")
     key = json.loads(res.stdout)["keys"][0]
-    creds = {"user": USER, "access_key": key["access_key"], "secret_key": key["secret_key"], "endpoints": endpoints(ctx)}
-    write_private(ctx.layout.root / "conf" / CREDENTIALS, json.dumps(creds, indent=2))
-    host = creds["endpoints"][0].removeprefix("http://")
-    write_private(ctx.layout.root / "conf" / S3CMD_CONFIG, "\n".join([
-        "[default]", f"access_key = {creds['access_key']}", f"secret_key = {creds['secret_key']}",
+    save_credentials(ctx.layout.root, key["access_key"], key["secret_key"], urls)
+
+
+def save_credentials(root: Path, access_key: str, secret_key: str, urls: list[str]) -> None:
+    """The S3 user's keys and the gateways' endpoints, and s3cmd's config with them, both 0600."""
+    creds = {"user": USER, "access_key": access_key, "secret_key": secret_key, "endpoints": urls}
+    write_private(root / "conf" / CREDENTIALS, json.dumps(creds, indent=2))
+    host = urls[0].removeprefix("http://")
+    write_private(root / "conf" / S3CMD_CONFIG, "\n".join([
+        "[default]", f"access_key = {access_key}", f"secret_key = {secret_key}",
         f"host_base = {host}", f"host_bucket = {host}", "use_https = False", "signature_v2 = False", ""]))
 
 

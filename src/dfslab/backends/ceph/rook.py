@@ -24,16 +24,17 @@ import yaml
 
 from .. import BackendError, PodSelector, PreflightError, Progress, table
 from ..kube_tables import nodes_table, pods_table
-from . import health, pools
+from . import health, pools, rgw
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
 from ...runtime.kubernetes.job import CLIENT_SECRET
 from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
-from ...polling import poll
+from ...polling import poll, wait_until
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
 FS_NAME = "cephfs"
+OBJECT_STORE = "dfslab"  # its gateways' pods carry rook_object_store=dfslab
 MON_PORT = 6789
 
 
@@ -127,6 +128,8 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, devices: d
                      "metadata": {"name": pool, "namespace": namespace},
                      # Rook enables application rbd on every CephBlockPool (rados bench does not mind)
                      "spec": {"failureDomain": failure_domain, "replicated": replicated}})
+    if c.rgw:
+        objs += object_store_objects(spec, namespace, failure_domain, replicated)
     if c.cephfs:
         objs.append({"apiVersion": f"{GROUP}/{VERSION}", "kind": "CephFilesystem",
                      "metadata": {"name": FS_NAME, "namespace": namespace},
@@ -135,6 +138,27 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, devices: d
                               "preserveFilesystemOnDelete": False,
                               "metadataServer": {"activeCount": 1, "activeStandby": False, "placement": server}}})
     return objs
+
+
+def object_store_objects(spec, namespace: str, failure_domain: str, replicated: dict) -> list[dict]:
+    """S3 through Rook: a CephObjectStore with `ceph.rgw` gateways (radosgw on the servers, host
+    network, rgw.PORT as on the other runtimes). dfslab's S3 user is made with radosgw-admin once
+    they answer (Rook's CephObjectStoreUser goes through the gateway's Service by DNS name, which
+    the local Kubernetes does not serve)."""
+    pool = {"failureDomain": failure_domain, "replicated": replicated}
+    return [{"apiVersion": f"{GROUP}/{VERSION}", "kind": "CephObjectStore",
+             "metadata": {"name": OBJECT_STORE, "namespace": namespace},
+             "spec": {"metadataPool": pool, "dataPool": pool, "preservePoolsOnDelete": False,
+                      "gateway": {"port": rgw.PORT, "instances": spec.ceph.rgw, "placement": gateway_placement(spec)}}}]
+
+
+def gateway_placement(spec) -> dict:
+    """The gateways on the first `ceph.rgw` nodes, as on the other runtimes: with host networking a
+    gateway's endpoint is its node's address, so a pod made again (a deleted pod, a restart) must
+    land on the same node for the clients' endpoint to hold."""
+    expr = {"key": "kubernetes.io/hostname", "operator": "In", "values": spec.node_names()[:spec.ceph.rgw]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [expr]}]}}}
 
 
 def config_override(spec, namespace: str) -> dict:
@@ -149,7 +173,7 @@ def config_override(spec, namespace: str) -> dict:
 
 
 # Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0).
-CEPH_DAEMON_KINDS = ("mon", "mgr", "osd", "mds")
+CEPH_DAEMON_KINDS = ("mon", "mgr", "osd", "mds", "rgw")  # Rook's ceph_daemon_type (rgw: its id is the store's)
 ROOK_DAEMON = re.compile(rf"({'|'.join(CEPH_DAEMON_KINDS)})\.([A-Za-z0-9-]+)")
 
 
@@ -157,7 +181,8 @@ class RookCephBackend(CephBackend):
     name = "ceph"
     required_programs = ("ceph", "rados", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/conf", "kubernetes/nodes/*/pod-logs")
-    pod_daemons = "osd.0, mon.a, mgr.a, mds.cephfs-a"
+    pod_daemons = f"osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.{OBJECT_STORE}"
+    s3cmd_here = False  # `exec` runs in a pod, which has neither s3cmd nor the keys' file
 
     @classmethod
     def pod_selector(cls, target: str) -> PodSelector | None:
@@ -277,8 +302,43 @@ class RookCephBackend(CephBackend):
         if self.existing:
             self._start_toolbox(api, image, progress)
         self.ctx.admin.start(timeout=60)
+        if c.rgw:  # before the health wait: the gateways' pools are then among the PGs it waits for
+            self._adopt_gateways(api, progress, max(120, deadline - time.monotonic()))
         health.wait_healthy(self.ctx.admin, self.runtime.procs, sum(map(len, devices.values())), c.cephfs, progress,
                             max(60, deadline - time.monotonic()))
+
+    def _gateway_pods(self, core) -> list:
+        return core.list_namespaced_pod(self.namespace, label_selector=f"rook_object_store={OBJECT_STORE}").items
+
+    def gateways(self) -> list[tuple[str, str, bool]]:
+        """Each gateway pod Rook runs: (pod, S3 endpoint on its node, running and ready)."""
+        if not self.spec.ceph.rgw:
+            return []
+        from kubernetes import client
+        from ...runtime.kubernetes.objects import running_ready
+        return [(p.metadata.name, f"http://{p.status.host_ip}:{rgw.PORT}", running_ready(p))
+                for p in self._gateway_pods(client.CoreV1Api(self.api())) if p.status.host_ip]
+
+    def _adopt_gateways(self, api, progress: Progress, timeout: float) -> None:
+        """Rook's gateways answering S3 from the client node, then dfslab's S3 user, made in the
+        store's realm, zone group and zone (Rook names all three after the store), its keys in the
+        same 0600 credentials file the other runtimes write."""
+        from kubernetes import client
+        from ...runtime.kubernetes.objects import running_ready
+        core = client.CoreV1Api(api)
+        progress("starting RADOS gateways", f"CephObjectStore {OBJECT_STORE}: {self.spec.ceph.rgw} radosgw (S3) "
+                                            f"on port {rgw.PORT}")
+        log = f"`kubectl -n {self.namespace} describe cephobjectstore {OBJECT_STORE}` and the operator's log"
+
+        def ready() -> list | None:
+            pods = [p for p in self._gateway_pods(core) if running_ready(p) and p.status.host_ip]
+            return pods if len(pods) >= self.spec.ceph.rgw else None
+        pods = wait_until(ready, f"{self.spec.ceph.rgw} gateway pod(s) ready", timeout, 2.0,
+                          lambda msg: BackendError(f"{msg}; see {log}"))
+        urls = [f"http://{p.status.host_ip}:{rgw.PORT}" for p in pods]
+        for pod, url in zip(pods, urls):
+            rgw.wait_answering(self.runtime, url.removeprefix("http://"), pod.metadata.name, 120, log)
+        rgw.make_user(self.ctx, urls, *(f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegroup", "zone")))
 
     @staticmethod
     def _rook_host_path() -> Path:
@@ -466,9 +526,9 @@ def newest_event(core, namespace: str) -> str:
     return f" · last event: {e.involved_object.kind} {e.involved_object.name}: {(e.message or e.reason or '')[:100]}"
 
 
-ROOK_KINDS = ("cephclusters", "cephblockpools", "cephfilesystems")
+ROOK_KINDS = ("cephclusters", "cephblockpools", "cephfilesystems", "cephobjectstores")
 # Dependents before the CephCluster: Rook refuses to delete a cluster that still has them.
-ROOK_CR_ORDER = ("CephFilesystem", "CephBlockPool", "CephCluster")
+ROOK_CR_ORDER = ("CephObjectStore", "CephFilesystem", "CephBlockPool", "CephCluster")
 
 
 def wait_gone(api, obj: dict, timeout: float) -> bool:

@@ -23,7 +23,8 @@ class CephSpec(Strict):
     failure_domain: Literal["host", "osd"] = Field("host", description="CRUSH bucket replicas are spread over")
     pg_num: int = Field(16, ge=1, le=1024, description="placement groups per pool")
     cephfs: bool = True
-    rgw: int = Field(0, ge=0, le=8, description="RADOS gateways (S3): one radosgw on each of the first RGW nodes, "
+    rgw: int = Field(0, ge=0, le=8, description="RADOS gateways (S3): one radosgw on each of the first RGW nodes "
+                                                "(runtime kubernetes: Rook's CephObjectStore, on the servers), "
                                                 "serving S3 on port 7480 of its node's address, with an S3 user "
                                                 "whose keys dfslab keeps 0600 in the cluster's state")
     conf: dict[str, dict[str, str | int | float | bool]] = Field(
@@ -80,9 +81,6 @@ class CephSpec(Strict):
                 if given != self.osds_per_node:
                     raise ValueError(f"kubernetes.devices: node {node} needs {self.osds_per_node} device(s) "
                                      f"(ceph.osds_per_node); it has {given}")
-        if self.rgw and cluster.runtime == "kubernetes":
-            raise ValueError("ceph.rgw: on runtime kubernetes Rook would run the gateways (a CephObjectStore), "
-                             "which dfslab does not render yet; use runtime local or docker, or leave rgw out")
         if self.rgw > len(cluster.nodes):
             raise ValueError(f"ceph.rgw: {self.rgw} gateways need {self.rgw} nodes (one per node), but nodes has "
                              f"{len(cluster.nodes)}; add nodes or lower rgw")
