@@ -112,3 +112,4 @@ def test_faults_and_pod_names_that_are_rooks_live_in_the_ceph_package():
     # the gateway Rook's CephObjectStore runs is a daemon `fault pod` and the sampler name
     assert RookCephBackend.pod_selector("rgw.dfslab").labels == "ceph_daemon_type=rgw,ceph_daemon_id=dfslab"
     assert RookCephBackend.daemon_of_pod({"ceph_daemon_type": "rgw", "ceph_daemon_id": "dfslab"}) == "rgw.dfslab"
+    assert RookCephBackend.daemon_of_process(["radosgw", "--fsid=x", "--id=rgw.dfslab.a"], "node1") == "rgw.dfslab"

@@ -191,7 +191,10 @@ class RookCephBackend(CephBackend):
 
     @classmethod
     def daemon_of_process(cls, argv: list[str], node: str) -> str | None:
-        """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, else None."""
+        """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, the object store's
+        gateway for `radosgw ...`, else None."""
+        if argv and Path(argv[0]).name == "radosgw":
+            return f"rgw.{OBJECT_STORE}"  # as `fault pod` names it (its pods' ceph_daemon_id is the store's)
         kind = Path(argv[0]).name.removeprefix("ceph-") if argv and Path(argv[0]).name.startswith("ceph-") else ""
         if kind not in CEPH_DAEMON_KINDS:
             return None
