@@ -119,7 +119,7 @@ def test_daemon_faults_on_kubernetes_are_pod_deletions():
     assert selector(RookCephBackend, "osd.0") == PodSelector("ceph_daemon_type=osd,ceph_daemon_id=0")
     assert selector(RookCephBackend, "mds.cephfs-a") == PodSelector("ceph_daemon_type=mds,ceph_daemon_id=cephfs-a")
     assert selector(GlusterKubernetesBackend, "glusterd.node2") == PodSelector("dfslab.io/daemon=glusterd", "node2", 1)
-    with pytest.raises(chaos.FaultInputError, match=r"daemons \(osd.0, mon.a, mgr.a, mds.cephfs-a\), not 'node1'"):
+    with pytest.raises(chaos.FaultInputError, match=r"daemons \(osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.dfslab\), not 'node1'"):
         selector(RookCephBackend, "node1")
     # each filesystem names only its own daemons: a Ceph daemon on a GlusterFS cluster is refused
     with pytest.raises(chaos.FaultInputError, match="glusterd.node2: a node's glusterd"):
