@@ -67,6 +67,7 @@ COSTLY = {
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
     "dfslab run examples/quick-any.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
+    "dfslab run examples/s3-rook.yaml": "a second Rook bring-up (5 min; docs/measurements.md has its run)",
 }
 # Lines that name the reader's own things without a placeholder's capitals, and where they run.
 ILLUSTRATIONS = {
