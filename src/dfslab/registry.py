@@ -4,8 +4,9 @@ names the modules it points to as strings, imported only when asked.
 
 A filesystem is a package under `backends/`: its `__init__` (light, no imports) may declare
 `FAULTS` (fault kinds only it has, kind -> "module:Class"), `DEBIAN_GROUPS` (what it needs installed
-here beyond `make demo`'s), `IMAGE_PACKAGES` (the Debian
-packages its daemons need in a container image) and `DEFAULT_RUNTIME`; `section.py` (`SECTION`: the model of its
+here beyond `make demo`'s), `IMAGE_PACKAGES` (the Debian packages its daemons need in a container
+image), `ENGINES` (another Backend per runtime), `EXPOSED` and `SCRAPED` (its Prometheus series)
+and `DEFAULT_RUNTIME`; `section.py` (`SECTION`: the model of its
 spec section, with a `check(cluster)` for what depends on the nodes) and `backend.py`
 (`BACKEND`: its `Backend` class). This module imports neither until asked, so the spec can
 build itself from the sections without importing daemons' code.
@@ -53,13 +54,18 @@ TARGETS = {
 }
 
 
+def load_class(path: str) -> Any:
+    """The class a registry names as "module:Class", imported now (every registry's plugins)."""
+    module, _, cls = path.partition(":")
+    return getattr(import_module(module), cls)
+
+
 def store_class(target: str) -> Any:
     """The integrity store class of `target`; KeyError if it has none."""
     path = TARGETS[target].store
     if path is None:
         raise KeyError(target)
-    module, _, cls = path.partition(":")
-    return getattr(import_module(module), cls)
+    return load_class(path)
 
 
 def section_class(filesystem: str) -> Any:
@@ -76,8 +82,7 @@ def backend_class_of(filesystem: str, runtime: str | None = None) -> Any:
     class its package names in `ENGINES` instead."""
     engine = engines_of(filesystem).get(runtime or "")
     if engine:
-        module, _, cls = engine.partition(":")
-        return getattr(import_module(module), cls)
+        return load_class(engine)
     return import_module(f"{FILESYSTEMS[filesystem]}.backend").BACKEND
 
 

@@ -13,10 +13,9 @@ import inspect
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ..registry import FILESYSTEMS, backend_class_of, faults_of
+from ..registry import FILESYSTEMS, backend_class_of, faults_of, load_class
 
 if TYPE_CHECKING:  # the cluster layer is above this package's registry and base class
     from ..cluster import Attached
@@ -111,8 +110,7 @@ def check_applies(kind: str, spec: Any) -> None:
 def fault_class(kind: str) -> type[Fault]:
     if kind not in FAULTS:
         raise FaultInputError(f"unknown fault {kind!r}; kinds: {', '.join(sorted(FAULTS))}")
-    module, _, cls = FAULTS[kind].partition(":")
-    return getattr(import_module(module), cls)
+    return load_class(FAULTS[kind])
 
 
 def inject(cluster: Attached, kind: str, target: str, **options: Any) -> Injected:

@@ -11,8 +11,8 @@ dfslab may have been killed in the middle of `up`.
 from __future__ import annotations
 
 import os
-from importlib import import_module
 
+from ..registry import load_class
 from ..spec import ClusterSpec
 from ..state import ClusterState
 from .base import CLIENT, RUN_DIR_ENV, Runtime, RuntimeError_
@@ -31,8 +31,7 @@ RUNTIMES = {
 
 
 def runtime_class(kind: str) -> type[Runtime]:
-    module, _, cls = RUNTIMES[kind].partition(":")
-    return getattr(import_module(module), cls)
+    return load_class(RUNTIMES[kind])
 
 
 def select_runtime(spec: ClusterSpec, state: ClusterState) -> Runtime:

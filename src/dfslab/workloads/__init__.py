@@ -15,11 +15,12 @@ import subprocess
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..registry import load_class
 
 # Where file workloads write: fs is the cluster's POSIX mount (CephFS via ceph-fuse, or the
 # GlusterFS volume via its FUSE client; "cephfs" is its older name), local the machine's disk.
@@ -306,5 +307,4 @@ def workload(name: str) -> Workload:
     name = current_name(name)
     if name not in WORKLOADS:
         raise KeyError(f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
-    module, _, cls = WORKLOADS[name].partition(":")
-    return getattr(import_module(module), cls)()
+    return load_class(WORKLOADS[name])()

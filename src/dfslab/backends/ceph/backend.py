@@ -109,6 +109,7 @@ class CephBackend(Backend):
                   "application": sorted(p.get("application_metadata", {}))} for p in snap.pools]
         osds = dict(zip(("total", "up", "in"), snap.osds))
         states = ", ".join(f"{n} {s}" for s, n in snap.pgs_by_state.items())
+        gateways = self.gateways()  # asked once: on Kubernetes it is an API call
         return {
             "health": snap.health,
             "checks": snap.checks,
@@ -119,8 +120,8 @@ class CephBackend(Backend):
             "pools": pools,
             "write_amplification": self.spec.ceph.replica_size,
             "summary": [f"PGs: {snap.num_pgs}/{snap.expected_pgs} — {states}; OSDs {osds['up']}/{osds['total']} up, "
-                        f"{osds['in']} in", *self._gateway_lines()],
-            "gateways": [url for _, url, _ in self.gateways()],
+                        f"{osds['in']} in", *self._gateway_lines(gateways)],
+            "gateways": [url for _, url, _ in gateways],
             "tables": [table("pools", ["pool", "size", "min_size", "PGs", "application"],
                              [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
@@ -140,14 +141,14 @@ class CephBackend(Backend):
         alive = {p.name: p.alive() for p in self.runtime.procs.all()}
         return [(name, url, bool(alive.get(name))) for name, url in zip(rgw.placement(self.ctx), rgw.endpoints(self.ctx))]
 
-    def _gateway_lines(self) -> list[str]:
-        """Each RADOS gateway, whether it runs, and where the S3 user's keys are."""
+    def _gateway_lines(self, gateways: list[tuple[str, str, bool]]) -> list[str]:
+        """Each RADOS gateway (as `gateways()` gave them), whether it runs, and where the S3 user's keys are."""
         if not self.spec.ceph.rgw:
             return []
-        gateways = ", ".join(f"{name} {url} ({'up' if up else 'DOWN'})" for name, url, up in self.gateways())
+        shown = ", ".join(f"{name} {url} ({'up' if up else 'DOWN'})" for name, url, up in gateways)
         where = f"user {rgw.USER}, keys in {self.layout.root / 'conf' / rgw.CREDENTIALS} (0600)"
         # s3cmd runs on the nodes of the host runtimes (its config beside the keys); not in a pod
-        return [f"S3 (RGW): {gateways}; {where}" + (f"; dfslab exec {self.spec.name} -- s3cmd ls" if self.s3cmd_here else "")]
+        return [f"S3 (RGW): {shown}; {where}" + (f"; dfslab exec {self.spec.name} -- s3cmd ls" if self.s3cmd_here else "")]
 
     def confine(self, runner, nodes: list[str], pgs: int):
         return tools.confine(runner, self.ctx.admin, nodes, pgs)
