@@ -513,8 +513,7 @@ def tune(
     try:
         objective = Objective.parse(maximize or minimize or "", maximize is not None)
         if dry_run:
-            for line in tune_plan(experiment, objective, seconds, reps=reps):
-                console.print(line, markup=False, highlight=False)
+            print("\n".join(tune_plan(experiment, objective, seconds, reps=reps)))  # the plan on stdout, as run --dry-run's
             return
         with LiveProgress() as progress:
             outcome = run_tune(experiment, objective, seconds, progress, reps=reps, reduction=reduction, seed=seed,
