@@ -12,6 +12,7 @@ in none of them fails test_every_docs_command_is_run_or_listed."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -50,7 +51,9 @@ RUN = {
 # lines in order; rook-small has a subnet of its own, so it runs beside the local clusters.
 KUBERNETES_RUN = {
     "kubernetes.md": ["dfslab up examples/rook-small.yaml", "dfslab status rook-small", "dfslab exec rook-small -- ceph -s",
-                      "dfslab run examples/quick-any.yaml --cluster rook-small", "dfslab down rook-small"],
+                      "dfslab run examples/quick-any.yaml --cluster rook-small",
+                      "dfslab run examples/s3.yaml --cluster rook-small", "dfslab exec rook-small -- s3cmd ls",
+                      "dfslab down rook-small"],
 }
 # The page's GlusterFS block is run verbatim by the GlusterFS-on-Kubernetes tests, whose replica
 # module is that cluster (its faults run replaces a test of the same faults).
@@ -67,7 +70,6 @@ COSTLY = {
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
     "dfslab run examples/quick-any.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
-    "dfslab run examples/s3-rook.yaml": "a second Rook bring-up (5 min; docs/measurements.md has its run)",
 }
 # Lines that name the reader's own things without a placeholder's capitals, and where they run.
 ILLUSTRATIONS = {
@@ -144,12 +146,18 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
     assert not Path("/var/lib/dfslab/clusters/small").exists() and not Path("/var/lib/dfslab/clusters/gsmall").exists()
 
 
+def _rows(run: Path, metric: str) -> list[dict]:
+    with open(run / "results.csv") as fh:
+        return [r for r in csv.DictReader(fh) if r["metric"] == metric]
+
+
 @pytest.mark.cluster
 @pytest.mark.kubernetes
 def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_root():
     """docs/kubernetes.md's first block as a reader types it: Rook's Ceph up on the Kubernetes
-    dfslab starts, its status, `ceph -s` in the toolbox pod, the any-Ceph experiment run against
-    it (state in /var/lib/dfslab, the run in ./runs), and down."""
+    dfslab starts, its status, `ceph -s` in the toolbox pod, the any-Ceph experiment and the object
+    experiment of the local runtime run against it, s3cmd with the cluster's keys (state in
+    /var/lib/dfslab, the runs in ./runs), and down."""
     lines = KUBERNETES_RUN["kubernetes.md"]
     assert not Path("/var/lib/dfslab/clusters/rook-small").exists(), "a cluster named rook-small is up"
     runs_before = set(Path(REPO, "runs").glob("*"))
@@ -158,10 +166,18 @@ def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_roo
         for line in lines:
             said[line] = sh(line, timeout=1500).stdout
         assert "HEALTH_OK" in said["dfslab status rook-small"] and "HEALTH_OK" in said["dfslab exec rook-small -- ceph -s"]
-        (run,) = set(Path(REPO, "runs").glob("*")) - runs_before
-        with open(run / "results.csv") as fh:
-            rows = [r for r in csv.DictReader(fh) if r["metric"] == "bandwidth"]
+        quick, objects = sorted(set(Path(REPO, "runs").glob("*")) - runs_before, key=lambda d: d.stat().st_mtime)
+        rows = _rows(quick, "bandwidth")
         assert {r["workload"] for r in rows} == {"radosbench", "fio"} and all(float(r["value"]) > 0 for r in rows), rows
+        # examples/s3.yaml unchanged on Rook: PUT and GET at both sizes, the gateway's container
+        # killed under the third load and started again, and every checksummed object read back
+        modes = {json.loads(r["params"])["mode"] for r in _rows(objects, "bandwidth") if r["workload"] == "s3"}
+        assert modes == {"write", "read"}, modes
+        (event,) = json.loads((objects / "faults.json").read_text())
+        assert (event["kind"], event["target"], event["error"]) == ("kill", "rgw.node1", None), event
+        assert event["recover_s"] is not None, event
+        result = json.loads((objects / "integrity.json").read_text())
+        assert result["checked"] >= 16 and result["lost"] == 0 and result["corrupt"] == 0, result
     finally:
         subprocess.run(["bash", "-c", "dfslab down rook-small"], cwd=REPO, env=user_env(), capture_output=True,
                        timeout=600)

@@ -110,7 +110,7 @@ def test_progress_names_the_newest_event():
     assert rook.newest_event(NS(list_namespaced_event=lambda ns: NS(items=[])), "x") == ""
 
 
-def test_daemon_faults_on_kubernetes_are_pod_deletions():
+def test_daemon_faults_on_kubernetes_find_the_daemons_pods():
     from dfslab import chaos
     from dfslab.backends import PodSelector
     from dfslab.backends.ceph.rook import RookCephBackend
@@ -119,7 +119,8 @@ def test_daemon_faults_on_kubernetes_are_pod_deletions():
     assert selector(RookCephBackend, "osd.0") == PodSelector("ceph_daemon_type=osd,ceph_daemon_id=0")
     assert selector(RookCephBackend, "mds.cephfs-a") == PodSelector("ceph_daemon_type=mds,ceph_daemon_id=cephfs-a")
     assert selector(GlusterKubernetesBackend, "glusterd.node2") == PodSelector("dfslab.io/daemon=glusterd", "node2", 1)
-    with pytest.raises(chaos.FaultInputError, match=r"daemons \(osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.dfslab\), not 'node1'"):
+    with pytest.raises(chaos.FaultInputError, match=r"daemons \(osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.node1, rgw.dfslab\), "
+                                                     r"not 'node1'"):
         selector(RookCephBackend, "node1")
     # each filesystem names only its own daemons: a Ceph daemon on a GlusterFS cluster is refused
     with pytest.raises(chaos.FaultInputError, match="glusterd.node2: a node's glusterd"):
@@ -127,8 +128,9 @@ def test_daemon_faults_on_kubernetes_are_pod_deletions():
     with pytest.raises(chaos.FaultInputError, match="not 'glusterd.node2/x'"):
         selector(GlusterKubernetesBackend, "glusterd.node2/x")
     spec = parse_spec(SPEC)
-    with pytest.raises(chaos.FaultInputError, match="fault pod"):
-        chaos.check_applies("kill", spec)  # Kubernetes restarts Rook's daemons, not dfslab
+    with pytest.raises(chaos.FaultInputError, match="nodeloss"):
+        chaos.check_applies("node", spec)  # a node of Rook's is lost with its kubelet and containerd
+    chaos.check_applies("kill", spec)  # its containers' processes; their kubelet starts them again
     chaos.check_applies("pod", spec)
     chaos.check_applies("partition", spec)  # the node's link is the local runtime's
 
@@ -165,3 +167,57 @@ def test_containerd_counts_as_started_only_once_its_cri_is_initialized(tmp_path)
     finally:
         table.stop_all(timeout=1)
         state.destroy()
+
+
+def _container_pod(restarts: int, running: bool = True):
+    status = NS(name="rgw", container_id="containerd://" + "a" * 64, restart_count=restarts,
+                state=NS(running=NS() if running else None), ready=running)
+    return NS(metadata=NS(name="rook-ceph-rgw-dfslab-a-x", uid="u1", deletion_timestamp=None),
+              status=NS(phase="Running", container_statuses=[status]))
+
+
+def test_kill_on_kubernetes_signals_the_daemons_containers_and_waits_for_their_kubelet(monkeypatch):
+    """`kill rgw.node1` on Rook: every process of the gateway's containers gets SIGKILL (here a
+    real process stands in for the container's), the pod stays; the undo waits until the kubelet
+    has started the container again (its restart count up, running), and fails naming what it
+    waited for when that never comes."""
+    import signal
+    import subprocess
+    import dfslab.runtime.kubernetes as kube_runtime
+    from dfslab.chaos import FaultError, daemon
+    from dfslab.chaos.pod import SignalDaemonContainers
+    victim = subprocess.Popen(["sleep", "60"])
+    seen = {}
+    monkeypatch.setattr(kube_runtime, "container_pids", lambda cid: [victim.pid] if cid == "a" * 64 else None)
+    answers = [_container_pod(0)]
+
+    def list_pods(namespace, label_selector, field_selector):
+        seen["asked"] = (namespace, label_selector, field_selector)
+        return NS(items=[answers[0]])
+    monkeypatch.setattr(SignalDaemonContainers, "core", lambda self: NS(list_namespaced_pod=list_pods))
+    monkeypatch.setattr(SignalDaemonContainers, "wait", lambda self, done, what, timeout=0: done() or
+                        (_ for _ in ()).throw(FaultError(f"{what} not within {timeout} s")))
+    cluster = NS(runtime=NS(kind="kubernetes", namespace="rook-ceph"), backend=rook.RookCephBackend,
+                 state=NS(name="k"))
+    fault = daemon.KillDaemon(cluster)
+    record = fault.inject("rgw.node1")
+    assert victim.wait(timeout=10) == -signal.SIGKILL
+    assert seen["asked"] == ("rook-ceph", "ceph_daemon_type=rgw,ceph_daemon_id=dfslab", "spec.nodeName=node1")
+    assert record == {"containers": [{"pod": "rook-ceph-rgw-dfslab-a-x", "uid": "u1", "container": "rgw", "restarts": 0}],
+                      "signalled": 1}
+    with pytest.raises(FaultError, match="rgw.node1's containers started again by their kubelet"):
+        fault.undo("rgw.node1", record)  # the kubelet has not restarted it yet
+    answers[0] = _container_pod(1, running=False)
+    with pytest.raises(FaultError):
+        fault.undo("rgw.node1", record)  # restarted but not running yet (back-off)
+    answers[0] = _container_pod(1)
+    fault.undo("rgw.node1", record)
+
+
+def test_a_gateway_on_a_kubernetes_you_run_is_refused_before_anything_is_made():
+    spec = parse_spec({"name": "yours", "runtime": "kubernetes", "nodes": [{"name": "w1"}],
+                       "kubernetes": {"kubeconfig": "/nonexistent/config", "image": "r/x:1", "devices": {"w1": ["/dev/sdb"]},
+                                      "clients": ["w2"]},
+                       "ceph": {"rgw": 1, "replica_size": 1, "mons": 1}})
+    with pytest.raises(PreflightError, match="ceph.rgw: not on a Kubernetes you run yet.*external.s3"):
+        rook.RookCephBackend.preflight(spec)

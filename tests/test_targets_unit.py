@@ -98,6 +98,7 @@ def test_fio_runs_on_the_targets_the_table_gives_an_engine_and_keeps_their_rules
 
 
 def test_faults_and_pod_names_that_are_rooks_live_in_the_ceph_package():
+    from dfslab.backends import PodSelector
     from dfslab.backends.ceph.rook import RookCephBackend
     from dfslab.backends.gluster.kube import GlusterKubernetesBackend
     from dfslab.chaos import FILESYSTEM_OF, fault_class
@@ -109,7 +110,8 @@ def test_faults_and_pod_names_that_are_rooks_live_in_the_ceph_package():
         {"app": "rook-ceph-crashcollector"}
     assert GlusterKubernetesBackend.pod_identity({"app": "glusterd", "controller-revision-hash": "y"}) == {"app": "glusterd"}
     assert RookCephBackend.pod_identity({"job-name": "x"}) == {}
-    # the gateway Rook's CephObjectStore runs is a daemon `fault pod` and the sampler name
-    assert RookCephBackend.pod_selector("rgw.dfslab").labels == "ceph_daemon_type=rgw,ceph_daemon_id=dfslab"
-    assert RookCephBackend.daemon_of_pod({"ceph_daemon_type": "rgw", "ceph_daemon_id": "dfslab"}) == "rgw.dfslab"
-    assert RookCephBackend.daemon_of_process(["radosgw", "--fsid=x", "--id=rgw.dfslab.a"], "node1") == "rgw.dfslab"
+    # the gateways Rook's CephObjectStore runs go by their nodes, as on the other runtimes (the
+    # store's name takes all of them): faults and the sampler say rgw.node1 on every runtime
+    assert RookCephBackend.pod_selector("rgw.dfslab") == PodSelector("ceph_daemon_type=rgw,ceph_daemon_id=dfslab")
+    assert RookCephBackend.pod_selector("rgw.node2") == PodSelector("ceph_daemon_type=rgw,ceph_daemon_id=dfslab", "node2")
+    assert RookCephBackend.daemon_of_process(["radosgw", "--fsid=x", "--id=rgw.dfslab.a"], "node2") == "rgw.node2"

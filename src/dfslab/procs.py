@@ -46,6 +46,11 @@ class TrackedProcess:
     meta: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)  # what spawn added to dfslab's environment
 
+    def restartable(self) -> dict:
+        """What starting this process again as it was takes (a fault's undo)."""
+        return {"name": self.name, "node": self.node, "cmd": self.meta.get("cmd", self.argv), "meta": self.meta,
+                "env": self.env}
+
     def alive(self) -> bool:
         return _running(self.pid, self.start_time)
 

@@ -12,14 +12,9 @@ from ..procs import TrackedProcess
 from . import Fault, FaultInputError
 
 
-def restartable(proc: TrackedProcess) -> dict[str, Any]:
-    """What starting `proc` again as it was takes."""
-    return {"name": proc.name, "node": proc.node, "cmd": proc.meta.get("cmd", proc.argv), "meta": proc.meta, "env": proc.env}
-
-
 class KillDaemon(Fault):
     kind = "kill"
-    help = "kill -9 a daemon (osd.N, mon.X, mds.a, mgr.x); undo: start it again"
+    help = "kill -9 a daemon (osd.N, mon.X, mds.a, mgr.x, rgw.node1); undo: start it again (on Kubernetes: its kubelet does)"
     signal = signal.SIGKILL
 
     def tracked(self, name: str) -> TrackedProcess:
@@ -35,12 +30,24 @@ class KillDaemon(Fault):
         # On docker this is `docker kill` / `docker stop` of the daemon's container.
         self.cluster.runtime.signal_process(proc, self.signal, grace=30)
 
+    def in_pods(self):
+        """On runtime kubernetes the daemons are pods' containers: their processes get the signal
+        and their kubelet, not dfslab, starts them again (chaos/pod.py)."""
+        if self.cluster.runtime.kind != "kubernetes":
+            return None
+        from .pod import SignalDaemonContainers
+        return SignalDaemonContainers(self.cluster, self.kind, self.signal)
+
     def inject(self, target: str) -> dict[str, Any]:
+        if pods := self.in_pods():
+            return pods.inject(target)
         proc = self.tracked(target)
         self.stop(proc)
-        return {"daemons": [restartable(proc)]}
+        return {"daemons": [proc.restartable()]}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
+        if pods := self.in_pods():
+            return pods.undo(target, record)
         runtime = self.cluster.runtime
         for d in record.get("daemons", []):
             current = runtime.procs.get(d["name"])
@@ -61,6 +68,9 @@ class LoseNode(KillDaemon):
     kind = "node"
     help = "kill -9 every daemon of a node at once; undo: start them all again"
 
+    def in_pods(self):
+        return None  # a filesystem in pods loses a node with `nodeloss` (its refuses_faults says so)
+
     def inject(self, target: str) -> dict[str, Any]:
         procs = [p for p in self.cluster.runtime.procs.all() if p.node == target and p.meta.get("kind") != "client"]
         if not procs:
@@ -70,7 +80,7 @@ class LoseNode(KillDaemon):
         # Daemons the tracked ones started (GlusterFS bricks and self-heal daemon) die with the node too.
         for pid in self.children_on(target):
             os.kill(pid, signal.SIGKILL)
-        return {"daemons": [restartable(p) for p in procs]}
+        return {"daemons": [p.restartable() for p in procs]}
 
     def children_on(self, node: str) -> list[int]:
         """PIDs marked with this cluster, on `node`, that dfslab did not spawn itself."""

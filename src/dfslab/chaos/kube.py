@@ -132,8 +132,7 @@ class NodeLoss(KubernetesFault):
         for proc in (kubelet, containerd):  # the kubelet first: it would have containerd restart the pods
             runtime.signal_process(proc, signal.SIGKILL)
         killed = self._kill_pods(target)
-        from .daemon import restartable
-        return {"node": target, "daemons": [restartable(containerd), restartable(kubelet)], "killed": killed,
+        return {"node": target, "daemons": [containerd.restartable(), kubelet.restartable()], "killed": killed,
                 "pods": self._pod_identities(target)}
 
     def _pods_on(self, core, target: str) -> list:

@@ -1,4 +1,5 @@
-"""Runtime kubernetes: delete a daemon's pod. Its owner (Rook's Deployment, dfslab's glusterd
+"""Runtime kubernetes: delete a daemon's pod, or signal its containers' processes (`kill` and
+`stop` there). Its owner (Rook's Deployment, dfslab's glusterd
 StatefulSet) makes a new one, so the undo is only waiting until it runs: the time to detect and
 to recover are Kubernetes's and the operator's own, as on any cluster run this way. Which pods
 run a daemon, and the grace they get, is the filesystem's to say (Backend.pod_selector)."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import FaultInputError
+from . import FaultError, FaultInputError
 from ..backends import Backend, PodSelector
 from .kube import RESTART_TIMEOUT, KubernetesFault, running_ready
 
@@ -21,14 +22,18 @@ def selector(backend: Backend | type[Backend], target: str) -> PodSelector:
     return found
 
 
+def pods_of(core, namespace: str, found: PodSelector) -> list:
+    fields = f"spec.nodeName={found.node}" if found.node else ""
+    return core.list_namespaced_pod(namespace, label_selector=found.labels, field_selector=fields).items
+
+
 class DeletePod(KubernetesFault):
     kind = "pod"
     help = ("runtime kubernetes: delete a daemon's pod (osd.0, mon.a, mds.cephfs-a, glusterd.node2); undo: wait for "
             "the new one to run")
 
     def _pods(self, core, found: PodSelector) -> list:
-        fields = f"spec.nodeName={found.node}" if found.node else ""
-        return core.list_namespaced_pod(self.namespace, label_selector=found.labels, field_selector=fields).items
+        return pods_of(core, self.namespace, found)
 
     def inject(self, target: str) -> dict[str, Any]:
         core, found = self.core(), selector(self.cluster.backend, target)
@@ -47,3 +52,57 @@ class DeletePod(KubernetesFault):
         found = selector(self.cluster.backend, target)
         self.wait(lambda: any(p.metadata.uid not in deleted and running_ready(p) for p in self._pods(core, found)),
                   f"a new pod of {target} running after its pod was deleted", timeout)
+
+
+class SignalDaemonContainers(KubernetesFault):
+    """`kill` and `stop` on runtime kubernetes (local): the signal goes to every process of the
+    daemon's containers (found by their cgroups, as `nodeloss` finds a node's); the pod stays. Its
+    kubelet starts the containers again as after any crash (restartPolicy Always: at once the
+    first time, then after a back-off that doubles from 10 s), so the undo only waits for that
+    restart: the recovery is Kubernetes's, as after `fault pod`."""
+
+    def __init__(self, cluster, kind: str, sig: int):
+        super().__init__(cluster)
+        self.kind, self.sig = kind, sig
+
+    def _pods(self, core, found: PodSelector) -> list:
+        return pods_of(core, self.namespace, found)
+
+    def inject(self, target: str) -> dict[str, Any]:
+        import os
+        from ..runtime.kubernetes import container_pids
+        core, found = self.core(), selector(self.cluster.backend, target)
+        running = [(pod, c) for pod in self._pods(core, found) if pod.metadata.deletion_timestamp is None
+                   for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
+        if not running:
+            raise FaultInputError(f"no running container of {target} in namespace {self.namespace}; "
+                                  f"`dfslab status {self.cluster.state.name}` lists the pods")
+        signalled = 0
+        for _, container in running:
+            for pid in container_pids(container.container_id.split("://", 1)[-1]) or []:
+                try:
+                    os.kill(pid, self.sig)
+                    signalled += 1
+                except ProcessLookupError:
+                    pass
+        if not signalled:
+            raise FaultError(f"{target}: no process found in its containers' cgroups (a Kubernetes you run hides them)")
+        return {"containers": [{"pod": pod.metadata.name, "uid": pod.metadata.uid, "container": c.name,
+                                "restarts": c.restart_count} for pod, c in running], "signalled": signalled}
+
+    def undo(self, target: str, record: dict[str, Any], timeout: float = RESTART_TIMEOUT) -> None:
+        core, found = self.core(), selector(self.cluster.backend, target)
+
+        def restarted() -> bool:
+            pods = {p.metadata.uid: p for p in self._pods(core, found)}
+            for was in record["containers"]:
+                pod = pods.get(was["uid"])
+                if pod is None:  # made again (its node lost, a drain): its successor running is enough
+                    if not any(running_ready(p) for p in pods.values()):
+                        return False
+                    continue
+                now = next((c for c in pod.status.container_statuses or [] if c.name == was["container"]), None)
+                if now is None or now.restart_count <= was["restarts"] or not now.state.running:
+                    return False
+            return True
+        self.wait(restarted, f"{target}'s containers started again by their kubelet", timeout)

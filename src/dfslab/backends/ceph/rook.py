@@ -178,6 +178,8 @@ def config_override(spec, namespace: str) -> dict:
 
 # Rook labels every daemon's pod with its Ceph type and id (osd.0: ceph_daemon_type=osd, ceph_daemon_id=0).
 CEPH_DAEMON_KINDS = ("mon", "mgr", "osd", "mds", "rgw")  # Rook's ceph_daemon_type (rgw: its id is the store's)
+# A gateway goes by its node, as on the other runtimes (rgw.node1: each is pinned to a node), and
+# rgw.dfslab names every gateway of the store (their pods' ceph_daemon_id).
 ROOK_DAEMON = re.compile(rf"({'|'.join(CEPH_DAEMON_KINDS)})\.([A-Za-z0-9-]+)")
 
 
@@ -185,20 +187,23 @@ class RookCephBackend(CephBackend):
     name = "ceph"
     required_programs = ("ceph", "rados", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/conf", "kubernetes/nodes/*/pod-logs")
-    pod_daemons = f"osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.{OBJECT_STORE}"
-    s3cmd_here = False  # `exec` runs in a pod, which has neither s3cmd nor the keys' file
+    pod_daemons = f"osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.node1, rgw.{OBJECT_STORE}"
 
     @classmethod
     def pod_selector(cls, target: str) -> PodSelector | None:
         match = ROOK_DAEMON.fullmatch(target)
-        return PodSelector(f"ceph_daemon_type={match[1]},ceph_daemon_id={match[2]}") if match else None
+        if not match:
+            return None
+        if match[1] == "rgw" and match[2] != OBJECT_STORE:
+            return PodSelector(f"ceph_daemon_type=rgw,ceph_daemon_id={OBJECT_STORE}", node=match[2])
+        return PodSelector(f"ceph_daemon_type={match[1]},ceph_daemon_id={match[2]}")
 
     @classmethod
     def daemon_of_process(cls, argv: list[str], node: str) -> str | None:
-        """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, the object store's
-        gateway for `radosgw ...`, else None."""
+        """'osd.0' for `ceph-osd ... --id 0 ...`, 'mon.a' for `ceph-mon ... --id=a`, 'rgw.node1' for
+        the `radosgw` on node1 (as on the other runtimes), else None."""
         if argv and Path(argv[0]).name == "radosgw":
-            return f"rgw.{OBJECT_STORE}"  # as `fault pod` names it (its pods' ceph_daemon_id is the store's)
+            return f"rgw.{node}"
         kind = Path(argv[0]).name.removeprefix("ceph-") if argv and Path(argv[0]).name.startswith("ceph-") else ""
         if kind not in CEPH_DAEMON_KINDS:
             return None
@@ -226,6 +231,11 @@ class RookCephBackend(CephBackend):
     @classmethod
     def preflight(cls, spec) -> None:
         if spec.kubernetes.user_cluster:
+            if spec.ceph.rgw:  # refused before anything is made, not found out by the first object workload
+                raise PreflightError("ceph.rgw: not on a Kubernetes you run yet: the s3 workload and the checksummed "
+                                     "objects are dfslab's own Python, which runs only on a node of dfslab's; run "
+                                     "your gateway and measure it with filesystem: external, external.s3 "
+                                     "(docs/existing.md), or use runtime kubernetes with kubernetes.local")
             return  # nothing of Ceph runs on this machine; the devices are your nodes'
         # ceph-volume (which Rook runs) skips a device under 5 GiB: "Insufficient space (<5GB)".
         if spec.ceph.osd_size < 5 * 2**30:
@@ -244,10 +254,6 @@ class RookCephBackend(CephBackend):
         if spec.kubernetes.user_cluster:
             return (f"fault {kind}: on a Kubernetes you run dfslab has no node of its own to check integrity from; "
                     "faults run on runtime local, docker or kubernetes.local")
-        # Rook's daemons are pods: Kubernetes, not dfslab, starts them again.
-        if kind in ("kill", "stop"):
-            return (f"fault {kind}: on runtime kubernetes Rook runs the daemons as pods; use fault pod "
-                    f"(delete the daemon's pod, e.g. dfslab fault {spec.name} pod osd.0)")
         if kind == "node":
             return (f"fault node: on runtime kubernetes a node is lost with fault nodeloss (its kubelet, containerd "
                     f"and pods die at once, e.g. dfslab fault {spec.name} nodeloss node2)")
