@@ -99,7 +99,12 @@ def test_control_commands_go_to_the_toolbox_and_tools_to_jobs(kubeconfig):
         with pytest.raises(RuntimeError_, match="dfslab's own tool"):
             rt.job_command(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity"])
         assert rt.job_command(CLIENT, ["fio", "--name=x"])[-3:] == ["--", "fio", "--name=x"]
-        # Ceph's admin CLI takes the toolbox (no pod start per command); a self-contained module is a Job
+        # Ceph's admin CLI takes the toolbox (no pod start per command), once the runtime knows the
+        # filesystem's admin tools (Backend.admin_tools); a self-contained module is a Job
+        assert rt.job_command(CLIENT, ["ceph", "-s"])[:3] == [sys.executable, "-m", "dfslab.runtime.kubernetes.job"]
+        from dfslab.backends import backend_for
+        from dfslab.cluster import introduce
+        introduce(rt, backend_for(spec, rt))
         assert rt.job_command(CLIENT, ["ceph", "osd", "pool", "ls"])[:3] == [sys.executable, "-m",
                                                                             "dfslab.runtime.kubernetes.podexec"]
         worker = [sys.executable, "-m", "dfslab.workloads.metadata_worker", "/m", "1", "10", "4096"]

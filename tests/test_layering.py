@@ -175,7 +175,7 @@ LINES_LEFT = {
                         "dataDirHostPath), help text naming the engines"),
     "dfslab.runtime.kubernetes.images": (17, "the local Kubernetes' image is Rook's binary on dfslab's Ceph image"),
     "dfslab.workloads.servers": (4, "placement groups per server (the size of a confined pool), help naming rados bench"),
-    "dfslab.runtime.kubernetes.job": (3, "Ceph's admin CLIs take the control path, a shipped Ceph helper, the image's name"),
+    "dfslab.runtime.kubernetes.job": (2, "a shipped Ceph helper, the image's name"),
     "dfslab.runtime.kubernetes": (6, "Rook's data directory on each node, Rook's build beside Kubernetes'"),
     "dfslab.runtime.kubernetes.node": (5, "Rook's data directory bound into each node"),
     "dfslab.runtime.kubernetes.existing": (4, "the Rook image pushed to a site's registry"),

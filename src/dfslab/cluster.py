@@ -248,8 +248,15 @@ def attach(name: str) -> Attached:
         raise ClusterError(f"cluster {name!r} is not up (phase {state.read().get('phase')!r}); `dfslab down {name}` and up again")
     runtime = attach_runtime(state)
     backend = backend_for(spec, runtime)
-    runtime.daemon_of_process, runtime.daemon_of_pod = backend.daemon_of_process, backend.daemon_of_pod
+    introduce(runtime, backend)
     return Attached(state, spec, runtime, backend)
+
+
+def introduce(runtime: Runtime, backend: Backend) -> None:
+    """What a runtime learns from the filesystem it runs: how its daemons in pods are named, and
+    which of its commands are admin CLIs rather than workloads."""
+    runtime.daemon_of_process, runtime.daemon_of_pod = backend.daemon_of_process, backend.daemon_of_pod
+    runtime.admin_tools = backend.admin_tools
 
 
 def _shaping(spec: ClusterSpec) -> tuple:
@@ -293,6 +300,7 @@ def client_command(name: str, argv: list[str], node: str = "client") -> tuple[li
         raise ClusterError(f"cluster {name!r} has no node {node!r}; its nodes: {', '.join(nodes)}")
     runtime = attach_runtime(state)
     backend = backend_for(spec, runtime)
+    introduce(runtime, backend)
     return runtime.job_command(node, backend.on_node(node, argv)), {**os.environ, **backend.client_env()}
 
 

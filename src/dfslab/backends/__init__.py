@@ -131,6 +131,9 @@ class Backend(ABC):
     borrowed_faults: tuple[str, ...] = ()
     # What `fault pod` takes on this filesystem (examples for its errors), where its daemons are pods.
     pod_daemons: str = ""
+    # Its admin CLIs: on a runtime of Jobs they take the control path (this machine, or a toolbox
+    # pod) rather than a Job each.
+    admin_tools: frozenset[str] = frozenset()
 
     @classmethod
     def pod_selector(cls, target: str) -> PodSelector | None:

@@ -49,6 +49,9 @@ class Runtime(ABC):
         # which of their processes are its daemons. Until then, none is.
         self.daemon_of_process: Callable[[list[str], str], str | None] = lambda argv, node: None
         self.daemon_of_pod: Callable[[dict[str, str]], str | None] = lambda labels: None
+        # The filesystem's admin CLIs (Backend.admin_tools), which a runtime of Jobs runs on its
+        # control path rather than as Jobs.
+        self.admin_tools: frozenset[str] = frozenset()
 
     def sampled_processes(self) -> list[TrackedProcess]:
         """What the resource sampler watches: the processes dfslab started."""

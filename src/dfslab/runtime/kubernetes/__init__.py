@@ -187,10 +187,10 @@ class KubernetesRuntime(LocalNetnsRuntime):
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
         # dfslab's own Python tools that need dfslab (the integrity seeder, writer and verifier)
-        # exist only on this machine: they run here in the node's namespace, as do Ceph's admin
-        # CLIs (job.ADMIN_TOOLS). The field's tools, and dfslab's self-contained modules (the
-        # metadata worker), run as Jobs.
-        if (argv and argv[0] == sys.executable and not shipped_module(argv)) or is_admin(argv):
+        # exist only on this machine: they run here in the node's namespace, as do the filesystem's
+        # admin CLIs (Backend.admin_tools). The field's tools, and dfslab's self-contained modules
+        # (the metadata worker), run as Jobs.
+        if (argv and argv[0] == sys.executable and not shipped_module(argv)) or is_admin(argv, self.admin_tools):
             return self.command(node, argv)
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.job", self.state.name, node, "--", *argv]
 

@@ -210,7 +210,7 @@ class ExistingKubernetesRuntime(Runtime):
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec", self.state.name, "--", *argv]
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
-        if is_admin(argv) and node == CLIENT:
+        if is_admin(argv, self.admin_tools) and node == CLIENT:
             return self.command(node, argv)
         if argv and argv[0] == sys.executable and not shipped_module(argv):
             raise RuntimeError_(f"{' '.join(argv[:3])} is dfslab's own tool; on a Kubernetes you run it has no "

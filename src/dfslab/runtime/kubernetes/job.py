@@ -32,16 +32,10 @@ from pathlib import Path
 SHIPPED_MODULES = {"dfslab.backends.ceph.helper", "dfslab.workloads.metadata_worker"}
 
 
-# Ceph's admin CLIs set a step up (pools, CRUSH rules, the RBD image fio's rbd engine opens); they
-# are no workload, so they take the control path (this machine, or the toolbox pod) and spare
-# each command a Job's pod start (~5 s: 11 of them made a 3 s servers-scaling step take 80 s).
-# s3cmd too: `dfslab exec NAME -- s3cmd ls` finds the S3 user's keys where the gateways' user was
-# made and kept (this machine, the cluster's state; a pod has neither s3cmd nor the keys).
-ADMIN_TOOLS = {"ceph", "rbd", "s3cmd"}
-
-
-def is_admin(argv: list[str]) -> bool:
-    return bool(argv) and argv[0] in ADMIN_TOOLS
+def is_admin(argv: list[str], admin_tools: frozenset[str]) -> bool:
+    """A filesystem's admin CLI (its Backend.admin_tools): no workload, so it takes the control path
+    (this machine, or the toolbox pod) and spares each command a Job's pod start."""
+    return bool(argv) and argv[0] in admin_tools
 
 
 def shipped_module(argv: list[str]) -> str | None:
