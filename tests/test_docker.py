@@ -4,6 +4,7 @@ that leaves the host's firewall, routes and links as they were."""
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import cluster_up, dfslab, run_against, small_spec, wait_for, write_spec
+from conftest import REPO, cluster_up, dfslab, run_against, small_spec, wait_for, write_spec
 from test_readme import sh
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
@@ -52,24 +53,38 @@ def dock(tmp_path_factory, host_before):
 
 
 # docs/docker.md's first lines, run verbatim below (tests/test_docs_commands.py counts them)
-DOCS_BLOCK = ["dfslab images build", "dfslab up examples/ceph-small.yaml --runtime docker"]
+DOCS_BLOCK = ["dfslab images build", "dfslab up examples/ceph-small.yaml --runtime docker",
+              "dfslab run examples/quickstart.yaml --cluster small", "dfslab down small"]
 
 
 def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
-    """As a reader types them (no DFSLAB_* set: state in /var/lib/dfslab), before this module's
-    own docker cluster is up: the engine then stops with this cluster's down, as for the reader."""
+    """As a reader types them (no DFSLAB_* set: state in /var/lib/dfslab, the run in ./runs), before
+    this module's own docker cluster is up: the quick suite runs against the containers, and the
+    engine stops with this cluster's down, as for the reader."""
     assert not Path("/var/lib/dfslab/clusters/small").exists(), "a cluster named small is up"
+    runs_before = set(Path(REPO, "runs").glob("*"))
     try:
         for line in DOCS_BLOCK:
+            if line == "dfslab down small":
+                status = json.loads(sh("dfslab status small --json").stdout)
+                assert status["health"] == "HEALTH_OK", status["summary"]
+                # every daemon of the reader's cluster is a running container of dfslab's engine
+                names = set(engine.docker("ps", "--format", "{{.Names}}").stdout.split())
+                assert {f"dfs-small-{d}" for d in ("mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a")} <= names, names
             sh(line, timeout=1800)
-        status = json.loads(sh("dfslab status small --json").stdout)
-        assert status["health"] == "HEALTH_OK", status["summary"]
-        # every daemon of the reader's cluster is a running container of dfslab's engine
-        names = set(engine.docker("ps", "--format", "{{.Names}}").stdout.split())
-        assert {f"dfs-small-{d}" for d in ("mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a")} <= names, names
+        (run,) = set(Path(REPO, "runs").glob("*")) - runs_before
+        assert yaml.safe_load((run / "spec.yaml").read_text())["runtime"] == "docker"
+        provenance = json.loads((run / "provenance.json").read_text())
+        assert provenance["failures"] == [] and provenance["skipped"] == [], provenance
+        with open(run / "results.csv") as fh:
+            measured = {r["workload"] for r in csv.DictReader(fh) if r["workload"] != "baseline" and float(r["value"]) > 0}
+        planned = {w["type"] for w in yaml.safe_load(Path(REPO, "examples/quickstart.yaml").read_text())["workloads"]}
+        assert planned <= measured, planned - measured
     finally:
         if Path("/var/lib/dfslab/clusters/small").exists():
             sh("dfslab down small", timeout=600)
+        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
+            shutil.rmtree(path)
     assert not Path("/var/lib/dfslab/clusters/small").exists()
 
 

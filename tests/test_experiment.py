@@ -70,6 +70,16 @@ def test_example_experiments_load():
             assert load_experiment(path, running=None if re.search(r"^cluster:", text, re.M) else running).steps
 
 
+def test_an_experiment_with_its_own_cluster_runs_on_any_runtimes_cluster_of_its_filesystem():
+    """`dfslab run examples/s3.yaml --cluster rook-small`: the experiment's cluster is local, the
+    running one Rook's; the same filesystem is all it takes. Another filesystem is refused."""
+    rook = load_spec(EXAMPLES / "rook-small.yaml")
+    assert [s.workload.name for s in load_experiment(EXAMPLES / "s3.yaml", running=rook).steps][:1] == ["s3"]
+    gluster = load_spec(EXAMPLES / "gluster-small.yaml")
+    with pytest.raises(SpecError, match="cluster 'gsmall' is gluster: drop cluster: to run on 'gsmall'"):
+        load_experiment(EXAMPLES / "s3.yaml", running=gluster)
+
+
 def test_former_workload_names_still_run_with_a_notice():
     e = exp(workloads=[{"type": "iozone", "threads": [1, 2]}, {"type": "mdtest"},
                        {"type": "scaling", "servers": [1, 2], "modes": ["write", "seq"], "threads": 16, "object_size": "4MiB"}])

@@ -319,10 +319,15 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
            for i, f in enumerate(exp.faults) if f.during >= len(exp.workloads)]
     if bad:
         raise SpecError(bad, source)
-    if running is not None and (cluster.filesystem, cluster.runtime) != (running.filesystem, running.runtime):
-        raise SpecError([("cluster", f"the experiment's cluster is {cluster.filesystem} on runtime {cluster.runtime}; "
-                                     f"cluster {running.name!r} is {running.filesystem} on runtime {running.runtime}: "
-                                     f"drop cluster: to run on {running.name!r}, or run without --cluster")], source)
+    if running is not None:
+        # With --cluster the experiment runs on that cluster, whatever runtime it is on (the same
+        # experiment against local, docker or Rook): its own cluster only says which filesystem
+        # its workloads and faults are for, and the client must hold on the cluster it gets.
+        if cluster.filesystem != running.filesystem:
+            raise SpecError([("cluster", f"the experiment's cluster is {cluster.filesystem}; cluster {running.name!r} is "
+                                         f"{running.filesystem}: drop cluster: to run on {running.name!r}, or run "
+                                         "without --cluster")], source)
+        _client_applies(exp.client, running, "", source)
     notices = [n for i, entry in enumerate(exp.workloads) for n in former_name_notices(i, entry)]
     return Experiment(exp, cluster, steps, data, notices, variants)
 
