@@ -58,3 +58,27 @@ def test_dir_store_round_trips_and_replaces_atomically(tmp_path):
     result = verify(str(manifest), [])
     assert (result["checked"], result["lost"], result["corrupt"]) == (4, 1, 1)
     assert digest(b"new") != digest(b"old")
+
+
+def test_what_the_writer_sent_in_a_window_is_its_journalled_payloads(tmp_path):
+    """The real writer, on a directory store, stopped after a while: the bytes it handed the store
+    between two moments are the payloads of the intents in between (a write of each of its four
+    sizes is likely), and a window before it started holds none."""
+    import threading
+    import time
+    from dfslab.chaos.integrity import sent_between, write
+    journal, stop = tmp_path / "journal", tmp_path / "stop"
+    started = time.time()
+    worker = threading.Thread(target=write, args=(f"fs:{tmp_path / 'live'}", str(journal), str(stop)))
+    worker.start()
+    time.sleep(0.5)
+    stop.touch()
+    worker.join(timeout=30)
+    intents = [json.loads(line) for line in journal.read_text().splitlines() if '"intent"' in line]
+    assert len(intents) > 4
+    middle = intents[len(intents) // 2]["start"]
+    assert sent_between(str(journal), started, time.time()) == sum(e["size"] for e in intents)
+    assert sent_between(str(journal), started, middle) == sum(e["size"] for e in intents if e["start"] <= middle)
+    assert 0 < sent_between(str(journal), started, middle) < sum(e["size"] for e in intents)
+    assert sent_between(str(journal), started - 10, started - 1) == 0
+    assert sent_between(str(tmp_path / "none"), 0, time.time()) == 0  # no writer in the step

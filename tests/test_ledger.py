@@ -76,3 +76,22 @@ def test_rows_per_direction_from_the_step_counts():
     assert all(r.params.get("target") != "local" for r in out)  # this machine's disk has no wire
     # uncounted sides make no rows (not a 0 that reads as "all from cache")
     assert ledger.ledger_rows(rows, {"client_rx": None, "client_tx": None, "disk_read": None, "disk_write": None}) == []
+
+
+def test_the_integrity_writers_bytes_are_not_the_workloads():
+    """A fault step measured on Rook: 46 PUTs of 1 MiB acknowledged while the client's link sent
+    921,689,212 B, of which the fault window's checksummed writer had sent 873,000,000: the
+    PUTs' row says 1.01 from the storage, not 19.1, and the writer's bytes are kept beside it."""
+    put = {"object_size": 1048576, "mode": "write"}
+    rows = [Measurement("s3", "bytes", 48234496.0, "B", put)]
+    moved = {"client_rx": 2e7, "client_tx": 921689212, "disk_read": None, "disk_write": None}
+    unprobed = {(r.metric, r.params["mode"]): r.value for r in ledger.ledger_rows(rows, moved)}
+    assert round(unprobed[("from_storage", "write")], 1) == 19.1
+    cleaned = ledger.without_probe(moved, 873000000)
+    assert cleaned["client_tx"] == 921689212 - 873000000 and cleaned["probe_tx"] == 873000000
+    assert cleaned["client_rx"] == 2e7  # the writer only sends
+    got = {(r.metric, r.params["mode"]): r.value for r in ledger.ledger_rows(rows, cleaned)}
+    assert round(got[("from_storage", "write")], 2) == 1.01
+    # nothing counted stays nothing counted; a writer that sent more than was seen leaves 0, not less
+    assert ledger.without_probe({"client_tx": None}, 5) == {"client_tx": None}
+    assert ledger.without_probe({"client_tx": 10}, 50)["client_tx"] == 0

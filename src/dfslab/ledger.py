@@ -113,6 +113,15 @@ def shares(ledger: dict[str, Any] | None, way: str) -> dict[str, float]:
     return out
 
 
+def without_probe(moved: dict[str, int | None], probe_sent: int) -> dict[str, int | None]:
+    """`moved` less what dfslab's own integrity writer sent over the clients' links in the step
+    (a fault window's checksummed writes, ~20 MB/s here: a slow step's whole wire otherwise), kept
+    beside it as `probe_tx`."""
+    if moved.get("client_tx") is None:
+        return moved
+    return {**moved, "client_tx": max(0, moved["client_tx"] - probe_sent), "probe_tx": probe_sent}
+
+
 def ledger_rows(rows: list[Measurement], moved: dict[str, int | None]) -> list[Measurement]:
     """For each `bytes` row of a step: `wire_bytes` (what the clients' links carried that way),
     `disk_bytes` (what the servers' disks did that way) and `from_storage` (wire / tool bytes

@@ -104,10 +104,13 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
               count: Callable[[], ledger.Snapshot], server_cache: str = "keep",
               alarms: Callable[[], list[str]] | None = None,
               warnings: Callable[[], list[str]] | None = None,
-              wire: Callable[[], int | None] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
+              wire: Callable[[], int | None] | None = None,
+              probe_sent: Callable[[float, float], int] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
     """One step. `alarms` (the backend's, None while a fault is scheduled in the step): watched
     while the tools run; the first one stops them and fails the step naming it (dfslab.watch).
-    `wire`: the clients' bytes on the wire so far, for the watch's no-progress rule."""
+    `wire`: the clients' bytes on the wire so far, for the watch's no-progress rule.
+    `probe_sent(start, end)`: what the fault window's integrity writer sent meanwhile, which the
+    byte ledger takes out of the clients' sent bytes."""
     start = time.time()
     dropped = None
     moved = wire if step.workload.streams(step.params) else None
@@ -117,7 +120,7 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         step.workload.prepare(runner, step.params)
         if server_cache == "drop" and runner.storage is not None:
             dropped = runner.storage.drop_server_caches(runner)
-        before = count()
+        before, counted_from = count(), time.time()
         with watch or nullcontext():
             rows = step.workload.run(runner, step.params, rep)
         short = _stopped(watch, runner) or step.workload.shortfall(step.params, rows)
@@ -128,6 +131,8 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=error)
     else:
         moved = ledger.delta(before, count())
+        if probe_sent is not None:
+            moved = ledger.without_probe(moved, probe_sent(counted_from, time.time()))
         rows += ledger.ledger_rows(rows, moved)
         interval = _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
         interval["ledger"] = {**moved, **ledger.tool_bytes(rows)}
@@ -344,7 +349,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             timed = faults.start(step.index) if faults else []
             interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
                                        None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients),
-                                       None if timed else sampler_backend.warnings, wire)
+                                       None if timed else sampler_backend.warnings, wire,
+                                       faults.probe_sent if timed else None)
             for warning in interval.get("warnings", []):
                 progress("warning", f"{step.label} rep {rep + 1}: the cluster said {warning}")
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):

@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..registry import TARGETS
+from .integrity import sent_between
 from .schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
                        wait_recovered, write_latency)
 
@@ -62,6 +63,10 @@ class FaultRun:
         self.journals.append(str(writer.journal))
         self.active = [(TimedFault(self.attached, f, i).start(), writer) for i, f in entries]
         return self.active
+
+    def probe_sent(self, start: float, end: float) -> int:
+        """What the integrity writers sent between two moments (the step's byte ledger takes it out)."""
+        return sum(sent_between(journal, start, end) for journal in self.journals)
 
     def abort(self) -> None:
         """After an interruption or an error mid-step: no fault left in effect, no writer left writing."""

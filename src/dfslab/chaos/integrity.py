@@ -152,6 +152,25 @@ def write(spec: str, journal: str, stopfile: str, ring: int = 128) -> dict:
     return {"written": n}
 
 
+def sent_between(journal: str, start: float, end: float) -> int:
+    """Bytes the writer of `journal` handed its store between two moments (each write's payload,
+    counted at its intent): dfslab's own probe traffic, which crosses the client's link beside
+    the workload's during a fault window. A client library's own resends are not in it."""
+    total = 0
+    try:
+        with open(journal) as fh:
+            for line in fh:
+                try:
+                    entry = json.loads(line)
+                except ValueError:  # a line the writer is writing now
+                    continue
+                if entry.get("op") == "intent" and start <= entry["start"] <= end:
+                    total += entry["size"]
+    except FileNotFoundError:
+        return 0
+    return total
+
+
 def expected(journals: list[str]) -> list[dict]:
     """Per item, what it must hold: its last acknowledged content; the content of a write
     still in flight after that ack (it may or may not have landed) is also accepted."""
