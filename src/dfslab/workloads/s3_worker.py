@@ -83,7 +83,8 @@ def gateway_errors() -> tuple[type[Exception], ...]:
 
 
 def _unanswered(exc: Exception) -> bool:
-    status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode") if hasattr(exc, "response") else None
+    response = getattr(exc, "response", None) or {}  # a connection's error may carry response=None
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return status is None or status >= 500  # a 4xx (no such key, access denied) is an answer: it fails the phase
 
 

@@ -294,7 +294,13 @@ class CephBackend(Backend):
 
     def healthy(self) -> bool:
         snap = health.snapshot(self.ctx.admin)
-        return not set(snap.checks) - self.LINGERING_CHECKS and snap.num_pgs == snap.expected_pgs == snap.clean_pgs
+        if set(snap.checks) - self.LINGERING_CHECKS or not snap.num_pgs == snap.expected_pgs == snap.clean_pgs:
+            return False
+        # S3 is back when every gateway answers, not when its process or pod runs: a radosgw started
+        # again after a kill first notifies its predecessor's watchers, which Ceph drops only once
+        # their watch times out (Rook: the restarted gateway answered 28 s after the kill, running
+        # since the first second; its log: RGWSI_Notify::robust_notify ... Watchers, twice 10 s).
+        return all(rgw.answers(self.runtime, url) for _, url, _ in self.gateways())
 
     def enable_metrics(self) -> str | None:
         self.ctx.admin.cmd("mgr module enable", module="prometheus")

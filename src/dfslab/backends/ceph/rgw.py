@@ -63,15 +63,19 @@ def _wait_answering(ctx: CephContext, name: str, address: str, timeout: float = 
 def wait_answering(runtime: Any, where: str, name: str, timeout: float, log: Any, check: Any = None) -> None:
     """Until the gateway at `where` (HOST:PORT) answers HTTP from the client node; `check()` may
     raise first (the gateway is gone); the error names `log`."""
-    address, port = where.rsplit(":", 1)
-    probe = ["bash", "-c", f"exec 3<>/dev/tcp/{address}/{port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && head -c 12 <&3"]
-
     def answering() -> bool:
         if check is not None:
             check()
-        return runtime.run(CLIENT, probe, timeout=10, check=False).stdout.startswith("HTTP/1.")
+        return answers(runtime, where)
     wait_until(answering, f"{name} to answer HTTP on {where}", timeout, 1.0,
                lambda msg: BackendError(f"{msg}; see {log}"))
+
+
+def answers(runtime: Any, where: str) -> bool:
+    """Whether the gateway at `where` (HOST:PORT, or its http:// URL) answers HTTP from the client node."""
+    address, port = where.removeprefix("http://").rsplit(":", 1)
+    probe = ["bash", "-c", f"exec 3<>/dev/tcp/{address}/{port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && head -c 12 <&3"]
+    return runtime.run(CLIENT, probe, timeout=10, check=False).stdout.startswith("HTTP/1.")
 
 
 def admin_argv(ctx: CephContext, *args: str) -> list[str]:
