@@ -6,6 +6,7 @@ run a daemon, and the grace they get, is the filesystem's to say (Backend.pod_se
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from . import FaultError, FaultInputError
@@ -69,7 +70,6 @@ class SignalDaemonContainers(KubernetesFault):
         return pods_of(core, self.namespace, found)
 
     def inject(self, target: str) -> dict[str, Any]:
-        import os
         from ..runtime.kubernetes import container_pids
         core, found = self.core(), selector(self.cluster.backend, target)
         running = [(pod, c) for pod in self._pods(core, found) if pod.metadata.deletion_timestamp is None
