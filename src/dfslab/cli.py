@@ -285,7 +285,8 @@ def exec(
 ) -> None:
     """Run a command on a node of a cluster, with the cluster's client config.
 
-    On runtime kubernetes it runs in a pod of dfslab's Ceph image on that node (Rook's toolbox). For example:
+    On runtime kubernetes a tool runs as a Job in a pod on that node; the filesystem's admin CLIs
+    (ceph, rbd, s3cmd) run on the client node itself (on a Kubernetes you run: Rook's toolbox pod). For example:
 
     dfslab exec small -- ceph -s;   dfslab exec small -- rados -p dfslab bench 10 write
     """
