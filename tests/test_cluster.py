@@ -73,8 +73,9 @@ def test_cli_reaches_the_cluster_only_from_its_namespaces(up_cluster):
 
 
 def test_an_experiment_runs_on_the_cluster_it_names_or_on_the_one_up(up_cluster, tmp_path):
-    """With --cluster, `cluster:` may be left out; one that disagrees with the running cluster is
-    refused naming both (it used to run silently and store the wrong spec)."""
+    """With --cluster, `cluster:` may be left out; one of another filesystem is refused naming
+    both (it used to run silently and store the wrong spec); one of the same filesystem on
+    another runtime runs on the cluster given (test_experiment)."""
     import yaml
     repo = Path(__file__).resolve().parent.parent
     bare = tmp_path / "bare.yaml"
@@ -85,8 +86,8 @@ def test_an_experiment_runs_on_the_cluster_it_names_or_on_the_one_up(up_cluster,
     other.write_text(yaml.safe_dump({"name": "other", "cluster": str(repo / "examples/gluster-small.yaml"),
                                      "workloads": [{"type": "fio", "seconds": 2}]}))
     res = dfslab("run", str(other), "--cluster", NAME, "--dry-run", check=False)
-    assert res.returncode == 2 and "the experiment's cluster is gluster on runtime local; cluster 't-int' is ceph " \
-        "on runtime local" in res.stderr.replace("\n  ", " "), res.stderr
+    assert res.returncode == 2 and "the experiment's cluster is gluster; cluster 't-int' is ceph: drop cluster: " \
+        "to run on 't-int'" in res.stderr.replace("\n  ", " "), res.stderr
 
 
 def test_server_caches_are_dropped_before_each_step_when_asked(up_cluster, tmp_path):
