@@ -4,8 +4,8 @@ of the DFSLAB_* variables the rest of the suite sets (state in /var/lib/dfslab, 
 A line with a placeholder (NAME, EXPERIMENT.yaml, runs/<id>/, [optional]) is a synopsis: it cannot
 run as written and is checked against the CLI (tests/test_docs_unit.py). Every other line is a
 command and must be in one of four lists here: run verbatim (RUN; KUBERNETES_RUN in the
-Kubernetes phase), run verbatim as its own `--dry-run` (spec and experiment validated, every step
-planned, nothing started: DRY_RUN; a tune's search and its cost), or too costly for the suite with
+Kubernetes phase; RUN_ELSEWHERE by the test of what they do), run verbatim as its own `--dry-run`
+(spec and experiment validated, every step planned, nothing started: DRY_RUN), or too costly for the suite with
 the reason (COSTLY: a Kubernetes cluster of the reader's). A new command in the docs that is
 in none of them fails test_every_docs_command_is_run_or_listed."""
 
@@ -24,6 +24,7 @@ from conftest import REPO
 from test_docs_unit import _doc_commands
 from test_docker import DOCS_BLOCK as DOCKER_BLOCK
 from test_kubernetes_gluster import DOCS_BLOCK as GLUSTER_K8S_BLOCK
+from test_settings import TUNE_LINE
 from test_readme import sh, user_env
 
 # A word in capitals outside quotes (NAME, EXPERIMENT.yaml, B.yaml), <id>, or [optional].
@@ -57,13 +58,13 @@ KUBERNETES_RUN = {
 }
 # The page's GlusterFS block is run verbatim by the GlusterFS-on-Kubernetes tests, whose replica
 # module is that cluster (its faults run replaces a test of the same faults).
-# The docker page's first lines likewise, by test_docker.py before its own docker cluster is up.
-RUN_ELSEWHERE = {"kubernetes.md": GLUSTER_K8S_BLOCK, "docker.md": DOCKER_BLOCK}
+# The docker page's first lines likewise, by test_docker.py before its own docker cluster is up;
+# the tune line by test_settings.py (it replaces a tune of an experiment of the test's own).
+RUN_ELSEWHERE = {"kubernetes.md": GLUSTER_K8S_BLOCK, "docker.md": DOCKER_BLOCK, "experiments.md": [TUNE_LINE]}
 DRY_RUN = {
     "docker.md": ["dfslab run examples/quickstart.yaml --runtime docker",
                   "dfslab run examples/containerized-vs-host.yaml"],
     "measurements.md": ["dfslab run examples/files-ceph.yaml", "dfslab run examples/files-gluster.yaml"],
-    "experiments.md": ['dfslab tune examples/tuning.yaml --maximize "radosbench mode=write bandwidth" --budget 8min'],
 }
 # What each costs is measured in docs/measurements.md; the tests named run the same commands' work.
 COSTLY = {

@@ -53,43 +53,51 @@ def test_each_setting_gets_a_cluster_that_has_it_and_a_comparison(tmp_path):
     assert cluster.leftovers("t-set") == []
 
 
-def test_tune_searches_applies_in_place_and_confirms_the_winner_against_the_default(tmp_path):
-    exp = {"name": "t-tune", "cluster": {"name": "t-tune", "nodes": 1,
-                                         "ceph": {"replica_size": 1, "osd_size": "1GiB", "pg_num": 8, "cephfs": False,
-                                                  "conf": {"osd": {"osd_max_backfills": [3, 5]},
-                                                           "client": {"rbd_cache": [True, False]}}}},
-           "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write", "seq"], "threads": 4, "object_size": "1MiB"}]}
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(exp, sort_keys=False))
+# docs/experiments.md's tune line, run verbatim below (tests/test_docs_commands.py counts it)
+TUNE_LINE = 'dfslab tune examples/tuning.yaml --maximize "radosbench mode=write bandwidth" --budget 8min'
+
+
+def test_tune_searches_applies_in_place_and_confirms_the_winner_against_the_default():
+    """The docs' line as a reader types it, from the repository root with no DFSLAB_* set: the
+    example's 4 settings searched on one cluster, the winner measured again beside the default."""
+    import shutil
+    from conftest import REPO
+    from test_readme import sh
+    assert not Path("/var/lib/dfslab/clusters/tuning").exists(), "a cluster named tuning is up"
+    runs_before = set(Path(REPO, "runs").glob("*"))
     try:
-        res = dfslab("tune", str(path), "--maximize", "radosbench mode=write bandwidth", "--budget", "8min", "--reps", "2")
+        res = sh(TUNE_LINE, timeout=1500)
+        console = res.stdout + res.stderr  # the table and verdict go to the terminal; paths to stdout
+        assert "best: " in console and "best/default = " in console
+        run = Path(REPO, res.stdout.split("report: ")[-1].strip()).parent
+        tune = json.loads((run / "tune.json").read_text())
+        trials = tune["trials"]
+        for t in trials:
+            print(t["number"], t["settings"], t["values"], t["state"], t["applied"], f"{t['seconds']:.1f} s")
+        print(f"tune: {tune['elapsed_seconds']:.0f} s; confirmation {tune['confirmation']}")
+        assert tune["search"]["combinations"] == 4 and tune["search"]["stopped"] == "every combination measured"
+        assert len(trials) == 4 and {t["state"] for t in trials} <= {"complete", "pruned"}
+        assert trials[0]["state"] == "complete" and len(trials[0]["values"]) == 2
+        # one cluster for the whole search: the first setting fresh, every later one changed in place
+        assert trials[0]["applied"] == "fresh cluster"
+        assert all(t["applied"].startswith("changed in place") or t["applied"] == "unchanged" for t in trials[1:])
+        assert any("client rbd_cache=" in t["applied"] for t in trials[1:])
+        # the winner is the best complete setting, measured again beside the default
+        complete = [t for t in trials if t["state"] == "complete"]
+        assert tune["best"] == max(complete, key=lambda t: t["mean"])["settings"]
+        assert tune["default"] == {"ceph.conf.osd.bluestore_throttle_bytes": "default", "ceph.conf.client.rbd_cache": "default"}
+        confirmation = tune["confirmation"]
+        assert len(confirmation["default"]) == 2 and len(confirmation["best"]) == 2 and confirmation["low"] is not None
+        best_spec = yaml.safe_load((run / "best-spec.yaml").read_text())
+        osd = best_spec["ceph"]["conf"]["osd"]
+        assert osd["bluestore_throttle_bytes"] == tune["best"]["ceph.conf.osd.bluestore_throttle_bytes"]
+        assert yaml.safe_load((run / "best-experiment.yaml").read_text())["cluster"]["ceph"]["conf"] == best_spec["ceph"]["conf"]
+        html = (run / "report.html").read_text()
+        assert "<h2>Tuning: maximize radosbench mode=write bandwidth</h2>" in html and "best / default" in html
+        assert json.loads((run / "comparison.json").read_text())["baseline_runtime"].startswith("default (")
+        assert cluster.leftovers("tuning") == []
     finally:
-        cluster.down("t-tune", missing_ok=True)
-    console = res.stdout + res.stderr  # the table and verdict go to the terminal; paths to stdout
-    assert "best: " in console and "best/default = " in console
-    run = Path(res.stdout.split("report: ")[-1].strip()).parent
-    tune = json.loads((run / "tune.json").read_text())
-    trials = tune["trials"]
-    for t in trials:
-        print(t["number"], t["settings"], t["values"], t["state"], t["applied"], f"{t['seconds']:.1f} s")
-    print(f"tune: {tune['elapsed_seconds']:.0f} s; confirmation {tune['confirmation']}")
-    assert tune["search"]["combinations"] == 4 and tune["search"]["stopped"] == "every combination measured"
-    assert len(trials) == 4 and {t["state"] for t in trials} <= {"complete", "pruned"}
-    assert trials[0]["state"] == "complete" and len(trials[0]["values"]) == 2
-    # one cluster for the whole search: the first setting fresh, every later one changed in place
-    assert trials[0]["applied"] == "fresh cluster"
-    assert all(t["applied"].startswith("changed in place") or t["applied"] == "unchanged" for t in trials[1:])
-    assert any("client rbd_cache=" in t["applied"] for t in trials[1:])
-    # the winner is the best complete setting, measured again beside the default
-    complete = [t for t in trials if t["state"] == "complete"]
-    assert tune["best"] == max(complete, key=lambda t: t["mean"])["settings"]
-    assert tune["default"] == {"ceph.conf.osd.osd_max_backfills": "default", "ceph.conf.client.rbd_cache": "default"}
-    confirmation = tune["confirmation"]
-    assert len(confirmation["default"]) == 2 and len(confirmation["best"]) == 2 and confirmation["low"] is not None
-    best_spec = yaml.safe_load((run / "best-spec.yaml").read_text())
-    assert best_spec["ceph"]["conf"]["osd"]["osd_max_backfills"] == tune["best"]["ceph.conf.osd.osd_max_backfills"]
-    assert yaml.safe_load((run / "best-experiment.yaml").read_text())["cluster"]["ceph"]["conf"] == best_spec["ceph"]["conf"]
-    html = (run / "report.html").read_text()
-    assert "<h2>Tuning: maximize radosbench mode=write bandwidth</h2>" in html and "best / default" in html
-    assert json.loads((run / "comparison.json").read_text())["baseline_runtime"].startswith("default (")
-    assert cluster.leftovers("t-tune") == []
+        if Path("/var/lib/dfslab/clusters/tuning").exists():
+            sh("dfslab down tuning")
+        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
+            shutil.rmtree(path)
