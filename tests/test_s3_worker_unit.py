@@ -34,3 +34,48 @@ def test_an_answer_that_refuses_the_request_fails_the_phase():
         phase(1, 0.3, _flaky(denied, 1))
     busy = ClientError({"Error": {"Code": "ServiceUnavailable"}, "ResponseMetadata": {"HTTPStatusCode": 503}}, "PutObject")
     assert phase(1, 0.3, _flaky(busy, 1))["errors"] == 1  # a 5xx is the gateway's trouble: counted, tried again
+
+
+class _Gateway:
+    """An S3 client whose gateway does not answer its first `down` requests (a kill as the worker
+    starts); `lose_create_answer`: the first create lands but its answer is lost."""
+
+    def __init__(self, down: int, lose_create_answer: bool = False):
+        from botocore.exceptions import ClientError, EndpointConnectionError
+        self.down, self.lose = down, lose_create_answer
+        self.buckets: set[str] = set()
+        self.refused = EndpointConnectionError(endpoint_url="http://10.77.0.10:7480/b")
+        self.missing = ClientError({"Error": {"Code": "404"}, "ResponseMetadata": {"HTTPStatusCode": 404}}, "HeadBucket")
+
+    def _answer(self):
+        if self.down > 0:
+            self.down -= 1
+            raise self.refused
+
+    def head_bucket(self, Bucket):
+        self._answer()
+        if Bucket not in self.buckets:
+            raise self.missing
+
+    def create_bucket(self, Bucket):
+        self._answer()
+        self.buckets.add(Bucket)
+        if self.lose:
+            self.lose = False
+            raise self.refused
+
+
+def test_the_bucket_is_made_once_the_gateway_answers():
+    from dfslab.workloads.s3_worker import bucket_made
+    gateway = _Gateway(down=3)
+    bucket_made(gateway, "dfslab-s3-x", timeout=10)
+    assert gateway.buckets == {"dfslab-s3-x"}
+    # a create that landed but whose answer was lost: found on the next try, it is this run's
+    lost = _Gateway(down=0, lose_create_answer=True)
+    bucket_made(lost, "dfslab-s3-y", timeout=10)
+    assert lost.buckets == {"dfslab-s3-y"}
+    # a bucket there before the worker's first try is still refused: it is not dfslab's
+    there = _Gateway(down=0)
+    there.buckets.add("dfslab-s3-z")
+    with pytest.raises(SystemExit, match="exists already"):
+        bucket_made(there, "dfslab-s3-z", timeout=10)

@@ -141,11 +141,34 @@ class Load:
             self.mixed_bytes["write"][t] += got
         return got
 
+def bucket_made(s3, bucket: str, timeout: float = 300) -> None:
+    """`make_bucket` once the gateway answers: a fault timed into the step may have it down as the
+    worker starts (under load its imports took over 2 s, and a kill 2 s into the step came first).
+    A create whose answer the gateway's death lost may have made the bucket: its name is this
+    run's own, so found after an unanswered try it is ours."""
+    from botocore.exceptions import ClientError
+    from ..polling import wait_until
+    tried = []
+
+    def attempt() -> bool:
+        if tried:
+            try:
+                s3.head_bucket(Bucket=bucket)
+                return True
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+                    raise
+        tried.append(True)
+        make_bucket(s3, bucket)
+        return True
+    wait_until(attempt, f"the S3 gateway to answer and make bucket {bucket}", timeout, 0.5, retry_on=connection_errors())
+
+
 def main(endpoint: str, creds_ref: str, bucket: str, size: int, threads: int, seconds: float,
          region: str = "us-east-1", phases: str = "write,read", read_percent: int = 70) -> dict:
     creds = read_keys(creds_ref)
     clients = [client(endpoint, creds, region, max_pool_connections=2) for _ in range(threads)]
-    make_bucket(clients[0], bucket)
+    bucket_made(clients[0], bucket)
     load = Load(clients, bucket, size, read_percent)
     out = {"write": phase(threads, seconds, load.put)}  # every other phase works on what it made
     load.written = out["write"]["written"]
