@@ -79,3 +79,30 @@ def test_the_bucket_is_made_once_the_gateway_answers():
     there.buckets.add("dfslab-s3-z")
     with pytest.raises(SystemExit, match="exists already"):
         bucket_made(there, "dfslab-s3-z", timeout=10)
+
+
+class _DeadForPuts(_Gateway):
+    """Buckets work; every PUT goes unanswered (the gateway killed as the load starts)."""
+
+    def put_object(self, Bucket, Key, Body):
+        raise self.refused
+
+    def get_paginator(self, name):
+        return type("P", (), {"paginate": lambda _self, Bucket: [{"Contents": []}]})()
+
+    def delete_bucket(self, Bucket):
+        self.buckets.discard(Bucket)
+
+
+def test_a_load_whose_puts_all_went_unanswered_stands_and_removes_its_bucket(monkeypatch, capsys):
+    """On Rook, under load, the gateway's kill came before any PUT was answered: the worker exited
+    1 ("no object was written: nothing to read") and the step failed. The write phase now stands
+    with its unanswered PUTs, the phases after it are left out (nothing to read), the bucket goes."""
+    import dfslab.workloads.s3_worker as worker
+    gateway = _DeadForPuts(down=0)
+    monkeypatch.setattr(worker, "client", lambda *a, **k: gateway)
+    monkeypatch.setattr(worker, "read_keys", lambda ref: {"access_key": "a", "secret_key": "s"})
+    out = worker.main("http://10.83.0.10:7480", "creds", "dfslab-s3-k", 1048576, 2, 0.4)
+    assert set(out) == {"write"} and out["write"]["ops"] == 0 and out["write"]["errors"] > 0
+    assert gateway.buckets == set()  # removed, as after every load
+    assert "were not run" in capsys.readouterr().err
