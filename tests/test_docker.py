@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import REPO, cluster_up, dfslab, run_against, small_spec, wait_for, write_spec
-from test_readme import sh
+from test_readme import run_dir_of, sh
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
 from dfslab.runtime import engine
@@ -62,7 +62,7 @@ def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
     this module's own docker cluster is up: the quick suite runs against the containers, and the
     engine stops with this cluster's down, as for the reader."""
     assert not Path("/var/lib/dfslab/clusters/small").exists(), "a cluster named small is up"
-    runs_before = set(Path(REPO, "runs").glob("*"))
+    made = []
     try:
         for line in DOCS_BLOCK:
             if line == "dfslab down small":
@@ -71,8 +71,10 @@ def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
                 # every daemon of the reader's cluster is a running container of dfslab's engine
                 names = set(engine.docker("ps", "--format", "{{.Names}}").stdout.split())
                 assert {f"dfs-small-{d}" for d in ("mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a")} <= names, names
-            sh(line, timeout=1800)
-        (run,) = set(Path(REPO, "runs").glob("*")) - runs_before
+            out = sh(line, timeout=1800).stdout
+            if line.startswith("dfslab run "):
+                made.append(run_dir_of(out))
+        (run,) = made
         assert yaml.safe_load((run / "spec.yaml").read_text())["runtime"] == "docker"
         provenance = json.loads((run / "provenance.json").read_text())
         assert provenance["failures"] == [] and provenance["skipped"] == [], provenance
@@ -83,7 +85,7 @@ def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
     finally:
         if Path("/var/lib/dfslab/clusters/small").exists():
             sh("dfslab down small", timeout=600)
-        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
+        for path in made:
             shutil.rmtree(path)
     assert not Path("/var/lib/dfslab/clusters/small").exists()
 

@@ -25,7 +25,7 @@ from test_docs_unit import _doc_commands
 from test_docker import DOCS_BLOCK as DOCKER_BLOCK
 from test_kubernetes_gluster import DOCS_BLOCK as GLUSTER_K8S_BLOCK
 from test_settings import TUNE_LINE
-from test_readme import sh, user_env
+from test_readme import run_dir_of, sh, user_env
 
 # A word in capitals outside quotes (NAME, EXPERIMENT.yaml, B.yaml), <id>, or [optional].
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]*\b|<[^>]+>|\[")
@@ -161,13 +161,14 @@ def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_roo
     /var/lib/dfslab, the runs in ./runs), and down."""
     lines = KUBERNETES_RUN["kubernetes.md"]
     assert not Path("/var/lib/dfslab/clusters/rook-small").exists(), "a cluster named rook-small is up"
-    runs_before = set(Path(REPO, "runs").glob("*"))
-    said = {}
+    said, made = {}, []
     try:
         for line in lines:
             said[line] = sh(line, timeout=1500).stdout
+            if line.startswith("dfslab run "):
+                made.append(run_dir_of(said[line]))
         assert "HEALTH_OK" in said["dfslab status rook-small"] and "HEALTH_OK" in said["dfslab exec rook-small -- ceph -s"]
-        quick, objects = sorted(set(Path(REPO, "runs").glob("*")) - runs_before, key=lambda d: d.stat().st_mtime)
+        quick, objects = made
         rows = _rows(quick, "bandwidth")
         assert {r["workload"] for r in rows} == {"radosbench", "fio"} and all(float(r["value"]) > 0 for r in rows), rows
         # examples/s3.yaml unchanged on Rook: PUT and GET at both sizes, the gateway's container
@@ -182,6 +183,6 @@ def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_roo
     finally:
         subprocess.run(["bash", "-c", "dfslab down rook-small"], cwd=REPO, env=user_env(), capture_output=True,
                        timeout=600)
-        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
+        for path in made:
             shutil.rmtree(path)
     assert not Path("/var/lib/dfslab/clusters/rook-small").exists()

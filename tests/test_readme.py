@@ -46,6 +46,14 @@ def sh(command: str, cwd: Path | str = REPO, timeout: float = 600) -> subprocess
     return res
 
 
+def run_dir_of(stdout: str) -> Path:
+    """The run directory a `dfslab run`/`tune` printed (its report's), resolved from the repository
+    root: a test removes exactly what it made, never the runs of a test running beside it."""
+    report = [line.split("report: ", 1)[1].strip() for line in stdout.splitlines() if line.startswith("report: ")]
+    assert report, f"no report line in:\n{stdout[-2000:]}"
+    return Path(REPO, report[-1]).parent
+
+
 def test_the_readme_begins_with_its_two_commands():
     commands = readme_commands()
     assert commands[:2] == ["make demo", "make test"]

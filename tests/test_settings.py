@@ -62,15 +62,19 @@ def test_tune_searches_applies_in_place_and_confirms_the_winner_against_the_defa
     example's 4 settings searched on one cluster, the winner measured again beside the default."""
     import shutil
     from conftest import REPO
-    from test_readme import sh
+    from test_readme import run_dir_of, sh
     assert not Path("/var/lib/dfslab/clusters/tuning").exists(), "a cluster named tuning is up"
-    runs_before = set(Path(REPO, "runs").glob("*"))
+    made = []
     try:
         res = sh(TUNE_LINE, timeout=1500)
         console = res.stdout + res.stderr  # the table and verdict go to the terminal; paths to stdout
         assert "best: " in console and "best/default = " in console
-        run = Path(REPO, res.stdout.split("report: ")[-1].strip()).parent
+        run = run_dir_of(res.stdout)
         tune = json.loads((run / "tune.json").read_text())
+        compared = json.loads((run / "comparison.json").read_text())
+        # what the search made: each setting's run and the final comparison's four
+        made += [run.parent / name for name in {t["run"] for t in tune["trials"] if t["run"]}
+                 | {*compared["baseline_runs"], *compared["runs"]}]
         trials = tune["trials"]
         for t in trials:
             print(t["number"], t["settings"], t["values"], t["state"], t["applied"], f"{t['seconds']:.1f} s")
@@ -94,10 +98,10 @@ def test_tune_searches_applies_in_place_and_confirms_the_winner_against_the_defa
         assert yaml.safe_load((run / "best-experiment.yaml").read_text())["cluster"]["ceph"]["conf"] == best_spec["ceph"]["conf"]
         html = (run / "report.html").read_text()
         assert "<h2>Tuning: maximize radosbench mode=write bandwidth</h2>" in html and "best / default" in html
-        assert json.loads((run / "comparison.json").read_text())["baseline_runtime"].startswith("default (")
+        assert compared["baseline_runtime"].startswith("default (")
         assert cluster.leftovers("tuning") == []
     finally:
         if Path("/var/lib/dfslab/clusters/tuning").exists():
             sh("dfslab down tuning")
-        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
-            shutil.rmtree(path)
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
