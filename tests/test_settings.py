@@ -81,7 +81,7 @@ def test_tune_searches_applies_in_place_and_confirms_the_winner_against_the_defa
         print(f"tune: {tune['elapsed_seconds']:.0f} s; confirmation {tune['confirmation']}")
         assert tune["search"]["combinations"] == 4 and tune["search"]["stopped"] == "every combination measured"
         assert len(trials) == 4 and {t["state"] for t in trials} <= {"complete", "pruned"}
-        assert trials[0]["state"] == "complete" and len(trials[0]["values"]) == 2
+        assert trials[0]["state"] == "complete" and len(trials[0]["values"]) == 3  # tune's --reps 3 by default
         # one cluster for the whole search: the first setting fresh, every later one changed in place
         assert trials[0]["applied"] == "fresh cluster"
         assert all(t["applied"].startswith("changed in place") or t["applied"] == "unchanged" for t in trials[1:])
