@@ -23,7 +23,10 @@ def procs():
     state.create({"name": "t-mon"})
     table = ProcessTable(state)
     # A busy process with some memory, standing in for a daemon.
-    table.spawn("osd.9", "node1", ["python3", "-c", "x = bytearray(64 << 20)\nwhile True: pass"])
+    proc = table.spawn("osd.9", "node1", ["python3", "-c", "x = bytearray(64 << 20)\nwhile True: pass"])
+    # its 64 MiB resident before anything samples it: a loaded machine took over 1.5 s to start it
+    from dfslab.polling import wait_until
+    wait_until(lambda: psutil.Process(proc.pid).memory_info().rss > 64 << 20, "the stand-in daemon's 64 MiB", 60, 0.1)
     yield table
     table.stop_all(timeout=1)
     state.destroy()
