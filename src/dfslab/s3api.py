@@ -37,15 +37,20 @@ def connection_errors() -> tuple[type[Exception], ...]:
     return (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError)
 
 
-def make_bucket(s3: Any, bucket: str) -> None:
-    """Create `bucket`, refusing one that is there already (it is not dfslab's to write to or remove)."""
+def bucket_exists(s3: Any, bucket: str) -> bool:
     from botocore.exceptions import ClientError
     try:
         s3.head_bucket(Bucket=bucket)
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
             raise
-    else:
+        return False
+    return True
+
+
+def make_bucket(s3: Any, bucket: str) -> None:
+    """Create `bucket`, refusing one that is there already (it is not dfslab's to write to or remove)."""
+    if bucket_exists(s3, bucket):
         raise SystemExit(f"bucket {bucket} exists already; dfslab writes only to buckets it makes")
     s3.create_bucket(Bucket=bucket)
 

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from ..s3api import client, connection_errors, empty_bucket, make_bucket, read_keys
+from ..s3api import bucket_exists, client, connection_errors, empty_bucket, make_bucket, read_keys
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -141,23 +141,18 @@ class Load:
             self.mixed_bytes["write"][t] += got
         return got
 
+
 def bucket_made(s3, bucket: str, timeout: float = 300) -> None:
     """`make_bucket` once the gateway answers: a fault timed into the step may have it down as the
     worker starts (under load its imports took over 2 s, and a kill 2 s into the step came first).
     A create whose answer the gateway's death lost may have made the bucket: its name is this
     run's own, so found after an unanswered try it is ours."""
-    from botocore.exceptions import ClientError
     from ..polling import wait_until
     tried = []
 
     def attempt() -> bool:
-        if tried:
-            try:
-                s3.head_bucket(Bucket=bucket)
-                return True
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
-                    raise
+        if tried and bucket_exists(s3, bucket):
+            return True
         tried.append(True)
         make_bucket(s3, bucket)
         return True
