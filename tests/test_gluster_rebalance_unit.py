@@ -20,9 +20,11 @@ UNANSWERED = ("<cliOutput><opRet>-1</opRet><opErrno>0</opErrno><opErrstr>Gluster
               "<cliOp>volRebalance</cliOp></cliOutput>")
 
 
-def status(state: str, files: int, failures: int = 0) -> str:
+def status(state: str, files: int, failures: int = 0, nodes: tuple[str, ...] = ()) -> str:
+    per_node = "".join(f"<node><nodeName>10.77.0.{10 + i}</nodeName><statusStr>{s}</statusStr></node>"
+                       for i, s in enumerate(nodes))
     return (f"<cliOutput><opRet>0</opRet><opErrno>0</opErrno><opErrstr/><volRebalance><nodeCount>2</nodeCount>"
-            f"<aggregate><files>{files}</files><size>4284911</size><lookups>1503</lookups>"
+            f"{per_node}<aggregate><files>{files}</files><size>4284911</size><lookups>1503</lookups>"
             f"<failures>{failures}</failures><skipped>0</skipped><statusStr>{state}</statusStr>"
             f"<runtime>14.00</runtime></aggregate></volRebalance></cliOutput>")
 
@@ -69,3 +71,13 @@ def test_any_other_failure_of_the_query_fails_at_once():
     with pytest.raises(BackendError, match="does not exist"):
         wait(answers)
     assert answers.calls == 1
+
+
+def test_completed_waits_for_every_node_not_just_the_aggregate():
+    # The CLI's aggregate ranks "not started" below "completed": one node done and the other not
+    # yet begun reads "completed" although the second node's files have still to move.
+    answers = Answers(status("completed", 40, nodes=("completed", "not started")),
+                      status("completed", 40, nodes=("completed", "in progress")),
+                      status("completed", 91, nodes=("completed", "completed")))
+    st = wait(answers)
+    assert (st["status"], st["files"], answers.calls) == ("completed", 91, 3)

@@ -182,17 +182,28 @@ REBALANCE_UNANSWERED = "brick op 'Rebalance' failed"
 REBALANCE_UNANSWERED_LIMIT = 10  # asks in a row (about 0.5 s apart) before it counts as a failure
 
 
+def overall_status(aggregate: str, nodes: list[str]) -> str:
+    """"completed" only when every node says so. The CLI's aggregate ranks a node that has not
+    started below one that completed (cli-xml-output.c), so one node done and another not yet
+    begun read "completed" while files were still to move."""
+    if aggregate == "completed" and any(s != "completed" for s in nodes):
+        return "in progress"
+    return aggregate
+
+
 def rebalance_status(ctx: GlusterContext, node: str) -> dict[str, Any] | None:
     """The volume's rebalance counts; None when a node's rebalance process exited mid-query."""
     try:
-        agg = xml(ctx, node, "volume", "rebalance", VOLUME, "status").find(".//aggregate")
+        root = xml(ctx, node, "volume", "rebalance", VOLUME, "status")
+        agg = root.find(".//aggregate")
     except BackendError as e:
         if REBALANCE_UNANSWERED in str(e):
             return None
         raise
     if agg is None:
         raise BackendError("rebalance status has no aggregate")
-    return {"status": agg.findtext("statusStr", ""), "files": int(agg.findtext("files") or 0),
+    nodes = [n.findtext("statusStr", "") for n in root.iter("node")]
+    return {"status": overall_status(agg.findtext("statusStr", ""), nodes), "files": int(agg.findtext("files") or 0),
             "bytes": int(agg.findtext("size") or 0), "scanned": int(agg.findtext("lookups") or 0),
             "failures": int(agg.findtext("failures") or 0), "skipped": int(agg.findtext("skipped") or 0),
             "seconds": float(agg.findtext("runtime") or 0)}
