@@ -61,10 +61,14 @@ KUBERNETES_RUN = {
 # The docker page's first lines likewise, by test_docker.py before its own docker cluster is up;
 # the tune line by test_settings.py (it replaces a tune of an experiment of the test's own).
 RUN_ELSEWHERE = {"kubernetes.md": GLUSTER_K8S_BLOCK, "docker.md": DOCKER_BLOCK, "experiments.md": [TUNE_LINE]}
+# Run as their own `--dry-run` (the spec and experiment validated, every step planned): the
+# measurements' recipes, each too long to run whole here, and what each costs.
 DRY_RUN = {
-    "docker.md": ["dfslab run examples/quickstart.yaml --runtime docker",
-                  "dfslab run examples/containerized-vs-host.yaml"],
-    "measurements.md": ["dfslab run examples/files-ceph.yaml", "dfslab run examples/files-gluster.yaml"],
+    "docker.md": {"dfslab run examples/containerized-vs-host.yaml":
+                  "about 40 min: four runtimes, Rook among them, twice each; test_docker and "
+                  "test_kubernetes compare runtimes on experiments of their own"},
+    "measurements.md": {"dfslab run examples/files-ceph.yaml": "3 reps of 4 fio jobs on a replica-3 CephFS",
+                        "dfslab run examples/files-gluster.yaml": "the same on GlusterFS"},
 }
 # What each costs is measured in docs/measurements.md; the tests named run the same commands' work.
 COSTLY = {
