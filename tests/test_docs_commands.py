@@ -47,6 +47,8 @@ RUN = {
                 "dfslab fault gsmall brick node2", "dfslab exec gsmall --node node1 -- gluster volume heal dfslab info"],
     "kubernetes.md": ["dfslab render examples/rook-yours.yaml -o rook/ --image registry.example.org/dfslab-rook:1",
                       "dfslab render examples/external-k8s-mount.yaml -o site/ --image registry.example.org/dfslab-rook:1"],
+    # 94 s and 88 s here (each up, 12 fio runs of 4 s, down)
+    "measurements.md": ["dfslab run examples/files-ceph.yaml", "dfslab run examples/files-gluster.yaml"],
 }
 # Run verbatim in the Kubernetes phase (the Kubernetes and Rook build is there), each page's
 # lines in order; rook-small has a subnet of its own, so it runs beside the local clusters.
@@ -61,14 +63,12 @@ KUBERNETES_RUN = {
 # The docker page's first lines likewise, by test_docker.py before its own docker cluster is up;
 # the tune line by test_settings.py (it replaces a tune of an experiment of the test's own).
 RUN_ELSEWHERE = {"kubernetes.md": GLUSTER_K8S_BLOCK, "docker.md": DOCKER_BLOCK, "experiments.md": [TUNE_LINE]}
-# Run as their own `--dry-run` (the spec and experiment validated, every step planned): the
-# measurements' recipes, each too long to run whole here, and what each costs.
+# Run as their own `--dry-run` (the spec and experiment validated, every step planned): a
+# measurement's recipe too long to run whole here, and what it costs.
 DRY_RUN = {
     "docker.md": {"dfslab run examples/containerized-vs-host.yaml":
                   "about 40 min: four runtimes, Rook among them, twice each; test_docker and "
                   "test_kubernetes compare runtimes on experiments of their own"},
-    "measurements.md": {"dfslab run examples/files-ceph.yaml": "3 reps of 4 fio jobs on a replica-3 CephFS",
-                        "dfslab run examples/files-gluster.yaml": "the same on GlusterFS"},
 }
 # What each costs is measured in docs/measurements.md; the tests named run the same commands' work.
 COSTLY = {
@@ -128,17 +128,30 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
     # the reader's own file `--from trips.parquet` loads: made here, as theirs would be there
     pq.write_table(pa.table({"id": list(range(1000)), "fare": [i * 0.5 for i in range(1000)]}),
                    Path(REPO) / "trips.parquet")
-    runs_before = set(Path(REPO, "runs").glob("*"))
+    made = {}
     try:
         for page, lines in {**RUN, **DRY_RUN}.items():
             for line in lines:
-                sh(line + (" --dry-run" if page in DRY_RUN else ""))
+                out = sh(line + (" --dry-run" if page in DRY_RUN else ""), timeout=900).stdout
+                if line.startswith("dfslab run ") and page not in DRY_RUN:
+                    made[line] = run_dir_of(out)
             if page == "pushdown.md":  # the next page's cluster uses the same default subnet
                 sh("dfslab down small")
+            if page == "spec.md":  # files-gluster's cluster is examples/gluster-small.yaml's
+                sh("dfslab down gsmall")
         assert (Path(REPO) / "rook").is_dir() and any((Path(REPO) / "rook").iterdir())
         # the site's mounted path as fio servers, one per labelled node: a DaemonSet that mounts it by hostPath
         site = "".join(f.read_text() for f in sorted((Path(REPO) / "site").iterdir()))
         assert "kind: DaemonSet" in site and "hostPath" in site and "fio" in site
+        # the measurements page's explanation of its from_storage column: GlusterFS's FUSE client
+        # sends every replica of a write itself (replica 3: three times the bytes acknowledged),
+        # ceph-fuse one copy to the primary OSD; reads cross the link once on both
+        for line, writes in (("dfslab run examples/files-ceph.yaml", (0.95, 1.3)),
+                             ("dfslab run examples/files-gluster.yaml", (2.8, 3.5))):
+            ratios = {(json.loads(r["params"])["op"], float(r["value"])) for r in _rows(made[line], "from_storage")}
+            assert {op for op, _ in ratios} == {"write", "read"}, ratios
+            assert all(writes[0] <= v <= writes[1] for op, v in ratios if op == "write"), (line, ratios)
+            assert all(0.95 <= v <= 1.3 for op, v in ratios if op == "read"), (line, ratios)
     finally:
         for cluster in ("small", "gsmall"):
             subprocess.run(["bash", "-c", f"dfslab down {cluster}"], cwd=REPO, env=user_env(), capture_output=True,
@@ -146,7 +159,7 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
         (Path(REPO) / "trips.parquet").unlink(missing_ok=True)
         shutil.rmtree(Path(REPO) / "rook", ignore_errors=True)
         shutil.rmtree(Path(REPO) / "site", ignore_errors=True)
-        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
+        for path in made.values():
             shutil.rmtree(path)
     assert not Path("/var/lib/dfslab/clusters/small").exists() and not Path("/var/lib/dfslab/clusters/gsmall").exists()
 
