@@ -28,6 +28,27 @@ if [ -f "$STAMP" ]; then
 fi
 mkdir -p "$BIN" "$CACHE/rook"
 
+# Rook's manifests: the CRDs (their schemas validate what dfslab renders), RBAC, operator.
+copy_rook_manifests() {
+  cp "$1"/deploy/examples/{crds.yaml,common.yaml,operator.yaml} "$CACHE/rook/"
+  chmod u+w "$CACHE"/rook/*.yaml
+}
+
+# `build-kubernetes.sh manifests`: Rook's manifests alone, for `dfslab render` (a Kubernetes you
+# run needs no build here). Downloading a module needs no recent Go: any go on this machine.
+if [ "${1:-}" = manifests ]; then
+  if [ -f "$CACHE/rook/crds.yaml" ]; then echo "build-kubernetes: Rook's manifests cached in $CACHE/rook"; exit 0; fi
+  go=$(command -v go || ls /usr/local/go/bin/go /usr/lib/go-*/bin/go 2>/dev/null | head -1 || true)
+  if [ -z "$go" ]; then
+    echo "build-kubernetes: no Go at all; install Debian's golang-go first (scripts/install-deps.sh render does)" >&2
+    exit 1
+  fi
+  echo "build-kubernetes: fetching Rook $ROOK_VERSION's manifests from the module proxy"
+  copy_rook_manifests "$(GOFLAGS= "$go" mod download -json "github.com/rook/rook@$ROOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  echo "build-kubernetes: ok ($CACHE/rook)"
+  exit 0
+fi
+
 go_minor() { "$1" version 2>/dev/null | sed -n 's/.*go1\.\([0-9]*\).*/\1/p'; }
 
 find_go() {
@@ -117,9 +138,7 @@ build_rook() {
     -ldflags "-s -w -X github.com/rook/rook/pkg/version.Version=$ROOK_VERSION" \
     -o "$BIN/rook.partial" ./cmd/rook
   mv "$BIN/rook.partial" "$BIN/rook"
-  # Rook's manifests: the CRDs (their schemas validate what dfslab renders), RBAC, operator.
-  cp "$dir"/deploy/examples/{crds.yaml,common.yaml,operator.yaml} "$CACHE/rook/"
-  chmod u+w "$CACHE"/rook/*.yaml
+  copy_rook_manifests "$dir"
 }
 
 [ -x "$BIN/kubelet" ] || build_kubernetes

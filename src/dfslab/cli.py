@@ -803,7 +803,9 @@ def render(
     from . import render as rendering
     try:
         spec = rendering.load_cluster_spec(spec_file)
-        done = rendering.render(spec, out, image, str(kubeconfig.expanduser().absolute()) if kubeconfig else None, context)
+        with LiveProgress() as progress:
+            done = rendering.render(spec, out, image, str(kubeconfig.expanduser().absolute()) if kubeconfig else None,
+                                    context, progress)
     except USER_ERRORS as exc:
         fail(exc)
     for path in done.files:

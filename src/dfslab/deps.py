@@ -7,6 +7,7 @@ in debian-packages.txt, which scripts/install-deps.sh reads too."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -70,6 +71,24 @@ def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], 
             progress("installed", f"{group} in {time.monotonic() - started:.0f} s")
     if runtime_kind == "kubernetes":
         ensure_kubernetes_build(progress)
+
+
+def _has_go() -> bool:
+    return bool(shutil.which("go") or Path("/usr/local/go/bin/go").exists() or list(Path("/usr/lib").glob("go-*/bin/go")))
+
+
+def ensure_fetched(marker: Path, args: list[str], what: str, progress: Callable[[str, str], None]) -> None:
+    """`what`, fetched from the Go module proxy by `scripts/build-kubernetes.sh ARGS` on first use
+    (seconds, no build; `marker` exists once it has), after Debian's Go where this machine has none."""
+    if marker.exists():
+        return
+    if not _has_go():
+        progress("installing", f"first use of {what}: Debian's {' '.join(missing('render'))} (about a minute)")
+        _script("install-deps.sh", ["render"], "Debian's golang-go", "install-render.log")
+    progress("fetching", f"first use of {what}: from the Go module proxy into {marker.parent}")
+    started = time.monotonic()
+    _script("build-kubernetes.sh", args, what, f"fetch-{'-'.join(args)}.log")
+    progress("fetched", f"{what} in {time.monotonic() - started:.0f} s")
 
 
 def ensure_kubernetes_build(progress: Callable[[str, str], None]) -> None:

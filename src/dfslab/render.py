@@ -134,9 +134,9 @@ def write(out: Path, manifests: dict[str, list[dict]]) -> list[Path]:
 
 
 def render(spec: ClusterSpec, out: Path, image: str | None = None, kubeconfig: str | None = None,
-           context: str | None = None) -> Rendered:
+           context: str | None = None, progress=lambda *_: None) -> Rendered:
     """Every check runs before a file is written: a refused set leaves nothing behind."""
-    manifests = backend_class(spec).manifests(spec, image)
+    manifests = backend_class(spec).manifests(spec, image, progress)
     objs = [o for group in manifests.values() for o in group]
     done = Rendered(objects=len(objs))
     done.offline_checked, done.offline_skipped = validate_offline(objs)

@@ -163,7 +163,8 @@ class Backend(ABC):
         return None
 
     @classmethod
-    def manifests(cls, spec: ClusterSpec, image: str | None) -> dict[str, list[dict]]:
+    def manifests(cls, spec: ClusterSpec, image: str | None,
+                  progress: Progress = lambda *_: None) -> dict[str, list[dict]]:
         """`dfslab render`: the Kubernetes objects this filesystem needs on a cluster you run,
         as {file stem: objects}, in the order they are applied. `image`: dfslab's image as your
         nodes pull it (None: the spec's kubernetes.image)."""

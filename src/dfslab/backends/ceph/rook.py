@@ -27,6 +27,7 @@ from ..kube_tables import nodes_table, pods_table
 from . import health, pools, rgw
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
+from ... import deps
 from ...runtime.kubernetes.job import CLIENT_SECRET
 from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
 from ...polling import poll, wait_until
@@ -260,7 +261,7 @@ class RookCephBackend(CephBackend):
         return None
 
     @classmethod
-    def manifests(cls, spec, image: str | None) -> dict[str, list[dict]]:
+    def manifests(cls, spec, image: str | None, progress=lambda *_: None) -> dict[str, list[dict]]:
         """What `up` applies on a Kubernetes you run, for review: Rook's CRDs, RBAC and operator
         (skipped at up where Rook is already installed), the tuning override, the cluster."""
         k = spec.kubernetes
@@ -272,9 +273,8 @@ class RookCephBackend(CephBackend):
         if not image:
             raise BackendError("render: give --image (the name your registry gives dfslab's image); with "
                                "kubernetes.image_registry the name is known only once `dfslab up` pushed it")
-        if not (_rook_manifests() / "crds.yaml").exists():
-            raise BackendError(f"{_rook_manifests()}: Rook's manifests are missing; build them once with "
-                               "`bash scripts/build-kubernetes.sh` (make install-deps runs it)")
+        # Rook's own manifests, from its module (the Kubernetes build leaves them there too)
+        deps.ensure_fetched(_rook_manifests() / "crds.yaml", ["manifests"], "Rook's manifests", progress)
         ns = k.namespace
         return {"00-namespace": [namespace_object(ns)],
                 "10-rook-crds": load_manifests("crds.yaml", ns),

@@ -102,7 +102,7 @@ class ExternalBackend(Backend):
                 f"a process it did not start")
 
     @classmethod
-    def manifests(cls, spec, image: str | None) -> dict[str, list[dict]]:
+    def manifests(cls, spec, image: str | None, progress=lambda *_: None) -> dict[str, list[dict]]:
         from .daemonset import manifests
         if spec.external.posix is None:
             raise BackendError("external.posix: render writes a fio server DaemonSet for a mounted file system "
