@@ -29,9 +29,13 @@ fi
 mkdir -p "$BIN" "$CACHE/rook"
 
 # Rook's manifests: the CRDs (their schemas validate what dfslab renders), RBAC, operator.
+# Each file lands whole (copied beside, then renamed): crds.yaml, last, is what dfslab looks for.
 copy_rook_manifests() {
-  cp "$1"/deploy/examples/{crds.yaml,common.yaml,operator.yaml} "$CACHE/rook/"
-  chmod u+w "$CACHE"/rook/*.yaml
+  for f in common.yaml operator.yaml crds.yaml; do
+    cp "$1/deploy/examples/$f" "$CACHE/rook/.$f.partial"
+    chmod u+w "$CACHE/rook/.$f.partial"
+    mv "$CACHE/rook/.$f.partial" "$CACHE/rook/$f"
+  done
 }
 
 # `build-kubernetes.sh manifests`: Rook's manifests alone, for `dfslab render` (a Kubernetes you
