@@ -75,10 +75,14 @@ def test_specs_without_manifests_are_refused_with_what_to_give(tmp_path, spec, m
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.kubernetes  # Rook's manifests come from the Kubernetes and Rook build
-def test_rook_on_your_cluster_renders_what_up_applies(tmp_path):
+def test_rook_on_your_cluster_renders_what_up_applies(tmp_path, monkeypatch):
+    # as on a machine that never built Kubernetes: Rook's manifests are fetched on this first use
+    monkeypatch.setenv("DFSLAB_K8S_CACHE", str(tmp_path / "cache"))
+    said = []
     spec = parse_spec(yaml.safe_load(open("examples/rook-yours.yaml")))
-    done = render.render(spec, tmp_path / "rook", image="registry.example.org:5000/storage/dfslab-rook:1")
+    done = render.render(spec, tmp_path / "rook", image="registry.example.org:5000/storage/dfslab-rook:1",
+                         progress=lambda step, detail: said.append(step))
+    assert said == ["fetching", "fetched"] and (tmp_path / "cache" / "rook" / "crds.yaml").is_file()
     assert [p.stem for p in done.files] == ["00-namespace", "10-rook-crds", "11-rook-rbac", "12-rook-operator",
                                             "20-ceph-tuning", "30-ceph-cluster"]
     # Rook's kinds have no built-in schema: `up` (and render --kubeconfig) has the API server judge them

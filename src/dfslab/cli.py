@@ -925,9 +925,11 @@ app.add_typer(images_app, name="images")
 def images_build(rebuild: bool = typer.Option(False, help="build even if an image for the current package versions exists")) -> None:
     """Build the storage image: debootstrap Debian 12 with Ceph and GlusterFS from Debian's packages,
     import it into dfslab's own dockerd. Skipped while apt offers the same versions (~1.5 min when it runs)."""
+    from . import deps
     from .runtime import engine, images
     try:
         with LiveProgress() as progress:
+            deps.ensure_runtime("docker", progress)
             image = images.ensure(progress, rebuild=rebuild)
             elapsed = time.monotonic() - progress.start
     except USER_ERRORS as exc:
@@ -940,8 +942,10 @@ def images_build(rebuild: bool = typer.Option(False, help="build even if an imag
 @images_app.command("list")
 def images_list() -> None:
     """The images dfslab's engine holds, and which one the current package versions select."""
+    from . import deps
     from .runtime import engine, images
     try:
+        deps.ensure_runtime("docker", lambda step, detail: print(f"{step} {detail}", file=sys.stderr))
         engine.start()
         print(engine.docker("images", images.REPO).stdout, end="")
         print(f"current: {images.built_for(images.candidate_versions()) or 'none (dfslab images build)'}")

@@ -61,7 +61,17 @@ def _script(name: str, args: list[str], what: str, log_name: str) -> None:
 
 def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], None]) -> None:
     """Install what `spec` on `runtime_kind` needs and this machine lacks, saying what and why."""
-    wanted = RUNTIME_GROUPS.get(runtime_kind, []) + debian_groups(spec.filesystem, spec)
+    ensure_groups(RUNTIME_GROUPS.get(runtime_kind, []) + debian_groups(spec.filesystem, spec), progress)
+    if runtime_kind == "kubernetes":
+        ensure_kubernetes_build(progress)
+
+
+def ensure_runtime(runtime_kind: str, progress: Callable[[str, str], None]) -> None:
+    """The runtime's own packages, for a command that uses it without a cluster (`images build`)."""
+    ensure_groups(RUNTIME_GROUPS.get(runtime_kind, []), progress)
+
+
+def ensure_groups(wanted: list[str], progress: Callable[[str, str], None]) -> None:
     for group in dict.fromkeys(wanted):
         lacking = missing(group)
         if lacking:
@@ -69,8 +79,6 @@ def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], 
             started = time.monotonic()
             _script("install-deps.sh", [group], f"Debian's {' '.join(lacking)}", f"install-{group}.log")
             progress("installed", f"{group} in {time.monotonic() - started:.0f} s")
-    if runtime_kind == "kubernetes":
-        ensure_kubernetes_build(progress)
 
 
 def _has_go() -> bool:
