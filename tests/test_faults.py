@@ -133,6 +133,9 @@ def test_faults_during_load_lose_nothing(up, tmp_path):
     integrity = json.loads((run / "integrity.json").read_text())
     assert integrity["lost"] == 0 and integrity["corrupt"] == 0
     assert integrity["checked"] > 12  # the seed and the writer's acknowledged objects
+    # then removed from the benchmark pool and the mount: the cluster is left as the run found it
+    assert integrity["removed"] >= integrity["checked"] and "left" not in integrity, integrity
+    assert "integrity-" not in dfslab("exec", NAME, "--", "rados", "-p", "dfslab", "ls").stdout
     events = json.loads((run / "faults.json").read_text())
     assert [(e["kind"], e["target"]) for e in events] == [("kill", "osd.1"), ("node", "node3")]
     for e in events:

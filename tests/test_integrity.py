@@ -82,3 +82,23 @@ def test_what_the_writer_sent_in_a_window_is_its_journalled_payloads(tmp_path):
     assert 0 < sent_between(str(journal), started, middle) < sum(e["size"] for e in intents)
     assert sent_between(str(journal), started - 10, started - 1) == 0
     assert sent_between(str(tmp_path / "none"), 0, time.time()) == 0  # no writer in the step
+
+
+def test_clean_removes_what_the_seed_and_the_writer_wrote_and_nothing_else(tmp_path):
+    """Every name of the manifest and of the journals, acknowledged or still in flight (a .tmp
+    file of a write the writer was stopped in), then the directory once empty; a file the run did
+    not write keeps the directory and itself."""
+    from dfslab.chaos.integrity import clean, open_store, seed
+    manifest, store = tmp_path / "m.json", tmp_path / "files"
+    seed(str(manifest), 3, [f"fs:{store}"])
+    open_store(f"fs:{store}").put("integrity-live-1-0", b"acked")
+    (store / "integrity-live-1-1.tmp").write_bytes(b"in flight")
+    lines = [entry("intent", "integrity-live-1-0", "x"), entry("ack", "integrity-live-1-0", "x"),
+             entry("intent", "integrity-live-1-1", "y")]
+    journals = journal(tmp_path, [{**line, "store": f"fs:{store}"} for line in lines])
+    (store / "theirs").write_bytes(b"not the run's")
+    assert clean(str(manifest), journals) == {"removed": 5}
+    assert [p.name for p in store.iterdir()] == ["theirs"]
+    (store / "theirs").unlink()
+    seed(str(manifest), 2, [f"fs:{store}"])
+    assert clean(str(manifest), []) == {"removed": 2} and not store.exists()

@@ -147,5 +147,9 @@ def test_a_gateway_killed_during_object_load_is_counted_and_loses_no_seeded_obje
     assert keys["secret_key"] not in named and keys["access_key"] not in named  # where the keys are, not the keys
     result = json.loads((run / "integrity.json").read_text())
     assert result["checked"] >= 16 and result["lost"] == 0 and result["corrupt"] == 0, result
+    # then removed, bucket and all: the run leaves the gateway as it found it
+    assert result["removed"] >= result["checked"] and "left" not in result, result
+    bucket = through_s3[0]["store"].split(":", 1)[1].split(",")[0]
+    assert bucket not in dfslab("exec", rgw, "--", "s3cmd", "ls").stdout
     (event,) = json.loads((run / "faults.json").read_text())
     assert event["target"] == "rgw.node1" and event["recover_s"] is not None, event

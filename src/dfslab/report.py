@@ -72,7 +72,9 @@ saturated": the step was bound by latency or by how many I/Os it kept in flight.
 <p>Integrity: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrity.corrupt else 'bad' }}">{{ integrity.lost }} lost,
 {{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed objects and files (seeded before the faults, and every write the
 client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ integrity.lost_names|join(', ') }}{% endif %}
-{% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
+{% if integrity.corrupt_names %}; corrupt: {{ integrity.corrupt_names|join(', ') }}{% endif %}{% if integrity.left %}; left in
+place to look into: {{ integrity.left|join(', ') }}{% elif integrity.removed %}; removed after the check ({{ integrity.removed }}
+items){% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
 <div class="wide"><table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>in effect after (s)</th><th>undone (s)</th><th>detected after (s)</th>
 <th>recovered after undo began (s)</th><th>undo took (s)</th><th class="l">seen before the undo</th><th class="l">writes blocked</th><th>writes acked while in effect</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.in_effect }}</td><td>{{ f.t_undo }}</td>

@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..registry import TARGETS
+from ..workloads import WorkloadError
 from .integrity import sent_between
 from .schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
                        wait_recovered, write_latency)
@@ -133,6 +134,14 @@ class FaultRun:
         out = self.runner.run([*INTEGRITY, "verify", str(self.dir / "manifest.json"), *self.journals],
                               "integrity-verify", timeout=1800)
         result = json.loads(out)
+        if result["lost"] or result["corrupt"]:
+            result["left"] = self.stores()  # in place, to look into what went wrong
+        else:  # the probe's data leaves the cluster as the run found it
+            try:
+                result.update(json.loads(self.runner.run([*INTEGRITY, "clean", str(self.dir / "manifest.json"),
+                                                          *self.journals], "integrity-clean", timeout=600)))
+            except WorkloadError as exc:  # the check held; what it wrote stays, and the report says where
+                result.update(left=self.stores(), clean_error=str(exc)[:300])
         self.run_dir.write_json("integrity.json", result)
         problems = [f"fault {e['kind']} {e['target']}: {e['error']}" for e in self.events if e.get("error")]
         problems += [f"fault {e['kind']} {e['target']}: not recovered within the recovery timeout"

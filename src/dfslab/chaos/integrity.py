@@ -3,6 +3,7 @@
     python -m dfslab.chaos.integrity seed   MANIFEST COUNT STORE...     write a dataset with known SHA-256s
     python -m dfslab.chaos.integrity write  STORE JOURNAL STOPFILE     overwrite a ring of items until STOPFILE exists
     python -m dfslab.chaos.integrity verify MANIFEST [JOURNAL...]      read everything back; JSON counts on stdout
+    python -m dfslab.chaos.integrity clean  MANIFEST [JOURNAL...]      remove every item the two name, then the store
 
 A STORE is `TARGET:WHERE`: a storage target of dfslab.registry.TARGETS and where on it, as the
 cluster's backend says (`Backend.integrity_store`): `fs:PATH` (files on a POSIX mount),
@@ -61,6 +62,20 @@ class FileStore:
         with open(os.path.join(self.path, name), "rb") as fh:
             return fh.read()
 
+    def remove(self, name: str) -> None:
+        for path in (os.path.join(self.path, name), os.path.join(self.path, f"{name}.tmp")):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    def drop(self) -> None:
+        """The directory, once nothing is left in it (anything else there is not the run's)."""
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
     def close(self) -> None:
         pass
 
@@ -98,6 +113,14 @@ class S3Store:
     def get(self, name: str, size: int) -> bytes:
         return self._until_answered(lambda: self.s3.get_object(Bucket=self.bucket, Key=name)["Body"].read(),
                                     f"the S3 gateway to return {name}", self.op_timeout or 3600)
+
+    def remove(self, name: str) -> None:
+        self.s3.delete_object(Bucket=self.bucket, Key=name)
+
+    def drop(self) -> None:
+        """The bucket (the run's own: everything in it is dfslab's)."""
+        from ..s3api import empty_bucket
+        empty_bucket(self.s3, self.bucket)
 
     def close(self) -> None:
         self.s3.close()
@@ -222,6 +245,31 @@ def verify(manifest: str, journals: list[str]) -> dict:
             "lost_names": lost[:50], "corrupt_names": corrupt[:50]}
 
 
+def clean(manifest: str, journals: list[str]) -> dict:
+    """Remove what the seed and the writers wrote (every name the manifest and the journals hold,
+    acknowledged or not), then each store's own container where it has one: after a verify, the
+    run's probe data leaves the cluster as it found it (a later run's fill level and caches)."""
+    names: dict[str, set[str]] = {}
+    for e in json.load(open(manifest)) if manifest != "-" else []:
+        names.setdefault(e["store"], set()).add(e["name"])
+    for path in journals:
+        with open(path) as fh:
+            for line in fh:
+                if line.strip():
+                    e = json.loads(line)
+                    names.setdefault(e["store"], set()).add(e["name"])
+    removed = 0
+    for spec, items in sorted(names.items()):
+        store = open_store(spec)
+        for name in sorted(items):
+            store.remove(name)
+            removed += 1
+        if hasattr(store, "drop"):
+            store.drop()
+        store.close()
+    return {"removed": removed}
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "seed":
@@ -230,6 +278,8 @@ if __name__ == "__main__":
         out = write(args[0], args[1], args[2])
     elif cmd == "verify":
         out = verify(args[0], args[1:])
+    elif cmd == "clean":
+        out = clean(args[0], args[1:])
     else:
-        sys.exit(f"unknown command {cmd!r}: seed | write | verify")
+        sys.exit(f"unknown command {cmd!r}: seed | write | verify | clean")
     print(json.dumps(out))

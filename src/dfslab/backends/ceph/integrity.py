@@ -22,6 +22,13 @@ class RadosStore:
     def get(self, name: str, size: int) -> bytes:
         return self.ioctx.read(name, length=size + 1)
 
+    def remove(self, name: str) -> None:
+        import rados
+        try:
+            self.ioctx.remove_object(name)
+        except rados.ObjectNotFound:
+            pass
+
     def close(self) -> None:
         self.ioctx.close()
         self.cluster.shutdown()
