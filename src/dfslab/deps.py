@@ -91,8 +91,7 @@ def ensure_fetched(marker: Path, args: list[str], what: str, progress: Callable[
     if marker.exists():
         return
     if not _has_go():
-        progress("installing", f"first use of {what}: Debian's {' '.join(missing('render'))} (about a minute)")
-        _script("install-deps.sh", ["render"], "Debian's golang-go", "install-render.log")
+        ensure_groups(["render"], progress)
     progress("fetching", f"first use of {what}: from the Go module proxy into {marker.parent}")
     started = time.monotonic()
     _script("build-kubernetes.sh", args, what, f"fetch-{'-'.join(args)}.log")

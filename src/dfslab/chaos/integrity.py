@@ -23,7 +23,7 @@ import os
 import random
 import sys
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from ..registry import TARGETS, store_class
 
@@ -62,15 +62,15 @@ class FileStore:
         with open(os.path.join(self.path, name), "rb") as fh:
             return fh.read()
 
-    def remove(self, name: str) -> None:
-        for path in (os.path.join(self.path, name), os.path.join(self.path, f"{name}.tmp")):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-
-    def drop(self) -> None:
-        """The directory, once nothing is left in it (anything else there is not the run's)."""
+    def remove_all(self, names: set[str]) -> None:
+        """The files (and a write's temporary file), then the directory once nothing is left in
+        it (anything else there is not the run's)."""
+        for name in names:
+            for path in (os.path.join(self.path, name), os.path.join(self.path, f"{name}.tmp")):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
         try:
             os.rmdir(self.path)
         except OSError:
@@ -114,11 +114,9 @@ class S3Store:
         return self._until_answered(lambda: self.s3.get_object(Bucket=self.bucket, Key=name)["Body"].read(),
                                     f"the S3 gateway to return {name}", self.op_timeout or 3600)
 
-    def remove(self, name: str) -> None:
-        self.s3.delete_object(Bucket=self.bucket, Key=name)
-
-    def drop(self) -> None:
-        """The bucket (the run's own: everything in it is dfslab's)."""
+    def remove_all(self, names: set[str]) -> None:
+        """The bucket and all in it: the run's own, so everything in it is dfslab's (one listing
+        and a batch delete per 1000 keys, not a request per name)."""
         from ..s3api import empty_bucket
         empty_bucket(self.s3, self.bucket)
 
@@ -194,23 +192,27 @@ def sent_between(journal: str, start: float, end: float) -> int:
     return total
 
 
+def journal_entries(journals: list[str]) -> Iterator[dict]:
+    """Every intent and ack of the writers' journals, in the order written."""
+    for path in journals:
+        with open(path) as fh:
+            for line in fh:
+                if line.strip():
+                    yield json.loads(line)
+
+
 def expected(journals: list[str]) -> list[dict]:
     """Per item, what it must hold: its last acknowledged content; the content of a write
     still in flight after that ack (it may or may not have landed) is also accepted."""
     items: dict[tuple[str, str], dict] = {}
-    for path in journals:
-        with open(path) as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                entry = json.loads(line)
-                key = (entry["store"], entry["name"])
-                item = items.setdefault(key, {"store": entry["store"], "name": entry["name"], "acked": None, "inflight": []})
-                if entry.get("op") == "ack":
-                    item["acked"] = entry
-                    item["inflight"] = []
-                else:
-                    item["inflight"].append(entry)
+    for entry in journal_entries(journals):
+        key = (entry["store"], entry["name"])
+        item = items.setdefault(key, {"store": entry["store"], "name": entry["name"], "acked": None, "inflight": []})
+        if entry.get("op") == "ack":
+            item["acked"] = entry
+            item["inflight"] = []
+        else:
+            item["inflight"].append(entry)
     out = []
     for item in items.values():
         if item["acked"] is None:
@@ -250,24 +252,14 @@ def clean(manifest: str, journals: list[str]) -> dict:
     acknowledged or not), then each store's own container where it has one: after a verify, the
     run's probe data leaves the cluster as it found it (a later run's fill level and caches)."""
     names: dict[str, set[str]] = {}
-    for e in json.load(open(manifest)) if manifest != "-" else []:
+    seeded = json.load(open(manifest)) if manifest != "-" else []
+    for e in [*seeded, *journal_entries(journals)]:
         names.setdefault(e["store"], set()).add(e["name"])
-    for path in journals:
-        with open(path) as fh:
-            for line in fh:
-                if line.strip():
-                    e = json.loads(line)
-                    names.setdefault(e["store"], set()).add(e["name"])
-    removed = 0
     for spec, items in sorted(names.items()):
         store = open_store(spec)
-        for name in sorted(items):
-            store.remove(name)
-            removed += 1
-        if hasattr(store, "drop"):
-            store.drop()
+        store.remove_all(items)
         store.close()
-    return {"removed": removed}
+    return {"removed": sum(len(items) for items in names.values())}
 
 
 if __name__ == "__main__":

@@ -22,12 +22,14 @@ class RadosStore:
     def get(self, name: str, size: int) -> bytes:
         return self.ioctx.read(name, length=size + 1)
 
-    def remove(self, name: str) -> None:
+    def remove_all(self, names: set[str]) -> None:
+        """The objects (the pool is the cluster's benchmark pool: it stays)."""
         import rados
-        try:
-            self.ioctx.remove_object(name)
-        except rados.ObjectNotFound:
-            pass
+        for name in names:
+            try:
+                self.ioctx.remove_object(name)
+            except rados.ObjectNotFound:
+                pass
 
     def close(self) -> None:
         self.ioctx.close()
