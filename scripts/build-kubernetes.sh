@@ -22,11 +22,7 @@ STAMP=$CACHE/built-$K8S_VERSION-rook-$ROOK_VERSION-$PATCHES
 export GOPATH=$CACHE/gopath GOMODCACHE=$CACHE/gopath/pkg/mod GOCACHE=$CACHE/gocache
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 
-if [ -f "$STAMP" ]; then
-  echo "build-kubernetes: cached in $CACHE ($K8S_VERSION, Rook $ROOK_VERSION)"
-  exit 0
-fi
-mkdir -p "$BIN" "$CACHE/rook"
+mkdir -p "$CACHE/rook"
 
 # Rook's manifests: the CRDs (their schemas validate what dfslab renders), RBAC, operator.
 # Each file lands whole (copied beside, then renamed): crds.yaml, last, is what dfslab looks for.
@@ -52,6 +48,14 @@ if [ "${1:-}" = manifests ]; then
   echo "build-kubernetes: ok ($CACHE/rook)"
   exit 0
 fi
+
+# The build's stamp says the binaries are built (the manifests' own check is above: a cached
+# build whose manifests were removed still gets them back from `manifests`).
+if [ -f "$STAMP" ]; then
+  echo "build-kubernetes: cached in $CACHE ($K8S_VERSION, Rook $ROOK_VERSION)"
+  exit 0
+fi
+mkdir -p "$BIN"
 
 go_minor() { "$1" version 2>/dev/null | sed -n 's/.*go1\.\([0-9]*\).*/\1/p'; }
 

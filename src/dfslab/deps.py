@@ -95,6 +95,8 @@ def ensure_fetched(marker: Path, args: list[str], what: str, progress: Callable[
     progress("fetching", f"first use of {what}: from the Go module proxy into {marker.parent}")
     started = time.monotonic()
     _script("build-kubernetes.sh", args, what, f"fetch-{'-'.join(args)}.log")
+    if not marker.exists():
+        raise DepsError(f"fetching {what} left no {marker}; see {dfslab_home() / 'logs'}/fetch-{'-'.join(args)}.log")
     progress("fetched", f"{what} in {time.monotonic() - started:.0f} s")
 
 
