@@ -185,19 +185,32 @@ def sha_tree(root: Path) -> dict[str, str]:
 
 
 def test_add_brick_and_rebalance_keep_every_byte_and_use_the_new_bricks(tmp_path_factory):
-    name = bring_up(tmp_path_factory, "t-gldist", 2, volume="distribute")
+    # replica 3 as examples/gluster-small.yaml: there the mount that wrote the files answered
+    # ENOENT for 67 of 200 moved ones after the rebalance, until their directory was listed
+    name = bring_up(tmp_path_factory, "t-gldist", 3, volume="replicate", replica=3)
     try:
         state = ClusterState(name).dir
         data = state / "mnt" / "gluster-client" / "many"
         data.mkdir()
-        for i in range(300):
-            (data / f"f{i:03d}").write_bytes(os.urandom(1024 + 37 * i))
-        before = sha_tree(data)
-        res = dfslab("scale", name, "--add-bricks", "2")
-        assert "added 2 brick(s)" in res.stderr
+        before = {}
+        for i in range(300):  # written as a user's program does, and not read back or listed
+            payload = os.urandom(1024 + 37 * i)
+            (data / f"f{i:03d}").write_bytes(payload)
+            before[f"f{i:03d}"] = hashlib.sha256(payload).hexdigest()
+        res = dfslab("scale", name, "--add-bricks", "3")
+        assert "added 3 brick(s)" in res.stderr
+        # Every file found by its name through the mount that wrote them (no listing first: a
+        # listing is what refreshes that client's view, and scale must have done it)
+        unreadable = []
+        for f in before:
+            try:
+                (data / f).read_bytes()
+            except OSError as exc:
+                unreadable.append(f"{f}: {exc.strerror}")
+        assert unreadable == []
         info = status_json(name)
-        assert len(info["bricks"]) == 4 and all(b["online"] for b in info["bricks"])
-        # Read back through a client mounted after the rebalance: in CI (2026-11-26) the client
+        assert len(info["bricks"]) == 6 and all(b["online"] for b in info["bricks"])
+        # The bytes through a client mounted after the rebalance: in CI (2026-11-26) the client
         # that wrote the files read one of 300 as empty right after a completed rebalance, as
         # glusterfs' FUSE clients are reported to until remounted (glusterfs#4216, #4723).
         attached = cluster.attach(name)
@@ -206,7 +219,7 @@ def test_add_brick_and_rebalance_keep_every_byte_and_use_the_new_bricks(tmp_path
                 assert sha_tree(fresh / "many") == before
         finally:
             attached.close()
-        new = [state / "gluster" / n / "bricks" / "b1" / "many" for n in ("node1", "node2")]
+        new = [state / "gluster" / n / "bricks" / "b1" / "many" for n in ("node1", "node2", "node3")]
         moved = sum(1 for d in new if d.is_dir() for f in d.iterdir() if f.is_file() and f.stat().st_size > 0)
         assert moved > 0, "rebalance moved no file onto the new bricks"
         res = dfslab("scale", name, "--add-bricks", "0", check=False)

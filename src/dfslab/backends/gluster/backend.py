@@ -13,6 +13,7 @@ from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
 from .. import Backend, BackendError, Chart, Confinement, Progress, table
+from ..fuse import is_mounted
 from . import client, glusterd, volume
 from .glusterd import GlusterContext
 from ...polling import wait_until
@@ -185,7 +186,20 @@ class GlusterBackend(Backend):
         glusterd.cli(self.ctx, node, "volume", "add-brick", volume.VOLUME, *bricks, "force")
         volume.wait_bricks_online(self.ctx, node, len(existing) + count)
         glusterd.cli(self.ctx, node, "volume", "rebalance", volume.VOLUME, "start")
-        return {"added": bricks, **volume.wait_rebalanced(self.ctx, node, timeout, progress)}
+        moved = volume.wait_rebalanced(self.ctx, node, timeout, progress)
+        self._refresh_client_view(progress)
+        return {"added": bricks, **moved}
+
+    def _refresh_client_view(self, progress: Progress) -> None:
+        """List every directory of dfslab's client mount. Mounted before the rebalance, it answered
+        ENOENT for moved files until their directory was listed (examples/gluster-small.yaml, 200
+        files, 3 bricks added: 67 missing through it; after a listing, and in 3 runs with this
+        walk, none): the listing's lookups find each file where the rebalance put it."""
+        _, mnt = client.mount_point(self.ctx, CLIENT)
+        if is_mounted(mnt):
+            progress("refreshing", f"the client's view of moved files: listing every directory under {mnt}")
+            for _ in os.walk(mnt):
+                pass
 
     def apply_live(self, new) -> list[str] | None:
         """Volume options (gluster.options, ping and heal timeouts) change on the running volume;
