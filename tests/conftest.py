@@ -123,11 +123,17 @@ def write_spec(tmp: Path, text: str) -> Path:
 
 
 def run_against(experiment: Path, cluster_name: str, timeout: float = 900) -> tuple[Path, str]:
-    """`dfslab run EXPERIMENT --cluster NAME`: (the run directory it made, its stdout)."""
-    runs = Path(os.environ["DFSLAB_RUNS"])
-    before = set(runs.iterdir()) if runs.is_dir() else set()
+    """`dfslab run EXPERIMENT --cluster NAME`: (the run directory it printed, its stdout)."""
     out = dfslab("run", str(experiment), "--cluster", cluster_name, timeout=timeout).stdout
-    return next(p for p in set(runs.iterdir()) - before if p.is_dir()), out
+    return printed_run_dir(out), out
+
+
+def printed_run_dir(stdout: str) -> Path:
+    """The run directory of the last `report: ` line a `dfslab run` printed: a test takes its
+    run from what dfslab said, never from a listing of a directory other tests write into."""
+    reports = [line.split("report: ", 1)[1].strip() for line in stdout.splitlines() if line.startswith("report: ")]
+    assert reports, f"no report line in:\n{stdout[-2000:]}"
+    return Path(REPO, reports[-1]).parent
 
 
 def status_json(name: str) -> dict:

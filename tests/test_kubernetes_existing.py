@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import cluster_up, dfslab, run_against, steps_table
+from conftest import cluster_up, dfslab, printed_run_dir, run_against, steps_table
 from dfslab.state import ClusterState
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kubernetes]  # needs the Kubernetes and Rook build (scripts/build-kubernetes.sh)
@@ -215,12 +215,10 @@ def test_a_mounted_path_rendered_as_fio_servers_on_your_cluster_is_measured_thro
                                                                         "clients": [f"{server},8765"]}},
             "repetitions": 1, "baselines": {"network": False, "disk": False},
             "workloads": [{"type": "fio", "target": "fs", "rw": ["write"], "bs": "1MiB", "size": "16MiB", "seconds": 2}]}))
-        runs = Path(os.environ["DFSLAB_RUNS"])
-        before = set(runs.iterdir()) if runs.is_dir() else set()
         res = subprocess.run(["ip", "netns", "exec", rt.ns("client"), *DFSLAB, "run", str(exp)], cwd=REPO,
                              capture_output=True, text=True, timeout=600)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-        run = next(p for p in set(runs.iterdir()) - before if p.is_dir())
+        run = printed_run_dir(res.stdout)
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
         per_client = [r for r in rows if r["metric"] == "client_bandwidth"]

@@ -69,7 +69,6 @@ def replica():
     environment: `dfslab up examples/gluster-k8s.yaml` (replica 3) here, its faults run and
     `dfslab down gluster-k8s` by the tests below."""
     assert not (READER_HOME / "clusters" / DOCS_NAME).exists(), f"a cluster named {DOCS_NAME} is up"
-    runs_before = set(Path(REPO, "runs").glob("*"))
     try:
         sh(DOCS_BLOCK[0], timeout=1500)
         yield DOCS_NAME
@@ -77,8 +76,6 @@ def replica():
         if (READER_HOME / "clusters" / DOCS_NAME).exists():  # a failed up removed what it made
             with reader_home():
                 _down(DOCS_NAME, lambda: sh(DOCS_BLOCK[2], timeout=900))
-        for path in set(Path(REPO, "runs").glob("*")) - runs_before:
-            shutil.rmtree(path)
 
 
 def _pods(name: str) -> list:
@@ -154,9 +151,21 @@ def test_the_docs_faults_lose_a_pod_and_a_node_during_writes_heal_and_lose_nothi
                             for p in _pods(replica) if p.spec.node_name == "node3" and p.metadata.name.startswith("glusterd")}
         before = restarts()
         old = {p.metadata.uid for p in _pods(replica) if p.spec.node_name == "node2" and p.metadata.name.startswith("glusterd")}
-    runs_before = set(Path(REPO, "runs").glob("*"))
-    sh(DOCS_BLOCK[1], timeout=1800)
-    (run,) = set(Path(REPO, "runs").glob("*")) - runs_before
+    made: list[Path] = []  # the run directory dfslab printed: cluster-b's tests write into ./runs meanwhile
+    try:
+        sh(DOCS_BLOCK[1], timeout=1800, made=made)
+        (run,) = made
+        _check_the_docs_faults(replica, run, before, old, restarts)
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+    # a fault the pods' runtime cannot do is refused, naming the one that can
+    res = subprocess.run(["bash", "-c", f"dfslab fault {replica} brick node2/b0"], cwd=REPO, env=user_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "fault pod" in res.stderr, res.stderr
+
+
+def _check_the_docs_faults(replica: str, run: Path, before: dict, old: set, restarts) -> None:
     with reader_home():
         assert not _helpers_left(replica)  # every heal query's glfsheal went with its CLI
         events = json.loads((run / "faults.json").read_text())
@@ -177,10 +186,6 @@ def test_the_docs_faults_lose_a_pod_and_a_node_during_writes_heal_and_lose_nothi
         assert list(after) == list(before) and sum(after.values()) > sum(before.values())  # node3's pod, restarted
         new = [p for p in _pods(replica) if p.spec.node_name == "node2" and p.metadata.name.startswith("glusterd")]
         assert len(new) == 1 and new[0].metadata.uid not in old  # the StatefulSet made node2's again
-    # a fault the pods' runtime cannot do is refused, naming the one that can
-    res = subprocess.run(["bash", "-c", f"dfslab fault {replica} brick node2/b0"], cwd=REPO, env=user_env(),
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode != 0 and "fault pod" in res.stderr, res.stderr
 
 
 def test_disperse_2_plus_1_comes_up_loses_a_glusterd_pod_and_heals(tmp_path):

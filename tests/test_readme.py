@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, printed_run_dir
 
 pytestmark = pytest.mark.cluster
 
@@ -39,19 +39,27 @@ def user_env(cwd: Path | str = REPO) -> dict[str, str]:
     return env
 
 
-def sh(command: str, cwd: Path | str = REPO, timeout: float = 600) -> subprocess.CompletedProcess:
+def sh(command: str, cwd: Path | str = REPO, timeout: float = 600, made: list[Path] | None = None
+       ) -> subprocess.CompletedProcess:
+    """Run a command as the reader types it; with `made`, the run directories it printed are
+    added to that list before its exit code is checked, so a failed run's directory is removed too."""
     res = subprocess.run(["bash", "-c", command], cwd=cwd, env=user_env(), capture_output=True, text=True,
                          timeout=timeout)
+    if made is not None:
+        made.extend(run_dirs_of(res.stdout, cwd))
     assert res.returncode == 0, f"{command!r} in {cwd} exited {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     return res
 
 
-def run_dir_of(stdout: str) -> Path:
-    """The run directory a `dfslab run`/`tune` printed (its report's), resolved from the repository
-    root: a test removes exactly what it made, never the runs of a test running beside it."""
-    report = [line.split("report: ", 1)[1].strip() for line in stdout.splitlines() if line.startswith("report: ")]
-    assert report, f"no report line in:\n{stdout[-2000:]}"
-    return Path(REPO, report[-1]).parent
+def run_dirs_of(stdout: str, cwd: Path | str = REPO) -> list[Path]:
+    """The run directories a `dfslab run`/`tune`/`plan` printed (their reports'), resolved from where
+    it ran. Tests of two phases write into ./runs at once: a test finds and removes exactly what
+    dfslab said it made, never by listing ./runs (tests/test_shared_listing_unit.py checks)."""
+    reports = [line.split("report: ", 1)[1].strip() for line in stdout.splitlines() if line.startswith("report: ")]
+    return [Path(cwd, report).parent for report in reports]
+
+
+run_dir_of = printed_run_dir  # the run directory of the last report a command printed
 
 
 def test_the_readme_begins_with_its_two_commands():
@@ -62,11 +70,11 @@ def test_the_readme_begins_with_its_two_commands():
 
 @pytest.fixture(scope="module")
 def new_runs():
-    """The run directories the module's commands made (removed at its end, and only they)."""
-    before = set(Path(REPO, "runs").glob("*"))
-    yield lambda: sorted(set(Path(REPO, "runs").glob("*")) - before)
-    for path in set(Path(REPO, "runs").glob("*")) - before:
-        shutil.rmtree(path)
+    """The run directories the module's commands printed (removed at its end, and only they)."""
+    made: list[Path] = []
+    yield made
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_every_readme_command_runs_verbatim_from_the_repository_root(new_runs):
@@ -74,18 +82,18 @@ def test_every_readme_command_runs_verbatim_from_the_repository_root(new_runs):
     commands = [c for c in readme_commands() if c not in RUN_ELSEWHERE]
     assert commands and all(c.startswith("dfslab ") for c in commands), commands
     try:
-        outputs = {c: sh(c) for c in commands}
+        outputs = {c: sh(c, made=new_runs) for c in commands}
     finally:
         subprocess.run(["bash", "-c", "dfslab down small"], cwd=REPO, env=user_env(), capture_output=True, timeout=600)
     assert not Path("/var/lib/dfslab/clusters/small").exists()
     measured = next(c for c in commands if c.startswith("dfslab run") and "--dry-run" not in c)
     assert "report: " in outputs[measured].stdout
-    runs = [p for p in new_runs() if (p / "report.html").is_file()]
+    runs = [p for p in new_runs if (p / "report.html").is_file()]
     assert any(p.name.endswith("-tour") for p in runs) and any(p.name.startswith("plan-plan-1000") for p in runs), runs
 
 
 def test_plan_run_report_and_compare_work_from_another_directory(tmp_path, new_runs):
-    tour = next((p for p in new_runs() if p.name.endswith("-tour")), None)
+    tour = next((p for p in new_runs if p.name.endswith("-tour")), None)
     if tour is None:
         pytest.skip("needs the tour's run (test_every_readme_command_runs_verbatim_from_the_repository_root)")
     elsewhere = tmp_path / "elsewhere"

@@ -37,15 +37,16 @@ def steps_measured(run: Path) -> Counter:
 def interrupted_run(tmp_path: Path, sig: int) -> Path:
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(EXPERIMENT))
-    runs = Path(os.environ["DFSLAB_RUNS"])
-    before = set(runs.glob(f"*-{NAME}")) if runs.exists() else set()
-    proc = subprocess.Popen([*DFSLAB, "run", str(path)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Runs of its own: the run is found while it runs (no report line yet), in a directory that
+    # holds nothing else, never by listing one other tests write into.
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([*DFSLAB, "run", str(path)], cwd=REPO, env={**os.environ, "DFSLAB_RUNS": str(runs)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     run = None
     while time.monotonic() < deadline:
-        new = set(runs.glob(f"*-{NAME}")) - before if runs.exists() else set()
-        if new:
-            run = new.pop()
+        if runs.is_dir() and any(runs.iterdir()):
+            (run,) = runs.iterdir()
             if (run / "results.csv").exists() and len(steps_measured(run)) >= 2:
                 break
         time.sleep(0.2)

@@ -33,7 +33,7 @@ CHECKED = [p for p in sorted(EXAMPLES.glob("*.yaml")) if _kind(yaml.safe_load(p.
 
 
 def test_every_example_but_plan_layouts_is_checked():
-    assert {p.name for p in EXAMPLES.glob("*.yaml")} - {p.name for p in CHECKED} == {"plan-1000.yaml"}
+    assert [p.name for p in sorted(EXAMPLES.glob("*.yaml")) if p not in CHECKED] == ["plan-1000.yaml"]
 
 
 @pytest.mark.parametrize("path", CHECKED, ids=lambda p: p.name)
