@@ -27,6 +27,27 @@ def test_list_valued_parameters_expand_into_every_combination():
     assert ("write", 2**20, 4) in combos
 
 
+def test_sizes_run_as_fio_reads_them_and_the_plan_shows_the_bytes():
+    """A new user's `bs: 4k` once ran `fio --bs=4000 --direct=1` (unaligned O_DIRECT, shown nowhere)."""
+    e = exp(workloads=[{"type": "fio", "bs": ["4k", "1m"], "size": "64m"}])
+    assert [s.params.bs for s in e.steps] == [4096, 2**20] and e.steps[0].params.size == 64 * 2**20
+    assert e.steps[0].label == "fio[0] size=64MiB, bs=4KiB"  # as parsed, whatever the spelling
+    assert e.steps[0].plan_label == "fio[0] size=64MiB (67108864 B), bs=4KiB (4096 B)"
+    with pytest.raises(SpecError, match=r"workloads\[0\]: the same combination twice \(fio\[0\] bs=4KiB\)"):
+        exp(workloads=[{"type": "fio", "bs": ["4k", "4KiB"]}])  # one size spelled twice
+    for size, fix in (("4kB", "4KiB (4096 B) or 4000B"), ("64MB", "64MiB (67108864 B) or 64000000B")):
+        with pytest.raises(SpecError) as err:
+            exp(workloads=[{"type": "fio", "size": size}])
+        assert "workloads[0].size" in str(err.value) and fix in str(err.value), str(err.value)
+
+
+def test_a_block_size_o_direct_cannot_use_is_refused_before_anything_starts():
+    with pytest.raises(SpecError) as err:
+        exp(workloads=[{"type": "fio", "target": "fs", "bs": "1000B"}])
+    assert "workloads[0]" in str(err.value) and "multiple of 512 B" in str(err.value) and "direct: false" in str(err.value)
+    assert exp(workloads=[{"type": "fio", "target": "fs", "bs": "1000B", "direct": False, "iodepth": 1}]).steps
+
+
 def test_a_list_field_is_not_a_sweep_unless_nested():
     e = exp(workloads=[{"type": "radosbench", "mode": ["write", "seq"], "threads": [16, 32]}])
     assert [s.params.mode for s in e.steps] == [["write", "seq"]] * 2

@@ -99,7 +99,7 @@ def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
         result.phases.append((f"deploy ({spec.filesystem}, runtime {spec.runtime})", DEPLOY_SECONDS.get(spec.runtime, 30.0)))
     result.phases += baseline_seconds(exp, spec)
     for step in exp.steps:
-        result.steps.append({"index": step.index, "label": step.label, "seconds": reps * step.workload.estimate(step.params),
+        result.steps.append({"index": step.index, "label": step.plan_label, "seconds": reps * step.workload.estimate(step.params),
                              "writes": step.workload.writes(step.params)})
     result.problems += fill_problems(exp, spec)
     result.phases.append((f"workloads ({len(exp.steps)} step(s) x {reps} repetition(s))",

@@ -24,8 +24,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .chaos.entry import FaultEntry
-from .fields import Seconds, Strict
+from .fields import Seconds, Strict, field_units
 from .spec import ClusterSpec, SpecError, _problems, check_name, model_in, parse_spec, read_yaml
+from .units import ByteCount
 from .workloads import FORMER_NAMES, WORKLOADS, Workload, current_name, workload
 
 
@@ -101,8 +102,24 @@ class Step:
 
     @property
     def label(self) -> str:
-        shown = ", ".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in self.given.items())
+        return self._label(with_bytes=False)
+
+    @property
+    def plan_label(self) -> str:
+        """The label with every size a tool is handed as bytes too (`bs=4KiB (4096 B)`): the plan
+        shows what will run, whatever spelling the file used."""
+        return self._label(with_bytes=True)
+
+    def _label(self, with_bytes: bool) -> str:
+        sizes = {k for k, unit in field_units(type(self.params)).items() if unit == "B"}
+        shown = ", ".join(f"{k}={self._value(k, v, k in sizes, with_bytes)}" for k, v in self.given.items())
         return f"{self.workload.name}[{self.index}]" + (f" {shown}" if shown else "")
+
+    def _value(self, key: str, given: Any, size: bool, with_bytes: bool) -> str:
+        if size:  # as parsed, in its binary unit: `4k` and `4KiB` are one step, shown alike
+            exact = getattr(self.params, key)
+            return f"{ByteCount(exact)} ({exact} B)" if with_bytes else str(ByteCount(exact))
+        return "/".join(map(str, given)) if isinstance(given, list) else str(given)
 
 
 @dataclass
@@ -254,6 +271,10 @@ def expand(index: int, entry: dict[str, Any]) -> list[Step]:
             problems += [(f"{where}.{p}" if p else where, m) for p, m in _problems(exc, wl.Params)]
     if problems:  # each once, however many combinations share it
         raise SpecError(list(dict.fromkeys(problems)))
+    labels = [s.label for s in steps]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:  # e.g. bs: [4k, 4KiB]: one size spelled twice would run (and be stored as) one step twice
+        raise SpecError([(where, f"the same combination twice ({twice[0]}): list each value of a sweep once")])
     return steps
 
 

@@ -12,12 +12,22 @@ import re
 
 _NUMBER = r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z/]*)"
 
+# Sizes, decided once for every size field: a prefix alone (4k, 64m) is what fio, dd and Ceph
+# mean by it, a power of 1024, as is the IEC spelling (4KiB). A prefix with a plain B (4kB, 64MB)
+# is refused: SI reads 64MB as 64,000,000 B and fio as 64 MiB, and a run that silently did
+# 4000-byte O_DIRECT I/O for `bs: 4kB` measures something nobody asked for. The refusal gives both
+# unambiguous spellings (the binary unit, or the bytes).
 SIZE_UNITS = {
     "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "t": 1000**4, "tb": 1000**4,
+    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
 }
+# {spelling: (SI's bytes, the binary unit fio means)}
+AMBIGUOUS_SIZE_UNITS = {"kb": (1000, "KiB"), "mb": (1000**2, "MiB"), "gb": (1000**3, "GiB"), "tb": (1000**4, "TiB")}
+
+# Rates of bytes (a disk's throughput in a plan): tools print them in SI units, MB/s = 10^6 B/s.
+BYTE_RATE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+                   "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 
 # tc's own spelling (kbit, mbit, gbit) plus the usual bits/bytes-per-second forms.
 BANDWIDTH_UNITS = {
@@ -57,8 +67,22 @@ def _parse(text: object, table: dict[str, float], kind: str, example: str) -> fl
 
 
 def parse_size(text: object) -> int:
-    """Bytes from `4GiB`, `512MiB`, `10GB`."""
+    """Bytes from `4GiB`, `512MiB`, `4k` (4096), `4096B`; `4kB`/`64MB` refused as ambiguous."""
+    match = re.fullmatch(_NUMBER, text.strip()) if isinstance(text, str) else None
+    if match and match.group("unit").lower() in AMBIGUOUS_SIZE_UNITS:
+        num, unit = match.group("num"), match.group("unit")
+        si_bytes, binary = AMBIGUOUS_SIZE_UNITS[unit.lower()]
+        raise UnitError(f"{text!r} is ambiguous: fio reads {unit} as a power of 1024, SI as a power of 1000; write "
+                        f"{num}{binary} ({float(num) * SIZE_UNITS[binary.lower()]:.0f} B) or "
+                        f"{float(num) * si_bytes:.0f}B")
     return int(_parse(text, SIZE_UNITS, "size", "4GiB"))
+
+
+def parse_byte_rate(text: object) -> float:
+    """Bytes per second from `180MB/s` (SI, as tools print rates), `200MiB/s`."""
+    if isinstance(text, str):
+        text = text.strip().removesuffix("/s")
+    return _parse(text, BYTE_RATE_UNITS, "rate", "200MB/s")
 
 
 def parse_bandwidth(text: object) -> int:

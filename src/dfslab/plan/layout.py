@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..fields import BitsPerSecond, Bytes, Strict
 from ..safety import check_name
-from ..units import UnitError, parse_size
+from ..units import UnitError, parse_byte_rate
 
 
 def _throughput(value: Any) -> Any:
@@ -29,7 +29,7 @@ def _throughput(value: Any) -> Any:
         return sum(rows) / len(rows) * 1e6
     if isinstance(value, str):
         try:
-            return parse_size(value.removesuffix("/s"))
+            return parse_byte_rate(value)
         except UnitError as exc:
             raise ValueError(f"{exc}; e.g. 200MB/s or measured:runs/<id>") from None
     return value

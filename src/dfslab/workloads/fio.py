@@ -48,6 +48,15 @@ class FioParams(WorkloadParams):
         return self
 
     @model_validator(mode="after")
+    def _direct_io_is_aligned(self) -> "FioParams":
+        # O_DIRECT needs every transfer aligned to the device's logical block (512 B at least):
+        # fio would fail each I/O with EINVAL, or a FUSE client pass it on as buffered I/O.
+        if self.target in FILE_TARGETS and self.direct and self.bs % 512:
+            raise ValueError(f"bs {self.bs} B with direct: true: O_DIRECT needs a multiple of 512 B (the smallest "
+                             f"logical block); write e.g. bs: {max(1, round(self.bs / 4096)) * 4}KiB, or set direct: false")
+        return self
+
+    @model_validator(mode="after")
     def _client_cache_is_the_targets(self) -> "FioParams":
         entry = TARGETS.get(self.target)
         if self.client_cache is not None and not (entry and entry.client_cache):
