@@ -260,3 +260,33 @@ def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
     res = dfslab("run", str(path), check=False)
     assert res.returncode == 2 and said in res.stderr.replace("\n  ", " "), res.stderr
     assert not cluster.leftovers("small")
+
+
+def test_a_new_users_fault_mistakes_are_all_refused_before_anything_starts(tmp_path):
+    """`target: osd.7` on 3 OSDs once ran 43 s, said the fault had happened, then failed; `node9` and
+    `at: 20s` in a 4-s step passed the dry run. Now each is named with the fix, all at once, in the
+    dry run and in the run, before a cluster is made."""
+    from dfslab import cluster
+    path = tmp_path / "mistakes.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "mistakes", "cluster": str(EXAMPLES / "ceph-small.yaml"), "baselines": {"network": False, "disk": False},
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 4}],
+        "faults": [{"kind": "kill", "target": "osd.7", "during": 0, "at": "2s"},
+                   {"kind": "partition", "target": "node9", "during": 0, "at": "2s"},
+                   {"kind": "out", "target": "osd.3", "during": 0, "at": "2s"},
+                   {"kind": "stop", "target": "mon.a", "during": 0, "at": "20s"}]}))
+    expected = ["faults[0].target: no daemon 'osd.7' in a cluster of this spec; daemons: mon.a, mgr.x, osd.0, osd.1, "
+                "osd.2, mds.a",
+                "faults[1].target: no node 'node9' in a cluster of this spec; nodes: node1, node2, node3, client",
+                "faults[2].target: no OSD 'osd.3' in a cluster of this spec; OSDs: osd.0, osd.1, osd.2",
+                "faults[3].at: 20 s is not inside workloads[0]'s 4 s of load (radosbench[0] mode=write, seconds=4): "
+                "give at: below 4s, or more seconds to the step"]
+    for args in (["--dry-run"], []):
+        res = dfslab("run", str(path), *args, check=False)
+        said = res.stderr.replace("\n    ", " ")
+        assert res.returncode == 2 and "4 problem(s)" in said and all(e in said for e in expected), said
+    assert not cluster.leftovers("small")
+    # the same targets, right, pass
+    text = path.read_text().replace("osd.7", "osd.2").replace("node9", "node2").replace("osd.3", "osd.0")
+    path.write_text(text.replace("at: 20s", "at: 3s"))
+    assert dfslab("run", str(path), "--dry-run").returncode == 0

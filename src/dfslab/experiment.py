@@ -144,6 +144,19 @@ class Experiment:
     def name(self) -> str:
         return self.file.name
 
+    def fault_timing_problems(self) -> list[tuple[str, str]]:
+        """A fault timed after its step's load has ended would break an idle cluster: refused. The
+        load is the step's `seconds` where it has them (a sized or self-bounded step is not checked)."""
+        problems = []
+        for i, fault in enumerate(self.file.faults):
+            steps = [s for s in self.steps if s.index == fault.during]
+            seconds = getattr(steps[0].params, "seconds", None) if steps else None
+            if isinstance(seconds, (int, float)) and fault.at >= seconds:
+                problems.append((f"faults[{i}].at", f"{fault.at:g} s is not inside workloads[{fault.during}]'s "
+                                 f"{seconds:g} s of load ({steps[0].label}): give at: below {seconds:g}s, or more "
+                                 "seconds to the step"))
+        return problems
+
     def on_runtime(self, entry: str) -> "Experiment":
         """The same experiment with its cluster on the runtime of a `runtimes:` entry (and its client)."""
         runtime, client = runtime_entry(entry)

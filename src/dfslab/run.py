@@ -16,7 +16,7 @@ import psutil
 from . import cluster, report
 from .backends import Progress, backend_class, backend_for
 from .registry import FILESYSTEMS, TARGETS, backend_class_of
-from .chaos import FaultError, check_applies
+from .chaos import FaultError, check_applies, fault_class
 from .chaos.faultrun import FaultRun
 from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
@@ -231,7 +231,7 @@ def _hint(target: str) -> str:
 def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
     """What only the cluster can tell: refuse before anything runs."""
     offered = backend_class(spec).targets_for(spec)
-    problems = []
+    problems = exp.fault_timing_problems()
     for step in exp.steps:
         need = step.workload.needs(step.params)
         if need and need not in offered:
@@ -244,6 +244,10 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
             check_applies(entry.kind, spec)
         except FaultError as exc:
             problems.append((f"faults[{i}].kind", str(exc)))
+            continue
+        problem = fault_class(entry.kind).target_problem(entry.target, spec)
+        if problem:
+            problems.append((f"faults[{i}].target", problem))
     try:
         exp.client_kind(spec)
     except SpecError as err:

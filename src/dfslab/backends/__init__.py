@@ -158,6 +158,13 @@ class Backend(ABC):
         return {"app": labels["app"]} if "app" in labels else {}
 
     @classmethod
+    def daemon_names(cls, spec: ClusterSpec) -> list[str] | None:
+        """The daemons a cluster of `spec` will have, by the names faults take (osd.0, mon.a,
+        glusterd.node1), so a fault's target is checked before a run starts; None where the spec
+        does not tell (a cluster you run, an engine that names its own)."""
+        return None
+
+    @classmethod
     def refuses_faults(cls, spec: ClusterSpec, kind: str) -> str | None:
         """Why fault `kind` may not be injected into such a cluster (None: it may)."""
         return None

@@ -70,6 +70,12 @@ class Fault(ABC):
             raise FaultInputError(f"fault {cls.kind}: unknown option(s) {', '.join(map(repr, unknown))}; options: {valid}")
         return {**known, **options}
 
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        """Why `target` names nothing a cluster of `spec` will have (None: it may), found from the
+        spec before a run starts rather than by the inject mid-run."""
+        return None
+
     @abstractmethod
     def undo(self, target: str, record: dict[str, Any]) -> str | None:
         """Put `target` back as it was; may return what the system showed of the fault just
@@ -105,6 +111,17 @@ def check_applies(kind: str, spec: Any) -> None:
     if owner and owner != filesystem and kind not in backend.borrowed_faults:
         here = sorted(k for k in FAULTS if FILESYSTEM_OF.get(k, filesystem) == filesystem)
         raise FaultInputError(f"fault {kind} is for {owner} clusters; this one is {filesystem}: kinds here: {', '.join(here)}")
+
+
+def not_one_of(what: str, target: str, names: list[str] | None) -> str | None:
+    """A target_problem: `target` is not among `names` (None: the spec does not tell)."""
+    if names is None or target in names:
+        return None
+    return f"no {what} {target!r} in a cluster of this spec; {what}s: {', '.join(names) or 'none'}"
+
+
+def daemons_of(spec: Any) -> list[str] | None:
+    return backend_class_of(spec.filesystem, spec.runtime).daemon_names(spec)
 
 
 def fault_class(kind: str) -> type[Fault]:

@@ -9,13 +9,17 @@ import signal
 from typing import Any
 
 from ..procs import TrackedProcess
-from . import Fault, FaultInputError
+from . import Fault, FaultInputError, daemons_of, not_one_of
 
 
 class KillDaemon(Fault):
     kind = "kill"
     help = "kill -9 a daemon (osd.N, mon.X, mds.a, mgr.x, rgw.node1); undo: start it again (on Kubernetes: its kubelet does)"
     signal = signal.SIGKILL
+
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        return not_one_of("daemon", target, daemons_of(spec))
 
     def tracked(self, name: str) -> TrackedProcess:
         proc = self.cluster.runtime.procs.get(name)
@@ -67,6 +71,10 @@ class StopDaemon(KillDaemon):
 class LoseNode(KillDaemon):
     kind = "node"
     help = "kill -9 every daemon of a node at once; undo: start them all again"
+
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        return not_one_of("node", target, spec.node_names())
 
     def in_pods(self):
         return None  # a filesystem in pods loses a node with `nodeloss` (its refuses_faults says so)

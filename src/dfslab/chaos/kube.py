@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from ..runtime.kubernetes.objects import running_ready
-from . import Fault, FaultError, FaultInputError
+from . import Fault, FaultError, FaultInputError, not_one_of
 from ..polling import wait_until
 
 RESTART_TIMEOUT = 300
@@ -65,7 +65,13 @@ class KubernetesFault(Fault):
                              if left else str(exc)) from None
 
 
-class DrainNode(KubernetesFault):
+class _NodeFault(KubernetesFault):
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        return not_one_of("node", target, [*spec.node_names(), *spec.client_names()])
+
+
+class DrainNode(_NodeFault):
     kind = "drain"
     help = ("runtime kubernetes: cordon a node and evict its pods (node1); undo: uncordon, wait for the "
             "evicted daemons' new pods")
@@ -110,7 +116,7 @@ class DrainNode(KubernetesFault):
         self.wait(replaced, f"new pods for what was evicted from {target}")
 
 
-class NodeLoss(KubernetesFault):
+class NodeLoss(_NodeFault):
     kind = "nodeloss"
     help = ("runtime kubernetes (local): a node dies: kill -9 its kubelet, containerd and pods' processes (node2); "
             "undo: containerd and kubelet start again, the node's pods run again")

@@ -10,10 +10,14 @@ from typing import Any
 from ..runtime import RuntimeError_
 from ..runtime.local import netem_available, tbf_args
 from ..units import UnitError, parse_bandwidth, parse_duration, parse_percent
-from . import Fault, FaultError, FaultInputError
+from . import Fault, FaultError, FaultInputError, not_one_of
 
 
 class _LinkFault(Fault):
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        return not_one_of("node", target, [*spec.node_names(), *spec.client_names()])
+
     def ends(self, node: str) -> list[tuple[str, str]]:
         """Both ends of the node's link (switch side first), from the runtime that made it."""
         try:

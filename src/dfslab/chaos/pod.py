@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import FaultError, FaultInputError
+from . import FaultError, FaultInputError, daemons_of, not_one_of
 from ..backends import Backend, PodSelector
 from .kube import RESTART_TIMEOUT, KubernetesFault, running_ready
 
@@ -32,6 +32,10 @@ class DeletePod(KubernetesFault):
     kind = "pod"
     help = ("runtime kubernetes: delete a daemon's pod (osd.0, mon.a, mds.cephfs-a, glusterd.node2); undo: wait for "
             "the new one to run")
+
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        return not_one_of("daemon", target, daemons_of(spec))
 
     def _pods(self, core, found: PodSelector) -> list:
         return pods_of(core, self.namespace, found)

@@ -19,7 +19,7 @@ from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, drop_page_cache, table
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
-from .conf import CephLayout, render_conf
+from .conf import CephLayout, mon_placement, osd_placement, render_conf
 from .context import CephContext
 
 
@@ -69,6 +69,14 @@ class CephBackend(Backend):
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
         return frozenset({"rados", "rbd", "confine", *(["fs"] if spec.ceph.cephfs else []), *(["s3"] if spec.ceph.rgw else [])})
+
+    @classmethod
+    def daemon_names(cls, spec) -> list[str] | None:
+        # As mon.py, mgr.py, osd.py, mds.py and rgw.py name what they start.
+        c = spec.ceph
+        return ([f"mon.{m}" for m in mon_placement(spec)] + (["mgr.x"] if c.mgr else [])
+                + [f"osd.{i}" for i in osd_placement(spec)] + (["mds.a"] if c.cephfs else [])
+                + [f"rgw.{node}" for node in spec.node_names()[:c.rgw]])
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)

@@ -26,12 +26,20 @@ import re
 import time
 from typing import Any
 
-from ...chaos import Fault, FaultError, FaultInputError
+from ...chaos import Fault, FaultError, FaultInputError, daemons_of, not_one_of
 from ...units import UnitError, parse_duration, parse_size
 
 
 class CephFault(Fault):
     """A fault that talks to the cluster with the `ceph` CLI on the client node."""
+
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
+        if not m:
+            return f"fault {cls.kind} takes an OSD like osd.1, got {target!r}"
+        names = daemons_of(spec)
+        return not_one_of("OSD", f"osd.{m.group(1)}", names and [n for n in names if n.startswith("osd.")])
 
     def osd_id(self, target: str) -> int:
         """N of a target written osd.N or N."""

@@ -191,6 +191,10 @@ class RookCephBackend(CephBackend):
     pod_daemons = f"osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.node1, rgw.{OBJECT_STORE}"
 
     @classmethod
+    def daemon_names(cls, spec) -> list[str] | None:
+        return None  # Rook names its daemons (mon.a, mgr.a, mds.cephfs-a); pod_selector finds them
+
+    @classmethod
     def pod_selector(cls, target: str) -> PodSelector | None:
         match = ROOK_DAEMON.fullmatch(target)
         if not match:

@@ -15,7 +15,7 @@ from ...runtime import CLIENT
 from .. import Backend, BackendError, Chart, Confinement, Progress, table
 from ..fuse import is_mounted
 from . import client, glusterd, volume
-from .glusterd import GlusterContext
+from .glusterd import GlusterContext, daemon_name
 from ...polling import wait_until
 
 
@@ -35,6 +35,10 @@ class GlusterBackend(Backend):
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
         return frozenset({"fs", "gfapi", "confine"})
+
+    @classmethod
+    def daemon_names(cls, spec) -> list[str] | None:
+        return [daemon_name(node) for node in spec.node_names()]  # one glusterd a server (glusterd.py)
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)

@@ -11,13 +11,21 @@ import re
 import signal
 from typing import Any
 
-from ...chaos import Fault, FaultError, FaultInputError
+from ...chaos import Fault, FaultError, FaultInputError, not_one_of
 from ...procs import is_marked
 
 
 class KillBrick(Fault):
     kind = "brick"
     help = "kill -9 a GlusterFS brick process (target: node2, or node2/b1); undo: volume start force"
+
+    @classmethod
+    def target_problem(cls, target: str, spec: Any) -> str | None:
+        m = re.fullmatch(r"([a-z][a-z0-9-]*)(?:/b(\d+))?", target)
+        if not m:
+            return f"fault brick takes a node or node/bN, e.g. node2 or node2/b1; got {target!r}"
+        bricks = [f"{node}/b{i}" for node in spec.node_names() for i in range(spec.gluster.bricks_per_node)]
+        return not_one_of("node", m.group(1), spec.node_names()) or not_one_of("brick", f"{m.group(1)}/b{m.group(2) or 0}", bricks)
 
     def backend(self):
         return self.cluster.backend  # a GlusterBackend: chaos offers this kind on GlusterFS clusters only
