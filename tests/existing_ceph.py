@@ -72,7 +72,7 @@ mon warn on pool no redundancy = false
 paxos propose interval = 0.2
 [osd]
 bluestore block create = true
-bluestore block size = 2147483648
+bluestore block size = 6442450944
 bluestore fsck on mkfs = false
 osd memory target = 939524096
 """)

@@ -208,7 +208,7 @@ def test_same_experiment_on_both_runtimes_is_compared(tmp_path):
     """runtimes: [local, docker] runs it twice on fresh clusters and reports docker against local."""
     exp = {"name": "t-both", "runtimes": ["local", "docker"], "repetitions": 2,
            # its own subnet: docker refuses two networks on one subnet in one engine (t-dock is up)
-           "cluster": {"name": "t-both", "nodes": 1, "network": {"subnet": "10.78.0.0/24"}, "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "2GiB"}},
+           "cluster": {"name": "t-both", "nodes": 1, "network": {"subnet": "10.78.0.0/24"}, "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "6GiB"}},
            "baselines": {"network": False, "disk": False},
            "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write", "seq"]}]}
     path = tmp_path / "both.yaml"

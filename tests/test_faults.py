@@ -121,8 +121,10 @@ def test_faults_during_load_lose_nothing(up, tmp_path):
     exp = {"name": "t-faultrun", "cluster": {"name": NAME, "nodes": 3},
            "baselines": {"network": False, "disk": False},
            "integrity": {"seed_objects": 12, "recovery_timeout": "120s"},
-           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 14, "threads": 8, "object_size": "1MiB"},
-                         {"type": "radosbench", "mode": ["write"], "seconds": 8, "threads": 8, "object_size": "1MiB"}],
+           # Sized to write for all their seconds under dfslab's object cap (40 % of the pool's free
+           # space): at 8 threads of 1 MiB the 14-s write stopped after 3.4 s, before its fault at 6 s.
+           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 14, "threads": 2, "object_size": "64KiB"},
+                         {"type": "radosbench", "mode": ["write"], "seconds": 8, "threads": 2, "object_size": "64KiB"}],
            "faults": [{"kind": "kill", "target": "osd.1", "during": 0, "at": "6s", "duration": "6s"},
                       {"kind": "node", "target": "node3", "during": 1, "at": "2s", "duration": "4s"}]}
     path = tmp_path / "faults.yaml"

@@ -38,13 +38,14 @@ EXPERIMENT = {
 
 def _faults_under_write_load(k8s: Path, name: str, faults: list[dict], seconds: int = 20) -> tuple[Path, list[dict]]:
     """An experiment run against the module's cluster: `faults` during `seconds` of rados bench write
-    (4 threads × 1 MiB). Every fault injected and undone without error, the cluster healthy
+    (2 threads × 64 KiB: slow enough to write all its seconds under dfslab's object cap, 40 % of the
+    pool's free space; at 4 x 1 MiB a 20-s write could stop early, before or during its fault). Every fault injected and undone without error, the cluster healthy
     again, nothing acknowledged lost or corrupt; returns the run directory and fault events."""
     exp = k8s / f"{name}.yaml"
     exp.write_text(yaml.safe_dump({
         "name": name, "cluster": SPEC, "baselines": {"network": False, "disk": False},
         "integrity": {"seed_objects": 10, "recovery_timeout": "240s"},
-        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": seconds, "threads": 4, "object_size": "1MiB"}],
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": seconds, "threads": 2, "object_size": "64KiB"}],
         "faults": faults}))
     run, _ = run_against(exp, NAME)
     events = json.loads((run / "faults.json").read_text())

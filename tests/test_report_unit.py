@@ -103,6 +103,25 @@ def test_progress_lines_are_whole_when_piped():
     assert not lines[0].endswith(" ")
 
 
+def test_a_step_that_failed_or_did_not_run_as_asked_is_no_check_mark():
+    """run.py says how the running step ended before the next begins: ✗ failed, ◐ not as asked,
+    each with its reason on the step's own line; the next step, fine, gets ✓ again."""
+    script = ("from dfslab.cli import LiveProgress\n"
+              "with LiveProgress() as p:\n"
+              "    p('workload 1/3', 'radosbench[0] mode=write · rep 1/1')\n"
+              "    p('step not as asked', \"stopped at dfslab's cap of 139 objects after 1.9 of 60 s\")\n"
+              "    p('workload 2/3', 'fio[1] · rep 1/1')\n"
+              "    p('step failed', 'fio exited 1')\n"
+              "    p('workload 3/3', 'fio[2] · rep 1/1')\n"
+              "    p('writing report', 'runs/x')\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("◐ workload 1/3 radosbench[0]") and lines[0].endswith(
+        "not as asked: stopped at dfslab's cap of 139 objects after 1.9 of 60 s"), lines
+    assert lines[1].startswith("✗ workload 2/3 fio[1]") and lines[1].endswith("failed: fio exited 1"), lines
+    assert lines[2].startswith("✓ workload 3/3 fio[2]") and len(lines) == 3, lines
+
+
 def test_a_phase_timed_under_two_seconds_is_marked_once_per_line_with_its_shortest_time():
     from dfslab.report import short_phase_lines, short_phases
     rows = [row("parallel", "duration", 0.13, "s", clients=1, op="write"),

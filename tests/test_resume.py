@@ -23,7 +23,7 @@ pytestmark = pytest.mark.cluster
 
 NAME = "t-resume"
 EXPERIMENT = {"name": NAME, "cluster": {"name": NAME, "nodes": 1,
-                                        "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "2GiB", "pg_num": 8}},
+                                        "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "6GiB", "pg_num": 8}},
               "baselines": {"network": False, "disk": False},
               "workloads": [{"type": "radosbench", "seconds": [1, 2, 3, 4], "mode": ["write"], "threads": 4}]}
 STEPS = 4

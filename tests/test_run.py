@@ -272,7 +272,7 @@ def test_compare_with_itself_is_ratio_one_and_not_significant(run_dir):
 
 def test_run_owning_its_cluster_tears_it_down(tmp_path):
     exp = {"name": "t-own", "cluster": {"name": "t-own", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
-                                                                             "osd_size": "2GiB"}},
+                                                                             "osd_size": "6GiB"}},
            "baselines": {"network": False, "disk": False},
            "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write"]}]}
     path = tmp_path / "own.yaml"
@@ -333,6 +333,32 @@ def test_failing_workload_is_reported_and_makes_run_exit_nonzero(tmp_path):
     run = Path(res.stdout.strip().split("report: ")[-1]).parent
     assert any(r["metric"] == "bandwidth" for r in load_rows(run))  # the step after the failure still ran
     assert "Failures" in (run / "report.html").read_text()
+
+
+def test_a_write_stopped_at_dfslabs_cap_is_not_a_check_mark_and_the_run_exits_1(tmp_path):
+    """60 s of rados bench writes asked on 1 GiB OSDs: dfslab's object cap (40 % of the pool's free
+    space) ends the write within seconds. Its numbers stand, but the step is marked with the reason,
+    listed first in the report, and the run exits 1 (it once ended with ✓ and exit 0)."""
+    exp = {"name": "t-cap", "cluster": {"name": "t-cap", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
+                                                                             "osd_size": "1GiB"}},
+           "baselines": {"network": False, "disk": False},
+           "workloads": [{"type": "radosbench", "seconds": 60, "mode": ["write"], "threads": 16}]}
+    path = tmp_path / "cap.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    try:
+        res = dfslab("run", str(path), check=False)
+    finally:
+        cluster.down("t-cap", missing_ok=True)
+    assert cluster.leftovers("t-cap") == []
+    assert res.returncode == 1, res.stdout + res.stderr
+    step = next(line for line in res.stderr.splitlines() if "radosbench[0]" in line and "rep 1/1" in line)
+    assert step.startswith("◐ ") and "not as asked: stopped at dfslab's cap of " in step, step
+    assert re.search(r"after \d+\.\d of 60 s: give the OSDs more room", step), step
+    assert "not as asked: radosbench[0]" in res.stderr
+    run = Path(res.stdout.strip().split("report: ")[-1]).parent
+    html = (run / "report.html").read_text()
+    assert "Not as asked" in html and html.index("Not as asked") < html.index("<h2>Summary")
+    assert any(r["metric"] == "bandwidth" and r["value"] > 0 for r in load_rows(run))  # its numbers kept
 
 
 def test_every_read_and_write_row_says_how_much_of_it_crossed_the_clients_links(run_dir):

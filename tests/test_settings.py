@@ -19,7 +19,7 @@ pytestmark = pytest.mark.cluster
 def test_each_setting_gets_a_cluster_that_has_it_and_a_comparison(tmp_path):
     exp = {"name": "t-set", "repetitions": 2,
            "cluster": {"name": "t-set", "nodes": 2,
-                       "ceph": {"replica_size": [1, 2], "osd_size": "1GiB", "pg_num": 8, "cephfs": False,
+                       "ceph": {"replica_size": [1, 2], "osd_size": "4GiB", "pg_num": 8, "cephfs": False,
                                 "conf": {"osd": {"osd_max_backfills": [3, 5]}}}},
            "baselines": {"network": False, "disk": False},
            "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write"], "threads": 4, "object_size": "1MiB"}]}

@@ -72,6 +72,11 @@ def test_a_write_stopped_at_dfslabs_own_object_cap_is_marked_not_failed():
     rows += cap_rows(rows, 190, 4 * 2**20)
     assert [(r.metric, r.value, r.unit) for r in rows[2:]] == [("cap_reached", 190.0, "objects")]
     assert RadosBench().shortfall(params, rows) is None
+    # not a failure, and not as asked either: 1.55 of 2 s is under 80 % of what was asked
+    assert RadosBench().not_as_asked(params, rows) == (
+        "stopped at dfslab's cap of 190 objects (40 % of the pool's free space, so the write cannot fill the cluster) "
+        "after 1.6 of 2 s: give the OSDs more room (ceph.osd_size), or ask for fewer seconds")
+    assert RadosBench().not_as_asked(RadosBenchParams(mode=["write"], seconds=1), rows) is None  # it ran its 1 s
     as_dicts = [{"workload": r.workload, "metric": r.metric, "value": r.value, "unit": r.unit, "params": r.params,
                  "repetition": 0, "t": None} for r in rows]
     assert any("stopped at dfslab's cap of 190 objects" in line for line in short_phase_lines(as_dicts))

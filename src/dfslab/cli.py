@@ -92,6 +92,7 @@ class LiveProgress:
     def __init__(self) -> None:
         self.start = self.step_start = time.monotonic()
         self.step, self.detail, self.waiting = "starting", "", ""
+        self.ending: tuple[str, str, str] | None = None
         self.live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
         self._reporting = polling.reporting(self._waiting)
 
@@ -106,14 +107,23 @@ class LiveProgress:
         self.waiting = text
         self.live.update(self._render())
 
+    # How the step that is running ended, when not as it should (run.py says so before the next step).
+    ENDINGS = {"step failed": ("[red]✗[/]", "failed"), "step not as asked": ("[yellow]◐[/]", "not as asked")}
+
     def __call__(self, step: str, detail: str) -> None:
         if step == "warning":
             console.print(f"[yellow]warning:[/] {detail}", highlight=False)
             return
+        if step in self.ENDINGS:
+            self.ending = (*self.ENDINGS[step], detail)
+            return
         if step != self.step and self.step != "starting":
             done = self.detail.split(" · ETA ")[0]  # the ETA of a finished step is stale
-            console.print(f"[green]✓[/] {self.step} {done} [dim]({time.monotonic() - self.step_start:.1f}s)[/]", highlight=False)
-            self.step_start = time.monotonic()
+            mark, what, why = self.ending or ("[green]✓[/]", "", "")
+            said = f" [yellow]{what}: {why}[/]" if what else ""
+            console.print(f"{mark} {self.step} {done} [dim]({time.monotonic() - self.step_start:.1f}s)[/]{said}",
+                          highlight=False)
+            self.step_start, self.ending = time.monotonic(), None
         self.step, self.detail = step, detail
         self.live.update(self._render())
 
@@ -343,8 +353,10 @@ def run(
                 outcome = run_experiment(exp, progress, resume=original)
             for failure in outcome.failures:
                 console.print(f"[red]failed:[/] {failure}")
+            for short in outcome.not_as_asked:
+                console.print(f"[yellow]not as asked:[/] {short}")
             print(f"report: {outcome.report.resolve()}")
-            raise typer.Exit(1 if outcome.failures else 0)
+            raise typer.Exit(1 if outcome.failures or outcome.not_as_asked else 0)
         if original:
             console.print(f"re-running {original.name}: its experiment on its own spec, then compared with it")
             for change in provenance_changes(original, exp.cluster):
@@ -386,7 +398,9 @@ def run(
     for outcome in outcomes:
         for failure in outcome.failures:
             console.print(f"[red]failed:[/] {failure}")
-        failed = failed or bool(outcome.failures)
+        for short in outcome.not_as_asked:
+            console.print(f"[yellow]not as asked:[/] {short}")
+        failed = failed or bool(outcome.failures) or bool(outcome.not_as_asked)
     if len(outcomes) > 1 and order:
         from .run import runtime_pairs
         for _, _, runs_a, runs_b in runtime_pairs(order, [o.path for o in outcomes]):

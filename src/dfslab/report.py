@@ -49,8 +49,9 @@ kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 data: {% if integrity %}<b class="{{ 'ok' if not integrity.lost and not integrity.corrupt else 'bad' }}">{{ integrity.lost }} lost,
 {{ integrity.corrupt }} corrupt</b> of {{ integrity.checked }} checksummed{% elif faults %}<b class="bad">not verified</b>{% else %}not
 checked (no faults: an experiment's <code>faults:</code> checks every acknowledged write){% endif %} ·
-{{ measured_steps }} step(s) measured{% if failures %}, <b class="bad">{{ failures|length }} failed</b>{% endif %}{% if skipped %},
+{{ measured_steps }} step(s) measured{% if not_as_asked %}, <b class="bad">{{ not_as_asked|length }} not as asked</b>{% endif %}{% if failures %}, <b class="bad">{{ failures|length }} failed</b>{% endif %}{% if skipped %},
 <span class="warn">{{ skipped|length }} skipped</span>{% endif %}</p>
+{% if not_as_asked %}<p class="bad"><b>Not as asked</b> (measured, but not what the experiment asked for: these numbers answer another question):</p><ul>{% for s in not_as_asked %}<li class="bad">{{ s }}</li>{% endfor %}</ul>{% endif %}
 {% set platform = bottlenecks|selectattr('platform')|list %}{% if bottlenecks %}<div class="wide"><table class="steps"><tr><th class="l">step</th><th>result</th><th>CPU</th>{% if platform %}<th title="of the machine's CPUs, in the same seconds">of it Kubernetes</th>{% endif %}<th>link</th><th>disk</th><th class="l">limited by</th></tr>
 {% for b in bottlenecks %}<tr><td class="l">{{ b.step }}</td><td class="p">{{ b.result }}</td>{% for k in ('CPU', 'link', 'disk') %}<td class="p {{ 'sat' if b.bound == k else '' }}">{{ b.shares.get(k, '–') }}</td>{% if k == 'CPU' and platform %}<td class="p">{{ b.platform or '–' }}</td>{% endif %}{% endfor %}
 <td class="l p {{ 'sat' if b.bound else '' }}">{{ b.limit }}</td></tr>{% endfor %}
@@ -619,7 +620,7 @@ def build(run_path: Path) -> Path:
         health=status.get("health", "unknown"), prov=prov, memory=human_bytes(prov.get("memory_bytes", 0)),
         started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)) if start else "?",
         duration=f"{end - start:.0f} s" if start and end else "unfinished",
-        failures=prov.get("failures", []), skipped=prov.get("skipped", []),
+        failures=prov.get("failures", []), skipped=prov.get("skipped", []), not_as_asked=prov.get("not_as_asked", []),
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
         server_cache=next((iv["server_cache_dropped"] for iv in intervals if iv.get("server_cache_dropped")), None),
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,

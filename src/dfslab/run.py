@@ -40,6 +40,7 @@ class RunOutcome:
     report: Path
     failures: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    not_as_asked: list[str] = field(default_factory=list)  # steps measured, but not as the experiment asked
 
 
 class _Clock:
@@ -136,6 +137,8 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         rows += ledger.ledger_rows(rows, moved)
         interval = _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
         interval["ledger"] = {**moved, **ledger.tool_bytes(rows)}
+        if reason := step.workload.not_as_asked(step.params, rows):
+            interval["not_as_asked"] = reason
     if dropped:
         interval["server_cache_dropped"] = dropped
     if watch is not None and watch.warnings:
@@ -357,15 +360,18 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                                        faults.probe_sent if timed else None)
             for warning in interval.get("warnings", []):
                 progress("warning", f"{step.label} rep {rep + 1}: the cluster said {warning}")
+            if interval["error"]:  # said before the next phase, so that the step's own line carries it
+                outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
+                halted = exp.file.on_failure == "stop"
+                progress("step failed", interval["error"])
+            elif interval.get("not_as_asked"):
+                outcome.not_as_asked.append(f"{step.label} rep {rep}: {interval['not_as_asked']}")
+                progress("step not as asked", interval["not_as_asked"])
             if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
                 stopped.add(id(step))
             if timed:
                 progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {exp.file.integrity.recovery_timeout:.0f} s)")
                 faults.finish(timed, sampler.rows if sampler else [])
-            if interval["error"]:
-                outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
-                halted = exp.file.on_failure == "stop"
-                progress("warning", f"{step.label} rep {rep} failed: {interval['error']}")
             clock.advance(planned)
         if outcome.skipped:
             progress("warning", f"{len(outcome.skipped)} step(s) skipped: " + "; ".join(outcome.skipped)[:300])
@@ -405,7 +411,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             cluster.down(name, missing_ok=True)
         attempts = run_dir.read_json("provenance.json").get("attempts", [])
         attempts.append({"attempt": attempt, "end": time.time(), "steps": len(intervals) - first_new})
-        run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, cluster=name, experiment=exp.name,
+        run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, not_as_asked=outcome.not_as_asked, cluster=name, experiment=exp.name,
                        attempts=attempts, client=client, **({"settings": settings} if settings else {}))
         run_dir.write_parquet()
         progress("writing report", str(run_dir.path))

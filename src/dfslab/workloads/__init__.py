@@ -253,6 +253,12 @@ class Workload(ABC):
                     f"in raw/ says why; a full pool or device is the usual cause)")
         return None
 
+    def not_as_asked(self, params: Any, rows: list[Measurement]) -> str | None:
+        """Why a step that ran and was measured did not run as asked (None: it did): bounded on
+        purpose by dfslab (a write stopped at its object cap), its numbers kept but not the ones
+        the user asked for. The step is marked, listed first in the report, and the run exits 1."""
+        return None
+
     def headlines(self, rows: list[Measurement]) -> list[Measurement]:
         """The figures a bottleneck line is about: throughput, one per direction/phase."""
         return [r for r in rows if r.metric == "bandwidth" and r.t is None]

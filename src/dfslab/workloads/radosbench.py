@@ -8,7 +8,7 @@ from typing import Any, Callable, Literal
 from pydantic import Field
 
 from ..fields import Bytes
-from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from . import SHORTFALL, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 # rados bench labels its bandwidth "MB/sec" but counts MiB (objects x size / time / 2^20: 647 writes
 # of 4 MiB in 5.028 s print 514.7, i.e. 539.7 MB/s). dfslab's MB/s is 10^6 bytes, as fio's rows
@@ -121,6 +121,15 @@ class RadosBench(Workload):
 
     def streams(self, params: RadosBenchParams) -> bool:
         return True
+
+    def not_as_asked(self, params: RadosBenchParams, rows: list[Measurement]) -> str | None:
+        capped = next((r for r in rows if r.metric == "cap_reached"), None)
+        ran = [r.value for r in rows if r.metric == "duration" and r.t is None and r.params.get("mode") == "write"]
+        if capped is None or not ran or min(ran) >= SHORTFALL * params.seconds:
+            return None
+        return (f"stopped at dfslab's cap of {capped.value:.0f} objects (40 % of the pool's free space, so the write "
+                f"cannot fill the cluster) after {min(ran):.1f} of {params.seconds} s: give the OSDs more room "
+                "(ceph.osd_size), or ask for fewer seconds")
 
     def estimate(self, params: RadosBenchParams) -> float:
         # seq reads what write left and ends when it has (half the write's time, in the quickstart)
