@@ -2,8 +2,10 @@
 printed whole."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import DFSLAB, REPO
 from dfslab.chaos.schedule import longest_stall
@@ -57,6 +59,40 @@ def test_runs_prints_whole_ids_when_piped(tmp_path):
     assert str(run) in res.stdout.splitlines()[1]
     res = subprocess.run([*DFSLAB, "runs", "--root", str(tmp_path), "--json"], capture_output=True, text=True, cwd=REPO)
     assert json.loads(res.stdout)[0]["id"] == str(run)
+
+
+def test_runs_says_how_each_run_ended_and_report_takes_a_bare_id(tmp_path):
+    ends = {"a-ok": {"end": 2.0, "failures": []}, "b-int": {"end": 2.0, "interrupted": True, "failures": ["run aborted"]},
+            "c-kill9": {}, "d-bad": {"end": 2.0, "failures": ["x"], "not_as_asked": ["y", "z"]}}
+    for name, prov in ends.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "provenance.json").write_text(json.dumps({"experiment": "e", "cluster": "c", "start": 1.0, **prov}))
+    res = subprocess.run([*DFSLAB, "runs", "--root", str(tmp_path), "--json"], capture_output=True, text=True, cwd=REPO)
+    assert {Path(r["id"]).name: r["state"] for r in json.loads(res.stdout)} == {
+        "a-ok": "ok", "b-int": "interrupted", "c-kill9": "running, or killed", "d-bad": "1 failed, 2 not as asked"}
+    # `dfslab report ID` takes the id `runs` prints, as compare does, from the runs directory
+    res = subprocess.run([*DFSLAB, "report", "no-such-run"], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "DFSLAB_RUNS": str(tmp_path)})
+    assert res.returncode == 2 and "a run id from `dfslab runs`" in res.stdout + res.stderr
+    res = subprocess.run([*DFSLAB, "report", "a-ok"], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "DFSLAB_RUNS": str(tmp_path)})
+    assert "not a run directory" not in res.stdout + res.stderr  # found by its id (this stand-in has no results)
+
+
+def test_ctrl_c_says_what_was_kept_removed_and_checked():
+    from dfslab.results import runs_root
+    from dfslab.run import RunInterrupted
+    run = runs_root() / "20261127-061500-quick"
+    made = RunInterrupted(run, "small", removed=True, measured=3, faults=False).lines()
+    assert made[0].startswith("interrupted: run 20261127-061500-quick keeps the 3 step(s) measured")
+    assert made[1] == "cluster small, made for this run, was removed"
+    assert made[2].startswith("dfslab run --resume ") and made[2].endswith(" runs the remaining steps on a fresh cluster")
+    given = RunInterrupted(run, "small", removed=False, measured=1, faults=True).lines()
+    assert given[1].startswith("cluster small was kept, as it was given (--cluster)")
+    assert given[2].startswith("the integrity check did not run: dfslab verify small ") and "manifest.json" in given[2]
+    assert given[3] == "runs with faults cannot be resumed yet: run the experiment again"  # no --resume advice
+    gone = RunInterrupted(run, "faults", removed=True, measured=0, faults=True).lines()
+    assert gone[2] == "the integrity check did not run, and the checksummed data went with the cluster"
 
 
 def test_rows_that_did_not_reach_the_storage_are_listed_by_direction():

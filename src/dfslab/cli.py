@@ -335,8 +335,8 @@ def run(
     results.csv, timeseries.csv and report.html. Exits 1 if any workload failed.
     """
     from .experiment import load_experiment, load_run
-    from .run import (ResumeError, provenance_changes, run_across_runtimes, run_experiment, run_repeated,
-                      runtime_order, settings_order)
+    from .run import (ResumeError, RunInterrupted, provenance_changes, run_across_runtimes, run_experiment,
+                      run_repeated, runtime_order, settings_order)
     original = experiment if experiment.is_dir() else None
     if runs is not None and (resume or cluster_name):
         fail(ValueError("--runs makes a fresh cluster for each run: drop --cluster / --resume"))
@@ -390,9 +390,13 @@ def run(
                 outcomes = [run_experiment(exp, progress, cluster_name, keep=keep)]
     except (*USER_ERRORS, ResumeError) as exc:
         fail(exc)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted: the run directory keeps what was measured (`dfslab run --resume "
-                      "runs/<id>/` runs the rest); a cluster dfslab made was removed[/]")
+    except RunInterrupted as stop:
+        for line in stop.lines():
+            console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
+        raise typer.Exit(130)
+    except KeyboardInterrupt:  # before a run directory was made
+        console.print("[yellow]interrupted before the run began: nothing was measured, and a cluster dfslab was "
+                      "making for it was removed[/]")
         raise typer.Exit(130)
     failed = False
     for outcome in outcomes:
@@ -570,7 +574,7 @@ def runs(
     """List stored runs, newest last. Run ids are printed whole: they are what you copy."""
     from .results import list_runs
     infos = list(list_runs(root))
-    columns = ["id", "experiment", "cluster", "started", "duration", "rows", "failures"]
+    columns = ["id", "experiment", "cluster", "started", "duration", "rows", "state"]
     if as_json:
         print(json.dumps(infos, indent=2, default=str))
         return
@@ -581,7 +585,7 @@ def runs(
         return
     table = Table(box=None)
     table.add_column("run", no_wrap=True, min_width=max((len(i["id"]) for i in infos), default=3))
-    for head in ("experiment", "cluster", "started", "s", "rows", "failures"):
+    for head in ("experiment", "cluster", "started", "s", "rows", "state"):
         table.add_column(head, overflow="fold")
     for info in infos:
         table.add_row(*(str(info[c]) for c in columns))
@@ -630,15 +634,22 @@ def compare(
         console.print(f"no headline metric is worse by more than {worse * 100:g} % (--fail-if-worse)")
 
 
+def _run_path(text: str) -> Path:
+    """A run directory as given, or a bare run id as `dfslab runs` prints it (found in the runs
+    directory; a name with no '/' only, so no path is built from anything else)."""
+    from .results import runs_root
+    path = Path(text)
+    if not path.exists() and "/" not in text and text not in (".", "..") and (runs_root() / text).exists():
+        return runs_root() / text
+    return path
+
+
 def _run_list(text: str) -> Path | list[Path]:
     """'runs/a', a run id as `dfslab runs` and compare's title print it, or several joined by
     commas: each checked."""
-    from .results import runs_root
     paths = []
     for part in (p for p in text.split(",") if p):
-        path = Path(part)
-        if not path.exists() and "/" not in part and (runs_root() / part).exists():
-            path = runs_root() / part  # a run id
+        path = _run_path(part)
         if not (path / "results.csv").exists():
             fail(ValueError(f"{part} is not a run directory with results (no results.csv); give runs/<id>, a run id "
                             f"from `dfslab runs`, or several joined by commas"))
@@ -697,11 +708,13 @@ def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_me
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="a run directory, runs/<id>/")) -> None:
+def report(run: str = typer.Argument(..., help="a run directory (runs/<id>/), or a run id as `dfslab runs` prints it")) -> None:
     """(Re)build report.html from a run directory."""
     from . import report as rep
+    run_dir = _run_path(run)
     if not (run_dir / "provenance.json").exists():
-        fail(ValueError(f"{run_dir} is not a run directory (no provenance.json)"))
+        fail(ValueError(f"{run} is not a run directory (no provenance.json); give runs/<id>/ or a run id from "
+                        "`dfslab runs`"))
     from .results import RunDir
     if not (run_dir / "results.parquet").exists():  # runs made before Parquet existed
         RunDir(run_dir).write_parquet()

@@ -215,6 +215,19 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
             "id": str(run.path), "experiment": prov.get("experiment", "-"), "cluster": prov.get("cluster", "-"),
             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(start)) if start else "?",
             "duration": f"{end - start:.0f}" if start and end else "-",
-            "rows": len(run.rows()), "failures": len(prov.get("failures", [])),
+            "rows": len(run.rows()), "failures": len(prov.get("failures", [])), "state": run_state(prov),
         })
     return out
+
+
+def run_state(prov: dict[str, Any]) -> str:
+    """How a run ended, in the words `dfslab runs` prints: interrupted (Ctrl-C, SIGTERM), running or
+    killed (no end recorded: it is running, or it was killed with no chance to say so), or its
+    failures and steps not run as asked, else ok."""
+    if prov.get("interrupted"):
+        return "interrupted"
+    if not prov.get("end"):
+        return "running, or killed"
+    said = [f"{len(prov[k])} {what}" for k, what in (("failures", "failed"), ("not_as_asked", "not as asked"))
+            if prov.get(k)]
+    return ", ".join(said) or "ok"

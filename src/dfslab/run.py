@@ -43,6 +43,30 @@ class RunOutcome:
     not_as_asked: list[str] = field(default_factory=list)  # steps measured, but not as the experiment asked
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a run, raised once the run has put things away: what it kept and
+    what it removed, for the terminal to tell the truth about (cli.run)."""
+
+    def __init__(self, run: Path, cluster: str, removed: bool, measured: int, faults: bool):
+        super().__init__(str(run))
+        self.run, self.cluster, self.removed, self.measured, self.faults = run, cluster, removed, measured, faults
+
+    def lines(self) -> list[str]:
+        here = f"runs/{self.run.name}/" if self.run.parent == Path("runs").absolute() else f"{self.run}/"
+        said = [f"interrupted: run {self.run.name} keeps the {self.measured} step(s) measured before it, with its "
+                f"report ({here})",
+                f"cluster {self.cluster}, made for this run, was removed" if self.removed else
+                f"cluster {self.cluster} was kept, as it was given (--cluster); faults in effect were undone"]
+        if self.faults and self.removed:
+            said.append("the integrity check did not run, and the checksummed data went with the cluster")
+        elif self.faults:
+            said.append(f"the integrity check did not run: dfslab verify {self.cluster} {here}integrity/manifest.json "
+                        f"{here}integrity/journal-*.jsonl checks it now")
+        said.append("runs with faults cannot be resumed yet: run the experiment again" if self.faults else
+                    f"dfslab run --resume {here} runs the remaining steps on a fresh cluster")
+        return said
+
+
 class _Clock:
     """ETA from the experiment's estimates, corrected by how fast steps really went."""
 
@@ -300,6 +324,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
     sampler = endpoint = sampler_backend = attached = runner = faults = None
     windows: list[str] = []
+    interrupted = False
     if owned:
         cluster.up(exp.cluster, progress)
     try:
@@ -384,6 +409,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         progress("collecting status", name)
         run_dir.write_json("status.json", cluster.status(name))
     except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
         outcome.failures.append(f"run aborted: {exc!r}")
         (run_dir.path / "error.txt").write_text(traceback.format_exc())
         raise
@@ -412,10 +438,14 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         attempts = run_dir.read_json("provenance.json").get("attempts", [])
         attempts.append({"attempt": attempt, "end": time.time(), "steps": len(intervals) - first_new})
         run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, not_as_asked=outcome.not_as_asked, cluster=name, experiment=exp.name,
-                       attempts=attempts, client=client, **({"settings": settings} if settings else {}))
+                       attempts=attempts, client=client, interrupted=interrupted,
+                       **({"settings": settings} if settings else {}))
         run_dir.write_parquet()
         progress("writing report", str(run_dir.path))
         report.build(run_dir.path)
+        if interrupted:  # raised here, once everything above is done, with what it did
+            measured = sum(1 for iv in intervals if iv["workload"] != "baseline" and not iv["error"])
+            raise RunInterrupted(run_dir.path, name, owned and not keep, measured, bool(exp.file.faults)) from None
     return outcome
 
 
