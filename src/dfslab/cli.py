@@ -487,7 +487,8 @@ def _print_results(run_path: Path) -> None:
             f"too short to time ({seconds:.2g} s)" if seconds is not None else "") if note)
     _print_rows(["workload", "parameters", *(head for _, head in columns), "note"],
                  [[line["workload"], line["params"], *(line["cells"].get(k, "") for k, _ in columns), line["note"]]
-                  for line in lines], "results (mean ± 95 % interval over repetitions)")
+                  for line in lines], "results (mean ± 95 % interval over repetitions)", wrap=("parameters", "note"),
+                 drop=("note", "from storage (ratio)"))
 
 
 @app.command()
@@ -673,18 +674,19 @@ def _measured(runs: Path | list[Path]) -> str:
     return "; ".join(f"{w} ({', '.join(sorted(m)[:6])}{', ...' if len(m) > 6 else ''})" for w, m in sorted(found.items())) or "nothing"
 
 
-def _print_rows(headers: list[str], lines: list[list[str]], title: str) -> None:
-    """A table on a terminal; piped, for scripts: the title, then tab-separated lines, nothing padded."""
+def _print_rows(headers: list[str], lines: list[list[str]], title: str, wrap: tuple[str, ...] = (),
+                drop: tuple[str, ...] = ()) -> None:
+    """A table on a terminal, fitted to its width (dfslab.terminal: `wrap` columns wrap, `drop`
+    columns are left out in that order where it is narrow); piped, for scripts: the title, then
+    tab-separated lines with every column, nothing padded."""
     if not sys.stdout.isatty():
         print(title)
         for line in [headers, *lines]:
             print("\t".join(line))
         sys.stdout.flush()  # before what the console (unbuffered) says next
         return
-    table = Table(*headers, box=None, title=title, title_justify="left")
-    for line in lines:
-        table.add_row(*line)
-    Console().print(table)
+    from .terminal import print_table
+    print_table(headers, lines, title, wrap, drop)
 
 
 def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_metrics: bool = False,
@@ -703,7 +705,7 @@ def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_me
         lines.append([r["workload"], r["params"], r["metric"], r["unit"], si(r["mean_a"]), si(r["mean_b"]), ratio,
                       interval, MARKS.get(r["verdict"], ""), why])
     _print_rows(["workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why"], lines,
-                 f"A = {names(run_a)} · B = {names(run_b)}")
+                 f"A = {names(run_a)} · B = {names(run_b)}", wrap=("parameters", "why"), drop=("why", "A", "B"))
     print(verdict(rows, margin) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
 
 
