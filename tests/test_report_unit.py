@@ -170,6 +170,24 @@ def test_a_phase_timed_under_two_seconds_is_marked_once_per_line_with_its_shorte
     assert line.startswith("parallel clients=1, op=write: timed over 0.13 s (under 2 s")
 
 
+def test_the_first_screen_reads_a_small_block_step_by_its_iops():
+    """4 KiB random reads are read in IOPS (their MB/s looks negligible beside a 1 MiB step's); the
+    MB/s stays beside it, and a 1 MiB step keeps MB/s alone."""
+    from dfslab.report import bottleneck_rows
+    rows, intervals = [], []
+    for bs, mbs, iops in ((4096, 24.3, 5930.0), (2**20, 426.0, 406.0)):
+        params = {"target": "fs", "rw": "randread", "bs": bs, "op": "read"}
+        step = f"fio[1] bs={bs} rep 0"
+        rows += [{**row("fio", "bandwidth", mbs, "MB/s", **params), "step": step},
+                 {**row("fio", "iops", iops, "op/s", **params), "step": step}]
+        intervals.append({"workload": "fio", "label": f"fio[1] bs={bs}", "repetition": 0, "start": 10.0, "end": 20.0,
+                          "headlines": [{"metric": "bandwidth", "value": mbs, "unit": "MB/s", "params": params}]})
+    series = {"net.client.rx": [(float(t), 100.0) for t in range(10, 21)], "cpu.total": [(float(t), 50.0) for t in range(10, 21)]}
+    small, large = bottleneck_rows(rows, intervals, series, replicas=2, units={"fio": {"bs": "B"}})
+    assert small["result"] == "5.93 k op/s (24.3 MB/s)" and "bs=4KiB" in small["step"], small
+    assert large["result"] == "426 MB/s" and "bs=1MiB" in large["step"], large
+
+
 def test_each_step_shows_what_kubernetes_itself_took_in_its_transfer_seconds():
     """`cpu.platform` (the sampler's sum over the runtime's platform processes) is averaged over the
     seconds the step moved data, as its CPU share is; a run without it has no such column."""

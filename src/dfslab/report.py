@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import statistics
 import time
@@ -266,6 +267,22 @@ def read_timeseries(path: Path) -> dict[str, list[tuple[float, float]]]:
 LIMIT_TEXT = {"CPU": "CPU", "link": "network", "disk": "disk", None: "none saturated"}
 
 
+# At or under this transfer size a step's number is its operations per second: storage people read
+# 4 KiB random I/O in IOPS, and its MB/s looks negligible beside a 1 MiB step's.
+SMALL_BLOCK = 64 * 1024
+BLOCK_PARAMS = ("bs", "object_size", "block_size", "file_size")
+
+
+def _small_block_iops(rows) -> dict[tuple[str, str], float]:
+    """{(step, params as JSON): IOPS} of every small-block measurement, to show beside its headline."""
+    out = {}
+    for r in rows:
+        size = next((r["params"][k] for k in BLOCK_PARAMS if isinstance(r["params"].get(k), int)), None)
+        if r["metric"] == "iops" and r["t"] is None and size is not None and size <= SMALL_BLOCK:
+            out[(r.get("step", ""), json.dumps(r["params"], sort_keys=True))] = r["value"]
+    return out
+
+
 def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[str, Any]]:
     """One row per headline (mean over repetitions): the step, its number, the share of CPU, link
     and disk it used and what limited it; `units` (units.json) shows byte parameters as the tables
@@ -275,10 +292,13 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
     cpu = busiest_cpu(series)
     platform = series.get("cpu.platform", [])
     grouped: dict[tuple, list[tuple[float, float | None, dict, float | None]]] = defaultdict(list)
+    ops = _small_block_iops(rows)
+    small: dict[tuple, list[float]] = defaultdict(list)
     for iv in intervals:
         if iv.get("error"):
             continue
         for h in iv["headlines"]:
+            counted = ops.get((f"{iv.get('label')} rep {iv.get('repetition', 0)}", json.dumps(h["params"], sort_keys=True)))
             h = {**h, "params": with_units(h["params"], (units or {}).get(iv["workload"], {}))}
             op = direction(h["params"])
             sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
@@ -288,15 +308,21 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
             grouped[(label, sub, op, h["unit"])].append((h["value"], cpu_during(cpu, iv["start"], iv["end"], moving),
                                                          ledger_shares(iv.get("ledger"), op),
                                                          cpu_during(platform, iv["start"], iv["end"], moving)))
+            if counted is not None:
+                small[(label, sub, op, h["unit"])].append(counted)
     lines = []
     for (label, sub, op, unit), values in grouped.items():
         value = sum(v for v, _, _, _ in values) / len(values)
+        iops = small.get((label, sub, op, unit))
         cpus = [c for _, c, _, _ in values if c is not None]
         taken = [p for _, _, _, p in values if p is not None]
         measured = {k: statistics.fmean(m[k] for _, _, m, _ in values) for k in ("link", "disk")
                     if all(k in m for _, _, m, _ in values)}
         result = bottleneck(value, unit, op, sum(cpus) / len(cpus) if cpus else None, limits, measured)
-        lines.append({"step": f"{label}{f' {sub}' if sub else ''}", "result": quantity(value, unit),
+        shown = quantity(value, unit)
+        if iops and len(iops) == len(values):  # a small-block step is read by its IOPS, its MB/s beside
+            shown = f"{quantity(statistics.fmean(iops), 'op/s')} ({shown})"
+        lines.append({"step": f"{label}{f' {sub}' if sub else ''}", "result": shown,
                       "shares": share_cells(result),
                       "platform": f"{statistics.fmean(taken):.0f} %" if taken else None,
                       "bound": result["bound"], "verdict": result["verdict"], "limit": LIMIT_TEXT[result["bound"]]
