@@ -112,6 +112,23 @@ def cluster_up(spec: Path, name: str, *options: str, timeout: float = 600) -> su
         raise
 
 
+def made_here(name: str) -> list[str]:
+    """What this test session made of cluster `name`: its state dir in the session's own
+    DFSLAB_HOME, and processes carrying both the session's mark and the cluster's. A cluster of
+    the same name that a reader's command (the docs' `small`) or another phase made is not ours,
+    so `cluster.leftovers(name)`, which looks machine-wide, cannot answer this beside them."""
+    from dfslab.procs import marked_pids
+    from dfslab.state import ClusterState
+    found = [f"state dir {ClusterState(name).dir}"] if ClusterState(name).dir.exists() else []
+    for pid in marked_pids(name):
+        try:
+            if psutil.Process(pid).environ().get(SESSION_MARK) == os.environ[SESSION_MARK]:
+                found.append(f"process {pid}")
+        except psutil.Error:  # gone since
+            continue
+    return found
+
+
 def small_spec(name: str, cephfs: bool = True, clients: int = 1) -> str:
     return SMALL_SPEC.format(name=name, cephfs=str(cephfs).lower(), clients=clients)
 

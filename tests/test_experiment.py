@@ -7,7 +7,7 @@ import pytest
 
 import yaml
 
-from conftest import dfslab
+from conftest import dfslab, made_here
 from dfslab.experiment import load_experiment, parse_experiment
 from dfslab.spec import SpecError, load_spec
 
@@ -233,14 +233,13 @@ def test_a_renamed_parameter_still_works_with_a_notice_naming_the_new_name():
 
 
 def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
-    from dfslab import cluster
     res = dfslab("run", "examples/quickstart.yaml", "--dry-run")
     lines = res.stdout.splitlines()
     assert lines[0].startswith("quickstart on small (ceph, runtime local, holds 12.0 GiB of data): about ")
     assert any("deploy (ceph, runtime local)" in line for line in lines)
     assert any("baseline network (iperf3, 6 pairs)" in line for line in lines)
     assert sum("  workloads[" in line for line in lines) == len(load_experiment("examples/quickstart.yaml").steps)
-    assert not cluster.leftovers("small")  # nothing was made
+    assert not made_here("small")  # nothing was made
     # an experiment of several runs plans each, on its own runtime (a Rook bring-up, a Job per step)
     first = dfslab("run", str(EXAMPLES / "containerized-vs-host.yaml"), "--dry-run").stdout.splitlines()[0]
     per_run = dict(re.findall(r"runtime ([\w+]+) ([\d.]+)", first.split("in all: ")[1]))
@@ -259,14 +258,13 @@ def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
     # without --dry-run the same experiment is refused before anything starts
     res = dfslab("run", str(path), check=False)
     assert res.returncode == 2 and said in res.stderr.replace("\n  ", " "), res.stderr
-    assert not cluster.leftovers("small")
+    assert not made_here("small")
 
 
 def test_a_new_users_fault_mistakes_are_all_refused_before_anything_starts(tmp_path):
     """`target: osd.7` on 3 OSDs once ran 43 s, said the fault had happened, then failed; `node9` and
     `at: 20s` in a 4-s step passed the dry run. Now each is named with the fix, all at once, in the
     dry run and in the run, before a cluster is made."""
-    from dfslab import cluster
     path = tmp_path / "mistakes.yaml"
     path.write_text(yaml.safe_dump({
         "name": "mistakes", "cluster": str(EXAMPLES / "ceph-small.yaml"), "baselines": {"network": False, "disk": False},
@@ -285,7 +283,7 @@ def test_a_new_users_fault_mistakes_are_all_refused_before_anything_starts(tmp_p
         res = dfslab("run", str(path), *args, check=False)
         said = res.stderr.replace("\n    ", " ")
         assert res.returncode == 2 and "4 problem(s)" in said and all(e in said for e in expected), said
-    assert not cluster.leftovers("small")
+    assert not made_here("small")
     # the same targets, right, pass
     text = path.read_text().replace("osd.7", "osd.2").replace("node9", "node2").replace("osd.3", "osd.0")
     path.write_text(text.replace("at: 20s", "at: 3s"))

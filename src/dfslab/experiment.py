@@ -363,7 +363,22 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
                                          "without --cluster")], source)
         _client_applies(exp.client, running, "", source)
     notices = [n for i, entry in enumerate(exp.workloads) for n in former_name_notices(i, entry)]
+    notices += _fault_placement_notices(exp, steps)
     return Experiment(exp, cluster, steps, data, notices, variants)
+
+
+def _fault_placement_notices(exp: ExperimentFile, steps: list[Step]) -> list[str]:
+    """A fault is timed into the first repetition of the first combination of its workload: said,
+    where that workload runs more than once, rather than found in the results."""
+    notices = []
+    for i, fault in enumerate(exp.faults):
+        mine = [s for s in steps if s.index == fault.during]
+        runs = len(mine) * exp.repetitions
+        if runs > 1:
+            notices.append(f"faults[{i}] ({fault.kind} {fault.target}) is timed into {mine[0].label}, repetition 1 only; "
+                           f"the other {runs - 1} run(s) of workloads[{fault.during}] go without it (to fault another "
+                           "combination, give it a workload entry and a fault of its own)")
+    return notices
 
 
 def load_experiment(path: str | Path, runtime: str | None = None, running: ClusterSpec | None = None) -> Experiment:
