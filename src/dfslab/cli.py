@@ -16,12 +16,10 @@ from typing import List, Optional
 import typer
 from typer.core import TyperOption
 from rich.console import Console
-from rich.live import Live
-from rich.spinner import Spinner
 from rich.table import Table
-from rich.text import Text
 
 from . import __version__, cluster, polling
+from .terminal import LiveProgress, console
 from .backends import BackendError, backend_class
 from .runtime import RuntimeError_
 from .safety import BadName, check_name
@@ -35,7 +33,6 @@ app = typer.Typer(
     "dfslab exec small -- ceph -s;  dfslab down small",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: one line per message, unpadded
 
 
 def _terminated(signum, frame):  # noqa: ARG001
@@ -82,59 +79,6 @@ def fail(exc: Exception, code: int = 2) -> None:
     unknown cluster name is one on every command (README's exit codes)."""
     console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
     raise typer.Exit(1 if isinstance(exc, cluster.UnknownCluster) else code)
-
-
-class LiveProgress:
-    """One spinner line: the current step, its detail and the elapsed time. A finished step
-    (a new step name; a step's detail may change while it runs) leaves a line saying what it was (`workload 7/24 fio[1] rw=write, bs=4KiB · rep 1/2`) and
-    how long it took."""
-
-    def __init__(self) -> None:
-        self.start = self.step_start = time.monotonic()
-        self.step, self.detail, self.waiting = "starting", "", ""
-        self.ending: tuple[str, str, str] | None = None
-        self.live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
-        self._reporting = polling.reporting(self._waiting)
-
-    def _render(self):
-        elapsed = time.monotonic() - self.start
-        waiting = f" · {self.waiting}" if self.waiting else ""
-        return Spinner("dots", Text.assemble((f"[{elapsed:5.1f}s] ", "dim"), (self.step, "bold"), "  ",
-                                             self.detail[:160], (waiting[:120], "dim")))
-
-    def _waiting(self, text: str) -> None:
-        """What a wait (dfslab.polling) is waiting on, beside the step: "waiting on osd.2 · 12/300 s"."""
-        self.waiting = text
-        self.live.update(self._render())
-
-    # How the step that is running ended, when not as it should (run.py says so before the next step).
-    ENDINGS = {"step failed": ("[red]✗[/]", "failed"), "step not as asked": ("[yellow]◐[/]", "not as asked")}
-
-    def __call__(self, step: str, detail: str) -> None:
-        if step == "warning":
-            console.print(f"[yellow]warning:[/] {detail}", highlight=False)
-            return
-        if step in self.ENDINGS:
-            self.ending = (*self.ENDINGS[step], detail)
-            return
-        if step != self.step and self.step != "starting":
-            done = self.detail.split(" · ETA ")[0]  # the ETA of a finished step is stale
-            mark, what, why = self.ending or ("[green]✓[/]", "", "")
-            said = f" [yellow]{what}: {why}[/]" if what else ""
-            console.print(f"{mark} {self.step} {done} [dim]({time.monotonic() - self.step_start:.1f}s)[/]{said}",
-                          highlight=False)
-            self.step_start, self.ending = time.monotonic(), None
-        self.step, self.detail = step, detail
-        self.live.update(self._render())
-
-    def __enter__(self):
-        self.live.__enter__()
-        self._reporting.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self._reporting.__exit__(*exc)
-        self.live.__exit__(*exc)
 
 
 @app.command()

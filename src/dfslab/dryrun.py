@@ -27,6 +27,9 @@ FILL_LIMIT = 0.7
 # Per iperf3 pair and per fio disk job, beyond their seconds (connection, file layout): measured
 # 12.35 s for 6 pairs of 2 s, 8.25 s for the 3 disk jobs of 2 s.
 IPERF_OVERHEAD, DISK_JOB_OVERHEAD = 0.1, 0.75
+# The integrity seed and the read-back at the end, for a fault run: measured 0.3 s to seed 12
+# objects and 0.9 s to read back 200 (tests/test_faults.py); a writer's start and stop a fault.
+INTEGRITY_SECONDS, INTEGRITY_PER_OBJECT, WRITER_SECONDS = 2.0, 0.01, 1.0
 
 
 @dataclass
@@ -49,6 +52,25 @@ def baseline_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, floa
         out.append((f"baseline network (iperf3, {pairs} pairs)", pairs * (b.seconds + IPERF_OVERHEAD)))
     if b.disk:
         out.append(("baseline disk (fio, 3 jobs)", 3 * (b.seconds + DISK_JOB_OVERHEAD)))
+    return out
+
+
+def fault_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, str]]:
+    """What a fault run adds to its workloads' time: the integrity seed and read-back, and per fault
+    the time it is held past its step's load and the wait for the cluster to be healthy again."""
+    if not exp.file.faults:
+        return []
+    integrity = exp.file.integrity
+    out = [(f"integrity: seed {integrity.seed_objects} checksummed objects, read everything back at the end",
+            INTEGRITY_SECONDS + INTEGRITY_PER_OBJECT * integrity.seed_objects)]
+    recovery = backend_class(spec).typical_recovery_seconds
+    for i, fault in enumerate(exp.file.faults):
+        step = next((s for s in exp.steps if s.index == fault.during), None)
+        load = getattr(step.params, "seconds", None) if step else None
+        held = max(0.0, fault.at + fault.duration - load) if isinstance(load, (int, float)) else 0.0
+        out.append((f"faults[{i}] {fault.kind} {fault.target}: held {held:.0f} s past its step, then healthy again "
+                    f"(about {recovery:.0f} s here, at most {integrity.recovery_timeout:.0f} s)",
+                    held + recovery + WRITER_SECONDS))
     return out
 
 
@@ -104,6 +126,7 @@ def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
     result.problems += fill_problems(exp, spec)
     result.phases.append((f"workloads ({len(exp.steps)} step(s) x {reps} repetition(s))",
                           sum(s["seconds"] for s in result.steps)))
+    result.phases += fault_seconds(exp, spec)
     result.phases.append(("status and report", REPORT_SECONDS))
     if owned:
         result.phases.append(("teardown", TEARDOWN_SECONDS))

@@ -27,6 +27,7 @@ from .fields import field_units
 from . import ledger
 from .spec import ClusterSpec, SpecError
 from .state import ClusterState
+from .units import clock_text
 from .watch import StepWatch
 from .workloads import Measurement, Runner, WorkloadError, baseline
 
@@ -377,7 +378,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                 outcome.skipped.append(f"{step.label} rep {rep} (time budget reached)")
                 clock.advance(planned)
                 continue
-            progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {_clock_text(clock.eta())}")
+            progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {clock_text(clock.eta())}")
             timed = faults.start(step.index) if faults else []
             interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
                                        None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients),
@@ -512,11 +513,6 @@ def _interval_step(interval: dict[str, Any]) -> str:
     if "step" in interval:
         return interval["step"]
     return interval["label"] if interval["workload"] == "baseline" else _step_name(interval["label"], interval["repetition"])
-
-
-def _clock_text(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def interleaved(order: list[Any], runs: int) -> list[Any]:

@@ -1,4 +1,6 @@
-"""Tables on a terminal, fitted to its width: what every row shares is said once under the table,
+"""What dfslab shows on a terminal: the live progress line of a long command, and tables fitted to its width.
+
+Tables: what every row shares is said once under the table,
 long cells wrap to at most three lines, and where that still does not fit, columns are left out in
 a stated order (named under the table). The distinguishing parameters are never cut: at 80 columns
 `rw=randr…` made RBD and CephFS rows look alike. Piped output is not fitted (cli._print_rows gives
@@ -7,10 +9,21 @@ scripts every column, tab-separated)."""
 from __future__ import annotations
 
 import math
+import re
+import sys
+import time
 from dataclasses import dataclass, field
 
 from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
 from rich.table import Table
+from rich.text import Text
+
+from . import polling
+from .units import clock_text
+
+console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: one line per message, unpadded
 
 PADDING = 2  # rich pads each column of a box=None table by one character on either side
 MAX_LINES = 3  # a row is at most this tall
@@ -92,3 +105,65 @@ def print_table(headers: list[str], lines: list[list[str]], title: str, wrap: tu
     if table_fit.left_out:
         console.print(f"left out at {console.width} columns: {', '.join(table_fit.left_out)} (a wider terminal, or "
                       "piped output, shows every column)", highlight=False, style="dim")
+
+
+ETA = re.compile(r" · ETA (?:(\d+)m)?(\d+)s$")
+
+
+class LiveProgress:
+    """One spinner line: the current step, its detail, the elapsed time and the ETA, both counting
+    while a step runs (redrawn 8 times a second; they once froze for a whole step). A finished
+    step (a new step name) leaves a line saying what it was (`workload 7/24 fio[1] rw=write,
+    bs=4KiB · rep 1/2`), how it ended (✓; ✗ failed or ◐ not as asked, with the reason) and how
+    long it took."""
+
+    # How the step that is running ended, when not as it should (run.py says so before the next step).
+    ENDINGS = {"step failed": ("[red]✗[/]", "failed"), "step not as asked": ("[yellow]◐[/]", "not as asked")}
+
+    def __init__(self) -> None:
+        self.start = self.step_start = time.monotonic()
+        self.step, self.detail, self.waiting = "starting", "", ""
+        self.eta_end: float | None = None  # when the run's ETA, as of the step's start, runs out
+        self.ending: tuple[str, str, str] | None = None
+        self.spinner = Spinner("dots")
+        self.live = Live(self, console=console, refresh_per_second=8, transient=True)
+        self._reporting = polling.reporting(self._waiting)
+
+    def __rich__(self) -> Spinner:
+        now = time.monotonic()
+        eta = f" · ETA {clock_text(self.eta_end - now)}" if self.eta_end is not None else ""
+        waiting = f" · {self.waiting}" if self.waiting else ""
+        self.spinner.update(text=Text.assemble((f"[{now - self.start:5.1f}s] ", "dim"), (self.step, "bold"), "  ",
+                                               (self.detail + eta)[:160], (waiting[:120], "dim")))
+        return self.spinner
+
+    def _waiting(self, text: str) -> None:
+        """What a wait (dfslab.polling) is waiting on, beside the step: "waiting on osd.2 · 12/300 s"."""
+        self.waiting = text
+
+    def __call__(self, step: str, detail: str) -> None:
+        if step == "warning":
+            console.print(f"[yellow]warning:[/] {detail}", highlight=False)
+            return
+        if step in self.ENDINGS:
+            self.ending = (*self.ENDINGS[step], detail)
+            return
+        if step != self.step and self.step != "starting":
+            mark, what, why = self.ending or ("[green]✓[/]", "", "")
+            said = f" [yellow]{what}: {why}[/]" if what else ""
+            console.print(f"{mark} {self.step} {self.detail} [dim]({time.monotonic() - self.step_start:.1f}s)[/]{said}",
+                          highlight=False)
+            self.step_start, self.ending = time.monotonic(), None
+        eta = ETA.search(detail)  # the ETA of a finished step is stale: counted down from here, not printed
+        self.eta_end = time.monotonic() + int(eta[1] or 0) * 60 + int(eta[2]) if eta else None
+        self.step, self.detail = step, detail[:eta.start()] if eta else detail
+        self.live.refresh()
+
+    def __enter__(self):
+        self.live.__enter__()
+        self._reporting.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._reporting.__exit__(*exc)
+        self.live.__exit__(*exc)

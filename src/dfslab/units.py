@@ -95,6 +95,12 @@ def parse_duration(text: object) -> float:
     return _parse(text, DURATION_UNITS, "duration", "0.5ms")
 
 
+def clock_text(seconds: float) -> str:
+    """A wait or an ETA for a terminal: 42s, 3m05s."""
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":

@@ -102,6 +102,10 @@ class Backend(ABC):
     log_dirs: tuple[str, ...] = ("logs",)
     # Every target `targets_for` may offer (a key of TARGETS), with what the spec needs for it.
     offers: dict[str, str] = {}
+    # Seconds from a fault's undo until such a cluster is healthy again, as measured here: the
+    # dry run's estimate of a fault's recovery wait (the wait itself is bounded by
+    # integrity.recovery_timeout).
+    typical_recovery_seconds: float = 10.0
 
     @classmethod
     def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:

@@ -24,6 +24,9 @@ class GlusterBackend(Backend):
     required_programs = ("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
     log_dirs = ("logs", "gluster/*/log")
     offers = {"fs": "", "gfapi": "", "confine": ""}
+    # examples/gluster-faults.yaml (docs/measurements.md): healed 14-41 s after the undo, 21 s a
+    # fault over its four kinds (a degraded link heals at once)
+    typical_recovery_seconds = 21.0
 
     charts = (Chart(r"gluster\..*", "count", "GlusterFS: bricks online, peers connected, entries pending heal, "
                     "degraded (0 OK, 1 degraded) over time"),)
