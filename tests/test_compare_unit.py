@@ -108,13 +108,15 @@ def test_fail_if_worse_gates_on_the_metrics_own_direction(tmp_path):
     faster = ",".join(map(str, side("fast", 130, 1.5)))   # better in both directions
     slower = ",".join(map(str, side("slow", 100, 2.6)))   # latency 30 % up, bandwidth the same
     ok = CliRunner().invoke(app, ["compare", base, faster, "--fail-if-worse", "5%"])
-    assert ok.exit_code == 0 and "no headline metric is worse" in ok.output, ok.output
+    assert ok.exit_code == 0 and "none worse" in ok.output, ok.output
     bad = CliRunner().invoke(app, ["compare", base, slower, "--fail-if-worse", "5%"])
     assert bad.exit_code == 1 and "latency_avg" in bad.output and "worse by more than 5 %" in bad.output
-    assert "bandwidth" not in bad.output.split("worse by more than")[1]
-    # one run per side: the gate still reads the interval it has (within one run), and says so
+    assert "bandwidth" not in bad.output.split("worse by more than")[1].split("\n")[0]
+    assert "tested 2 headline metrics over runs, at 5 % family-wise (Holm)" in bad.output
+    # one run per side: nothing can be tested, and that is no pass (the one-run interval once failed
+    # 5 % of null metrics, and a 1-repetition side passed a 36 % slowdown)
     one = CliRunner().invoke(app, ["compare", base.split(",")[0], slower.split(",")[0], "--fail-if-worse", "5%"])
-    assert one.exit_code == 1 and "one run" in one.output
+    assert one.exit_code == 2 and "none of the 2 headline metrics can be tested" in one.output and "--runs 3" in one.output
 
 
 def test_null_comparisons_over_runs_keep_their_rate(tmp_path):

@@ -548,13 +548,14 @@ def compare(
     margin: str = typer.Option("10%", help="what counts as the same: B/A within ±MARGIN (two one-sided tests)"),
     fail_if_worse: Optional[str] = typer.Option(
         None, "--fail-if-worse", metavar="PERCENT",
-        help="a CI gate: exit 1 when an interval shows B worse than A by more than PERCENT in a headline metric's own "
-             "direction (bandwidth, IOPS down; latency, time up), naming the metrics"),
+        help="a CI gate: exit 1 when runs show B worse than A by more than PERCENT in a headline metric's own "
+             "direction (bandwidth, IOPS down; latency, time up), naming the metrics; 5 % family-wise over the "
+             "metrics it tests (Holm). Needs 2 or more runs on a side (exit 2 otherwise)"),
 ) -> None:
     """B/A per metric with a 95 % interval and a verdict: different (*), the same within ±10 % (=), or can't tell.
 
     The unit is the run: runs of one spec on fresh clusters differ by more than the repetitions inside one run. With one run per side the interval is within that run and no difference is claimed; with 2 or more runs on a side (2 vs 2, 2 vs 1, 3 vs 2) each run is one value and the test is over runs, e.g. dfslab compare runs/L1,runs/L2 runs/D1,runs/D2. `dfslab run EXP --runs 3` makes such runs. A "can't tell" says how many runs per side would decide it."""
-    from .compare import compare_runs, regressions
+    from .compare import compare_runs
     try:
         share = parse_percent(margin) / 100
         worse = parse_percent(fail_if_worse) / 100 if fail_if_worse is not None else None
@@ -570,13 +571,28 @@ def compare(
     else:
         _print_comparison(side_a, side_b, all_metrics, share, rows)
     if worse is not None:
-        bad = regressions(rows, worse)
-        for r in bad:
-            console.print(f"[red]worse by more than {worse * 100:g} %:[/] {r['workload']} {r['params']} {r['metric']} "
-                          f"B/A {r['ratio']:.3f} (95 % interval {r['low']:.3f}-{r['high']:.3f}, {r['over']})")
-        if bad:
-            raise typer.Exit(1)
-        console.print(f"no headline metric is worse by more than {worse * 100:g} % (--fail-if-worse)")
+        _gate(rows, worse)
+
+
+def _gate(rows: list[dict], worse: float) -> None:
+    """--fail-if-worse: exit 1 naming what runs show worse, 2 when nothing could be tested."""
+    from .compare import GATE_ALPHA, gate
+    result = gate(rows, worse)
+    if not result.tested:
+        fail(ValueError(f"--fail-if-worse: none of the {len(result.untested)} headline metrics can be tested: with one "
+                        "run per side the interval is within that run and cannot see run-to-run variation, so passing "
+                        "would mean nothing; give 2 or more runs on a side (dfslab run EXP --runs 3, then dfslab compare "
+                        "runs/a1,runs/a2,runs/a3 runs/b1,runs/b2,runs/b3)"))
+    for r in result.failed:
+        console.print(f"[red]worse by more than {worse * 100:g} %:[/] {r['workload']} {r['params']} {r['metric']} "
+                      f"B/A {r['ratio']:.3f} (95 % interval {r['low']:.3f}-{r['high']:.3f}, over runs; one-sided "
+                      f"p {r['p_worse']:.2g})", highlight=False)
+    untested = f"; {len(result.untested)} could not be (no interval over runs)" if result.untested else ""
+    console.print(f"--fail-if-worse {worse * 100:g} %: tested {len(result.tested)} headline metrics over runs, at "
+                  f"{GATE_ALPHA * 100:g} % family-wise (Holm){untested}: "
+                  + (f"{len(result.failed)} worse" if result.failed else "none worse"), highlight=False)
+    if result.failed:
+        raise typer.Exit(1)
 
 
 def _run_path(text: str) -> Path:

@@ -4,9 +4,13 @@ ranking of swept settings, all counting runs the same way."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from scipy import special
 
 from .analysis import mean_ci95
 from .ledger import FROM_STORAGE_FLOOR
@@ -109,16 +113,44 @@ def cached_note(rows: list[dict[str, Any]]) -> str:
             f"marked 'not from the storage')")
 
 
-def regressions(rows: list[dict[str, Any]], worse_by: float) -> list[dict[str, Any]]:
-    """Headline metrics whose interval shows B worse than A by more than `worse_by` (0.05: 5 %)
-    in the metric's own direction: bandwidth or IOPS down, latency or time up."""
-    out = []
+GATE_ALPHA = 0.05  # the gate's family-wise error: a comparison with no such regression fails at most this often
+
+
+@dataclass
+class Gate:
+    """`--fail-if-worse`: which headline metrics it could test (over runs), which it could not, and
+    the ones shown worse by more than the threshold, each with its one-sided p-value."""
+    worse_by: float
+    tested: list[dict[str, Any]] = field(default_factory=list)
+    untested: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def gate(rows: list[dict[str, Any]], worse_by: float, alpha: float = GATE_ALPHA) -> Gate:
+    """Fail the headline metrics that runs show worse than A by more than `worse_by` (0.05: 5 %) in
+    the metric's own direction (bandwidth or IOPS down, latency or time up), holding the chance of
+    failing a comparison with no such regression to `alpha` over all of them (Holm's step-down on
+    the one-sided t-tests of log(B/A) against the threshold: it holds the family-wise error under
+    any dependence between metrics, and at 57 metrics 28 % of null comparisons once failed a gate
+    without it). Only intervals over runs are tested: within one run they cannot see run-to-run
+    variation; metrics with no such interval are `untested`, never passed."""
+    result = Gate(worse_by)
+    bound = math.log1p(worse_by)
     for r in headline(rows):
-        if r["low"] is None:
+        if r.get("over") != "runs" or not r.get("se"):
+            result.untested.append(r)
             continue
-        if (r["high"] < 1 / (1 + worse_by)) if not lower_is_better(r["metric"]) else (r["low"] > 1 + worse_by):
-            out.append(r)
-    return out
+        if lower_is_better(r["metric"]):  # worse: log(B/A) above +bound
+            p = float(special.stdtr(r["df"], -(r["log_ratio"] - bound) / r["se"]))  # t's upper tail
+        else:  # worse: log(B/A) below -bound
+            p = float(special.stdtr(r["df"], (r["log_ratio"] + bound) / r["se"]))  # t's lower tail (t.cdf)
+        result.tested.append({**r, "p_worse": p})
+    ordered = sorted(result.tested, key=lambda r: r["p_worse"])
+    for k, r in enumerate(ordered):  # Holm: the k-th smallest p against alpha / (m - k)
+        if r["p_worse"] > alpha / (len(ordered) - k):
+            break
+        result.failed.append(r)
+    return result
 
 
 # Lower is better for these; higher for every other headline metric (bandwidth, IOPS, ops, qps).

@@ -17,22 +17,31 @@ here in 29 of 57 headline metrics. So:
   otherwise "can't tell", with how many runs per side would decide it.
 
 Ratios are of geometric means (throughputs and latencies vary by a factor, not an amount), so
-the ratio shown is the one its interval is for. scipy.stats gives the t quantiles (a well-kept
-implementation instead of the hand-written incomplete beta function this replaced).
+the ratio shown is the one its interval is for. scipy gives the t quantiles (a well-kept
+implementation instead of the hand-written incomplete beta function this replaced): its
+special.stdtrit, the function scipy.stats.t.ppf evaluates, called directly because the
+simulations that check these verdicts run it hundreds of thousands of times and t.ppf's argument
+handling took 70 % of their time.
 tests/test_verdict_unit.py simulates each verdict's error rate through this code."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from scipy import stats
+from scipy import special
 
 ALPHA = 0.05  # both the difference test (two-sided 95 %) and each one-sided test of TOST
 POWER = 0.8  # for the smallest detectable ratio
 MAX_RUNS = 50  # beyond this, "more than 50 runs per side": the difference is too close to the margin
+
+
+def t_quantile(q: float, df: float) -> float:
+    """Student's t quantile: scipy.stats.t.ppf(q, df), without its per-call argument handling."""
+    return float(special.stdtrit(df, q))
 
 
 @dataclass
@@ -45,6 +54,11 @@ class RatioTest:
     why: str  # what the verdict rests on, or why there is no interval / no verdict
     detectable: float | None = None  # the smallest ratio (> 1) these runs would detect at 80 % power
     runs_needed: int | None = None  # runs per side that would decide a "can't tell"
+    # Over runs: log(B/A), its standard error and degrees of freedom, for tests beyond the
+    # verdict (the --fail-if-worse gate's one-sided tests); None within one run.
+    log_ratio: float | None = None
+    se: float | None = None
+    df: float | None = None
 
     @property
     def significant(self) -> bool:
@@ -84,18 +98,25 @@ def _within_one_run(a: Sequence[float], b: Sequence[float]) -> RatioTest:
     why = f"one run per side: the interval is within one run and cannot see run-to-run variation; {advice}"
     if se == 0:
         return RatioTest(ratio, None, None, "", "can't tell", f"every repetition gave the same value: no spread; {why}")
-    half = stats.t.ppf(1 - ALPHA / 2, df) * se
+    half = t_quantile(1 - ALPHA / 2, df) * se
     return RatioTest(ratio, math.exp(diff - half), math.exp(diff + half), "one run", "can't tell", why)
 
 
 def _welch(la: Sequence[float], lb: Sequence[float]) -> tuple[float, float, float]:
     """Difference of means, its standard error and Welch's degrees of freedom."""
-    va, vb = statistics.variance(la) / len(la), statistics.variance(lb) / len(lb)
+    va, vb = _variance(la) / len(la), _variance(lb) / len(lb)
     diff = statistics.fmean(lb) - statistics.fmean(la)
     if va + vb == 0:
         return diff, 0.0, len(la) + len(lb) - 2
     df = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
     return diff, math.sqrt(va + vb), df
+
+
+def _variance(values: Sequence[float]) -> float:
+    """The sample variance in floats (statistics.variance's exact fractions cost the simulations
+    that check these verdicts a third of their time; log values need no more than floats)."""
+    mean = statistics.fmean(values)
+    return sum((x - mean) ** 2 for x in values) / (len(values) - 1)
 
 
 def _within_ss(la: Sequence[float], lb: Sequence[float]) -> float:
@@ -117,20 +138,21 @@ def _over_runs(la: list[float], lb: list[float], margin: float) -> RatioTest:
     counted = f"over runs ({len(la)} and {len(lb)})"
     if se == 0:
         return RatioTest(ratio, None, None, "", "can't tell", f"every run gave the same value: no spread to test {counted}")
-    half95, half90 = stats.t.ppf(1 - ALPHA / 2, df) * se, stats.t.ppf(1 - ALPHA, df) * se
+    half95, half90 = t_quantile(1 - ALPHA / 2, df) * se, t_quantile(1 - ALPHA, df) * se
     bound = math.log1p(margin)
-    detectable = math.exp((stats.t.ppf(1 - ALPHA / 2, df) + stats.t.ppf(POWER, df)) * se)
+    detectable = math.exp((t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * se)
     low, high = math.exp(diff - half95), math.exp(diff + half95)
+    tested = {"log_ratio": diff, "se": se, "df": df}
     if abs(diff) + half90 < bound:
         return RatioTest(ratio, low, high, "runs", "same", f"same within ±{margin * 100:g} % (90 % interval "
                          f"{math.exp(diff - half90):.3f}-{math.exp(diff + half90):.3f}, two one-sided tests) {counted}",
-                         detectable)
+                         detectable, **tested)
     if abs(diff) > half95:
-        return RatioTest(ratio, low, high, "runs", "different", f"95 % interval excludes 1 {counted}", detectable)
+        return RatioTest(ratio, low, high, "runs", "different", f"95 % interval excludes 1 {counted}", detectable, **tested)
     needed = runs_to_decide(abs(diff), _run_sd(la, lb), bound)
     more = f"about {needed} runs per side would decide it" if needed else f"more than {MAX_RUNS} runs per side would be needed"
     return RatioTest(ratio, low, high, "runs", "can't tell", f"{more} (±{margin * 100:g} % margin) {counted}",
-                     detectable, needed)
+                     detectable, needed, **tested)
 
 
 # A standard deviation from 2-3 runs per side is often far too small; sizing on it, the runs a
@@ -143,7 +165,7 @@ def _run_sd(la: Sequence[float], lb: Sequence[float]) -> float:
     """Run-to-run standard deviation of log values, pooled over both sides: its upper 70 %
     confidence bound (chi-square), so that the runs it sizes mostly do decide."""
     df = len(la) + len(lb) - 2
-    return math.sqrt(_within_ss(la, lb) / stats.chi2.ppf(1 - SD_UPPER, df))
+    return math.sqrt(_within_ss(la, lb) / special.chdtri(df, SD_UPPER))  # stats.chi2.ppf(1 - SD_UPPER, df)
 
 
 def runs_to_decide(diff: float, sd: float, bound: float) -> int | None:
@@ -152,7 +174,13 @@ def runs_to_decide(diff: float, sd: float, bound: float) -> int | None:
     usual sample size, (t_alpha + t_power) x sd x sqrt(2/n) below the larger of the two gaps."""
     gap = max(diff, bound - diff)
     for n in range(2, MAX_RUNS + 1):
-        df = 2 * n - 2
-        if (stats.t.ppf(1 - ALPHA / 2, df) + stats.t.ppf(POWER, df)) * sd * math.sqrt(2 / n) < gap:
+        if _sizing_factor(n) * sd < gap:
             return n
     return None
+
+
+@functools.cache
+def _sizing_factor(n: int) -> float:
+    """(t_alpha + t_power) x sqrt(2/n) at n runs per side (2n - 2 degrees of freedom)."""
+    df = 2 * n - 2
+    return (t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * math.sqrt(2 / n)
