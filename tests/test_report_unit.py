@@ -203,3 +203,20 @@ def test_each_step_shows_what_kubernetes_itself_took_in_its_transfer_seconds():
     assert line["platform"] == "15 %"
     [without] = bottleneck_rows(rows, intervals, {k: v for k, v in series.items() if k != "cpu.platform"}, replicas=2)
     assert without["platform"] is None
+
+
+def test_a_faulted_repetition_is_a_row_of_its_own_and_the_terminal_says_each_fault():
+    """examples/s3.yaml's 1 MiB PUTs once read "66.4 ± 300 MB/s": the mean of 42.6 MB/s with the
+    gateway killed and 90.3 MB/s without. A faulted repetition's rows carry the fault, so summaries
+    and comparisons keep it apart; the terminal says what each fault did as it ends."""
+    from dfslab.run import fault_line
+    rows = [row("s3", "bandwidth", 42.6, "MB/s", mode="write", object_size=2**20, fault="kill rgw.node1"),
+            {**row("s3", "bandwidth", 90.3, "MB/s", mode="write", object_size=2**20), "repetition": 1}]
+    lines, _ = summarize(rows, ["bandwidth"])
+    assert sorted(line["params"] for line in lines) == ["fault=kill rgw.node1, mode=write", "mode=write"], lines
+    event = {"kind": "kill", "target": "rgw.node1", "error": None, "workload_start": 100.0, "inject": 103.0,
+             "in_effect": 103.1, "undo": 107.2, "recover_s": 26.0}
+    assert fault_line(event) == ("fault kill rgw.node1: in effect 3.1 s into the step, undone at 7.2 s, healthy "
+                                 "again 26.0 s after the undo began")
+    assert fault_line({**event, "recover_s": None}).endswith("not healthy again in time")
+    assert fault_line({**event, "error": "no daemon 'rgw.node9'"}) == "fault kill rgw.node1: no daemon 'rgw.node9'"

@@ -23,7 +23,7 @@ def varying_keys(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
         seen[r["workload"]]  # a workload whose rows have no parameters still has an (empty) entry
         for k, v in r["params"].items():
             seen[r["workload"]][k].add(repr(v))
-    keep = {"op", "mode", "phase", "target", "src", "dst"}
+    keep = {"op", "mode", "phase", "target", "src", "dst", "fault"}  # a faulted repetition's rows stand apart
     return defaultdict(set, {w: {k for k, vals in keys.items() if len(vals) > 1 or k in keep} for w, keys in seen.items()})
 
 

@@ -131,7 +131,8 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
               alarms: Callable[[], list[str]] | None = None,
               warnings: Callable[[], list[str]] | None = None,
               wire: Callable[[], int | None] | None = None,
-              probe_sent: Callable[[float, float], int] | None = None) -> tuple[dict[str, Any], list[Measurement]]:
+              probe_sent: Callable[[float, float], int] | None = None,
+              fault: str | None = None) -> tuple[dict[str, Any], list[Measurement]]:
     """One step. `alarms` (the backend's, None while a fault is scheduled in the step): watched
     while the tools run; the first one stops them and fails the step naming it (dfslab.watch).
     `wire`: the clients' bytes on the wire so far, for the watch's no-progress rule.
@@ -149,6 +150,9 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         before, counted_from = count(), time.time()
         with watch or nullcontext():
             rows = step.workload.run(runner, step.params, rep)
+        if fault:  # a repetition with a fault in it is a row of its own, never averaged with clean ones
+            for r in rows:
+                r.params = {**r.params, "fault": fault}
         short = _stopped(watch, runner) or step.workload.shortfall(step.params, rows)
         if short:
             raise WorkloadError(short)
@@ -170,6 +174,22 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         interval["warnings"] = watch.warnings
     _record(run_dir, intervals, interval, rows, step_id(step, rep), attempt)
     return interval, rows
+
+
+def fault_line(event: dict[str, Any]) -> str:
+    """One fault as the terminal says it: what, when it held, when it was undone, how long the
+    cluster took to heal (or what went wrong)."""
+    what = f"fault {event['kind']} {event['target']}"
+    if event.get("error"):
+        return f"{what}: {event['error']}"
+    start = event["workload_start"]
+    held = event.get("in_effect") or event.get("inject")
+    said = [f"in effect {held - start:.1f} s into the step" if held else "never injected"]
+    if event.get("undo"):
+        said.append(f"undone at {event['undo'] - start:.1f} s")
+    healed = event.get("recover_s")
+    said.append(f"healthy again {healed:.1f} s after the undo began" if healed is not None else "not healthy again in time")
+    return f"{what}: " + ", ".join(said)
 
 
 def _stopped(watch: StepWatch | None, runner: Runner) -> str | None:
@@ -383,7 +403,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
                                        None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients),
                                        None if timed else sampler_backend.warnings, wire,
-                                       faults.probe_sent if timed else None)
+                                       faults.probe_sent if timed else None,
+                                       " + ".join(f"{f.entry.kind} {f.entry.target}" for f, _ in timed) or None)
             for warning in interval.get("warnings", []):
                 progress("warning", f"{step.label} rep {rep + 1}: the cluster said {warning}")
             if interval["error"]:  # said before the next phase, so that the step's own line carries it
@@ -398,6 +419,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             if timed:
                 progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {exp.file.integrity.recovery_timeout:.0f} s)")
                 faults.finish(timed, sampler.rows if sampler else [])
+                for event in faults.events[-len(timed):]:
+                    progress("note", fault_line(event))
             clock.advance(planned)
         if outcome.skipped:
             progress("warning", f"{len(outcome.skipped)} step(s) skipped: " + "; ".join(outcome.skipped)[:300])
@@ -405,6 +428,9 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
             progress("integrity", "reading back every seeded and every acknowledged object")
             try:
                 outcome.failures += faults.verify()
+                checked = run_dir.read_json("integrity.json")
+                progress("note", f"integrity: {checked['checked']} checksummed objects and files read back: "
+                                 f"{checked['lost']} lost, {checked['corrupt']} corrupt")
             except Exception as exc:  # an unverified run must not pass as a clean one
                 outcome.failures.append(f"integrity: could not verify: {str(exc)[-500:]}")
         progress("collecting status", name)

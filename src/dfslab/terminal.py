@@ -145,6 +145,9 @@ class LiveProgress:
         if step == "warning":
             console.print(f"[yellow]warning:[/] {detail}", highlight=False)
             return
+        if step == "note":  # something that happened, said as it happens (a fault, the integrity count)
+            console.print(f"[cyan]·[/] {detail}", highlight=False)
+            return
         if step in self.ENDINGS:
             self.ending = (*self.ENDINGS[step], detail)
             return
