@@ -126,15 +126,17 @@ def test_help_texts_are_whole_sentences():
             assert not summary.endswith("e.g."), summary
 
 
+def progress_lines(*calls: tuple[str, str]) -> list[str]:
+    """What a LiveProgress fed `calls` leaves on a pipe (as in CI logs), in a process of its own."""
+    script = "from dfslab.cli import LiveProgress\nwith LiveProgress() as p:\n" + "".join(f"    p{c!r}\n" for c in calls)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
+                          check=True).stderr.splitlines()
+
+
 def test_progress_lines_are_whole_when_piped():
     """A finished step's line, piped (CI logs, grep): one line however long, nothing padded."""
-    script = ("from dfslab.cli import LiveProgress\n"
-              "with LiveProgress() as p:\n"
-              "    p('workload 1/2', 'fio[1] target=fs, numjobs=4, iodepth=1, size=32MiB, seconds=4, rw=randread, "
-              "bs=4KiB, direct=True, client_cache=None · rep 1/2')\n"
-              "    p('workload 2/2', 'next')\n")
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
-    lines = res.stderr.splitlines()
+    lines = progress_lines(("workload 1/2", "fio[1] target=fs, numjobs=4, iodepth=1, size=32MiB, seconds=4, rw=randread, "
+                                            "bs=4KiB, direct=True, client_cache=None · rep 1/2"), ("workload 2/2", "next"))
     assert len(lines) == 1 and lines[0].startswith("✓ workload 1/2 fio[1] target=fs") and "rep 1/2 (" in lines[0], lines
     assert not lines[0].endswith(" ")
 
@@ -142,20 +144,14 @@ def test_progress_lines_are_whole_when_piped():
 def test_a_step_that_failed_or_did_not_run_as_asked_is_no_check_mark():
     """run.py says how the running step ended before the next begins: ✗ failed, ◐ not as asked,
     each with its reason on the step's own line; the next step, fine, gets ✓ again."""
-    script = ("from dfslab.cli import LiveProgress\n"
-              "with LiveProgress() as p:\n"
-              "    p('workload 1/3', 'radosbench[0] mode=write · rep 1/1')\n"
-              "    p('step not as asked', \"stopped at dfslab's cap of 139 objects after 1.9 of 60 s\")\n"
-              "    p('workload 2/3', 'fio[1] · rep 1/1')\n"
-              "    p('step failed', 'fio exited 1')\n"
-              "    p('workload 3/3', 'fio[2] · rep 1/1')\n"
-              "    p('writing report', 'runs/x')\n")
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True)
-    lines = res.stderr.splitlines()
+    lines = progress_lines(("workload 1/3", "radosbench[0] mode=write · rep 1/1"),
+                           ("step not as asked", "stopped at dfslab's cap of 139 objects after 1.9 of 60 s"),
+                           ("workload 2/3", "fio[1] · rep 1/1"), ("step failed", "fio exited 1"),
+                           ("workload 3/3", "fio[2] · rep 1/1 · ETA 1m05s"), ("writing report", "runs/x"))
     assert lines[0].startswith("◐ workload 1/3 radosbench[0]") and lines[0].endswith(
         "not as asked: stopped at dfslab's cap of 139 objects after 1.9 of 60 s"), lines
     assert lines[1].startswith("✗ workload 2/3 fio[1]") and lines[1].endswith("failed: fio exited 1"), lines
-    assert lines[2].startswith("✓ workload 3/3 fio[2]") and len(lines) == 3, lines
+    assert lines[2].startswith("✓ workload 3/3 fio[2] · rep 1/1 (") and "ETA" not in lines[2] and len(lines) == 3, lines
 
 
 def test_a_phase_timed_under_two_seconds_is_marked_once_per_line_with_its_shortest_time():

@@ -316,18 +316,22 @@ def test_cephfs_workload_on_a_cluster_without_cephfs_is_refused_before_anything_
     assert not list(Path(os.environ["DFSLAB_RUNS"]).glob("*-t-nofs"))
 
 
-def test_failing_workload_is_reported_and_makes_run_exit_nonzero(tmp_path):
-    exp = {"name": "t-fail", "cluster": {"name": "t-fail", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
-                                                                               "osd_size": "2GiB"}},
-           "baselines": {"network": False, "disk": False},
-           "workloads": [{"type": "radosbench", "seconds": 1, "pool": "no-such-pool"},
-                         {"type": "radosbench", "seconds": 1, "mode": ["write"]}]}
-    path = tmp_path / "fail.yaml"
+def run_on_one_osd(tmp_path: Path, name: str, osd_size: str, workloads: list[dict]) -> subprocess.CompletedProcess:
+    """`dfslab run` of `workloads` on a 1-node, 1-OSD cluster of the run's own, taken down after."""
+    exp = {"name": name, "cluster": {"name": name, "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
+                                                                         "osd_size": osd_size}},
+           "baselines": {"network": False, "disk": False}, "workloads": workloads}
+    path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(exp))
     try:
-        res = dfslab("run", str(path), check=False)
+        return dfslab("run", str(path), check=False)
     finally:
-        cluster.down("t-fail", missing_ok=True)
+        cluster.down(name, missing_ok=True)
+
+
+def test_failing_workload_is_reported_and_makes_run_exit_nonzero(tmp_path):
+    res = run_on_one_osd(tmp_path, "t-fail", "2GiB", [{"type": "radosbench", "seconds": 1, "pool": "no-such-pool"},
+                                                     {"type": "radosbench", "seconds": 1, "mode": ["write"]}])
     assert res.returncode == 1
     assert "no-such-pool" in res.stderr
     run = Path(res.stdout.strip().split("report: ")[-1]).parent
@@ -339,16 +343,8 @@ def test_a_write_stopped_at_dfslabs_cap_is_not_a_check_mark_and_the_run_exits_1(
     """60 s of rados bench writes asked on 1 GiB OSDs: dfslab's object cap (40 % of the pool's free
     space) ends the write within seconds. Its numbers stand, but the step is marked with the reason,
     listed first in the report, and the run exits 1 (it once ended with ✓ and exit 0)."""
-    exp = {"name": "t-cap", "cluster": {"name": "t-cap", "nodes": 1, "ceph": {"replica_size": 1, "cephfs": False,
-                                                                             "osd_size": "1GiB"}},
-           "baselines": {"network": False, "disk": False},
-           "workloads": [{"type": "radosbench", "seconds": 60, "mode": ["write"], "threads": 16}]}
-    path = tmp_path / "cap.yaml"
-    path.write_text(yaml.safe_dump(exp))
-    try:
-        res = dfslab("run", str(path), check=False)
-    finally:
-        cluster.down("t-cap", missing_ok=True)
+    res = run_on_one_osd(tmp_path, "t-cap", "1GiB", [{"type": "radosbench", "seconds": 60, "mode": ["write"],
+                                                    "threads": 16}])
     assert cluster.leftovers("t-cap") == []
     assert res.returncode == 1, res.stdout + res.stderr
     step = next(line for line in res.stderr.splitlines() if "radosbench[0]" in line and "rep 1/1" in line)
