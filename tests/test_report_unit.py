@@ -216,3 +216,19 @@ def test_a_faulted_repetition_is_a_row_of_its_own_and_the_terminal_says_each_fau
                                  "again 26.0 s after the undo began")
     assert fault_line({**event, "recover_s": None}).endswith("not healthy again in time")
     assert fault_line({**event, "error": "no daemon 'rgw.node9'"}) == "fault kill rgw.node1: no daemon 'rgw.node9'"
+
+
+def test_what_a_fault_cost_its_step_is_with_over_without_for_every_kind():
+    from dfslab.report import _fault_row, fault_costs
+    put = {"mode": "write", "object_size": 2**20}
+    rows = [{**row("s3", "bandwidth", 42.6, "MB/s", **put, fault="kill rgw.node1"), "repetition": 0},
+            {**row("s3", "bandwidth", 90.3, "MB/s", **put), "repetition": 1},
+            {**row("fio", "bandwidth", 50.0, "MB/s", rw="write", fault="kill osd.1 + partition node2"), "repetition": 0},
+            *({**row("fio", "bandwidth", v, "MB/s", rw="write"), "repetition": i} for i, v in ((1, 99.0), (2, 101.0), (3, 100.0)))]
+    costs = fault_costs(rows)
+    assert costs["kill rgw.node1"] == ["write 0.47 (one repetition each: no interval)"]
+    (fio,) = costs["kill osd.1 + partition node2"]
+    assert fio.startswith("write 0.50 (") and fio.endswith(")") and "no interval" not in fio  # over 3 clean repetitions
+    event = {"kind": "partition", "target": "node2", "inject": 100.0, "undo": 110.0}
+    assert _fault_row(event, 90.0, costs)["cost"] == fio  # each fault of the step shows its step's cost
+    assert _fault_row({**event, "target": "node3"}, 90.0, costs)["cost"] == "–"

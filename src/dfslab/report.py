@@ -78,9 +78,9 @@ client saw acknowledged during them){% if integrity.lost_names %}; lost: {{ inte
 place to look into: {{ integrity.left|join(', ') }}{% elif integrity.removed %}; removed after the check ({{ integrity.removed }}
 items){% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
 <div class="wide"><table><tr><th class="l">fault</th><th class="l">target</th><th>injected (s)</th><th>in effect after (s)</th><th>undone (s)</th><th>detected after (s)</th>
-<th>recovered after undo began (s)</th><th>undo took (s)</th><th class="l">seen before the undo</th><th class="l">writes blocked</th><th>writes acked while in effect</th><th>client MB/s before</th><th>during</th><th>during / before</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
+<th>recovered after undo began (s)</th><th>undo took (s)</th><th class="l">seen before the undo</th><th class="l">writes blocked</th><th>writes acked while in effect</th><th>client MB/s before</th><th>during</th><th>during / before</th><th title="the step's bandwidth in the repetition with the fault over its clean repetitions (95 % interval over them)">step with the fault / without</th><th>write latency ms before</th><th>during</th><th class="l">error</th></tr>
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.in_effect }}</td><td>{{ f.t_undo }}</td>
-<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.undo_took }}</td><td class="l">{{ f.seen }}</td><td class="l {{ 'warn' if f.blocked_flag else '' }}">{{ f.blocked }}</td><td>{{ f.acked }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
+<td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.undo_took }}</td><td class="l">{{ f.seen }}</td><td class="l {{ 'warn' if f.blocked_flag else '' }}">{{ f.blocked }}</td><td>{{ f.acked }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td class="l">{{ f.cost }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
 </table></div>
 <p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
 the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
@@ -554,9 +554,42 @@ def _per_second(rows, varying) -> list[dict]:
     return figs
 
 
-def _fault_row(f: dict[str, Any], t0: float) -> dict[str, Any]:
+def fault_costs(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """{fault label ("kill rgw.node1"): what it cost each headline of its step}: the faulted
+    repetition's bandwidth over the same step's clean repetitions (`with / without`), with a 95 %
+    interval over repetitions where there are two or more clean ones (dfslab.ratios, each
+    repetition a value), for every workload kind, S3 included."""
+    from .ratios import ratio_test
+    faulted: dict[tuple, list[float]] = defaultdict(list)
+    clean: dict[tuple, list[float]] = defaultdict(list)
+    labels: dict[tuple, str] = {}
+    for r in rows:
+        if r["t"] is not None or r["metric"] != "bandwidth" or r["workload"] == "baseline":
+            continue
+        params = dict(r["params"])
+        fault = params.pop("fault", None)
+        key = (r["workload"], json.dumps(params, sort_keys=True, default=str))
+        (faulted if fault else clean)[key].append(r["value"])
+        if fault:
+            labels[key] = fault
+    out: dict[str, list[str]] = defaultdict(list)
+    for key, values in faulted.items():
+        if not clean.get(key):
+            out[labels[key]].append(f"{direction(json.loads(key[1]))}: no clean repetition to compare with")
+            continue
+        test = ratio_test([[v] for v in clean[key]], [[v] for v in values])
+        if test.ratio is None:
+            continue
+        interval = f" ({test.low:.2f}-{test.high:.2f})" if test.low is not None else " (one repetition each: no interval)"
+        out[labels[key]].append(f"{direction(json.loads(key[1]))} {test.ratio:.2f}{interval}")
+    return out
+
+
+def _fault_row(f: dict[str, Any], t0: float, costs: dict[str, list[str]] | None = None) -> dict[str, Any]:
     fmt = lambda v, spec="{:.1f}": "–" if v is None else spec.format(v)  # noqa: E731
-    return {"kind": f["kind"], "target": f["target"], "error": f.get("error"),
+    label = f"{f['kind']} {f['target']}"
+    cost = [c for fault, said in (costs or {}).items() if label in fault.split(" + ") for c in said]
+    return {"kind": f["kind"], "target": f["target"], "error": f.get("error"), "cost": "; ".join(cost) or "–",
             "t_inject": fmt(f["inject"] - t0 if f.get("inject") else None),
             "t_undo": fmt(f["undo"] - t0 if f.get("undo") else None),
             "detect": fmt(f.get("detect_s")), "recover": fmt(f.get("recover_s")), "undo_took": fmt(f.get("undo_s")),
@@ -650,7 +683,7 @@ def build(run_path: Path) -> Path:
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
         server_cache=next((iv["server_cache_dropped"] for iv in intervals if iv.get("server_cache_dropped")), None),
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
-        faults=[_fault_row(f, t0) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
+        faults=[_fault_row(f, t0, fault_costs(workloads_rows)) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         measured_steps=sum(1 for iv in intervals if iv["workload"] != "baseline" and not iv.get("error")),
         bottlenecks=bottleneck_rows(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
