@@ -69,3 +69,15 @@ def test_the_smallest_detectable_ratio_shrinks_with_runs():
     rng = random.Random(5)
     few, many = (ratio_test(runs(rng, n), runs(rng, n)).detectable for n in (2, 8))
     assert few > many > 1
+
+
+def test_a_real_difference_inside_the_margin_is_said_as_both():
+    """B 5 % above A, runs that agree within 1 %: the 95 % interval excludes 1 and the 90 % one lies
+    inside ±10 %. It once read "same within ±10 %" only, though every page defines "different" as
+    "the interval excludes 1"."""
+    a = [[100.0, 100.5], [99.5, 100.2], [100.3, 99.8]]
+    b = [[105.0, 105.4], [104.6, 105.1], [105.3, 104.8]]
+    test = ratio_test(a, b)
+    assert test.verdict == "different" and test.low > 1.0 and test.high < 1.1, test
+    assert test.why.startswith("5 % higher (95 % interval 1.0") and "and within ±10 % (two one-sided tests)" in test.why
+    assert ratio_test(b, a).why.startswith("5 % lower")

@@ -12,9 +12,10 @@ here in 29 of 57 headline metrics. So:
   geometric mean of its repetitions) and the test is over runs: Welch's t on log values where
   both sides have 2 or more, the pooled-variance t where one side has a single run (its spread
   taken from the other side's runs);
-- equivalence is a verdict of its own (two one-sided tests, TOST): "same within ±M %" when the
-  90 % interval lies inside [1/(1+M), 1+M]; "different" when the 95 % interval excludes 1;
-  otherwise "can't tell", with how many runs per side would decide it.
+- "different" when the 95 % interval excludes 1 (said with its direction, and "within ±M %" too
+  when it is also inside the margin: a real 5 % difference is both); equivalence is a verdict of
+  its own otherwise (two one-sided tests, TOST): "same within ±M %" when the 90 % interval lies
+  inside [1/(1+M), 1+M]; else "can't tell", with how many runs per side would decide it.
 
 Ratios are of geometric means (throughputs and latencies vary by a factor, not an amount), so
 the ratio shown is the one its interval is for. scipy gives the t quantiles (a well-kept
@@ -143,12 +144,16 @@ def _over_runs(la: list[float], lb: list[float], margin: float) -> RatioTest:
     detectable = math.exp((t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * se)
     low, high = math.exp(diff - half95), math.exp(diff + half95)
     tested = {"log_ratio": diff, "se": se, "df": df}
-    if abs(diff) + half90 < bound:
+    within = abs(diff) + half90 < bound  # two one-sided tests: the 90 % interval inside ±margin
+    if abs(diff) > half95:  # "different" is what the interval excluding 1 means, even inside the margin
+        both = f", and within ±{margin * 100:g} % (two one-sided tests)" if within else ""
+        return RatioTest(ratio, low, high, "runs", "different",
+                         f"{abs(ratio - 1) * 100:.0f} % {'higher' if diff > 0 else 'lower'} (95 % interval "
+                         f"{low:.3f}-{high:.3f} excludes 1){both} {counted}", detectable, **tested)
+    if within:
         return RatioTest(ratio, low, high, "runs", "same", f"same within ±{margin * 100:g} % (90 % interval "
                          f"{math.exp(diff - half90):.3f}-{math.exp(diff + half90):.3f}, two one-sided tests) {counted}",
                          detectable, **tested)
-    if abs(diff) > half95:
-        return RatioTest(ratio, low, high, "runs", "different", f"95 % interval excludes 1 {counted}", detectable, **tested)
     needed = runs_to_decide(abs(diff), _run_sd(la, lb), bound)
     more = f"about {needed} runs per side would decide it" if needed else f"more than {MAX_RUNS} runs per side would be needed"
     return RatioTest(ratio, low, high, "runs", "can't tell", f"{more} (±{margin * 100:g} % margin) {counted}",
