@@ -149,3 +149,14 @@ def test_the_dry_run_counts_what_the_searchs_own_stopping_rule_lets_it_measure(t
     assert 1 <= in_place < 8 and "more when halving stops some early" in lines[-2]
     with pytest.raises(SpecError, match="--budget"):
         tune_mod.plan(experiment(tmp_path), objective, 60, reps=4)
+
+
+def test_the_confirmation_says_which_way_a_real_difference_goes():
+    """A best setting measured afresh can be significantly worse than the default (picked on fewer
+    repetitions): that is no success, and is said so, in the objective's own direction."""
+    from dfslab.tune import confirmed
+    assert confirmed("different", 1.2, maximize=True) == ("better than the default", True)
+    assert confirmed("different", 0.8, maximize=True) == ("worse than the default: keep the default", False)
+    assert confirmed("different", 0.8, maximize=False) == ("better than the default", True)  # a latency down
+    assert confirmed("same", 1.01, maximize=True) == ("the same as the default", False)
+    assert confirmed("can't tell", 1.3, maximize=True) == ("can't tell", False)

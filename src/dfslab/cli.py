@@ -496,9 +496,9 @@ def tune(
     c = outcome.confirmation
     interval = f"95 % interval {c['low']:.3f} – {c['high']:.3f}" if c["low"] is not None else "no interval"
     best = ", ".join(f"{k}={v}" for k, v in outcome.best.settings.items())
-    verdict = {"different": "a real difference", "same": "the same as the default"}.get(c["verdict"], "can't tell")
+    style = "green" if c["better"] else "red" if c["verdict"] == "different" else "yellow"
     console.print(f"best: [bold]{best}[/] · measured again beside the default, runs interleaved: best/default = "
-                  f"{c['best_over_default']:.3f}, {interval}: {verdict} ({c['why']})")
+                  f"{c['best_over_default']:.3f}, {interval}: [{style}]{c['said']}[/] ({c['why']})")
     if c.get("not_from_storage"):
         console.print(f"[yellow]not from the storage:[/] the {' and '.join(c['not_from_storage'])} configuration's "
                       f"{objective.metric} came from a cache (byte ledger: the clients' links carried under "

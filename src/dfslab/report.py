@@ -92,7 +92,7 @@ settings ({{ tune.search.sampler }}; {{ tune.search.pruner }}); stopped: {{ tune
 Best: <b>{% for k, v in tune.best.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}</b>.
 Measured afresh beside the default, in runs default, best, best, default ({% for k, v in tune.default.items() %}{{ k }}={{ v }}{{ ", " if not loop.last }}{% endfor %}),
 best / default = <b>{{ '%.3f' % c.best_over_default }}</b>{% if c.low is not none %}, 95 % interval {{ '%.3f' % c.low }} – {{ '%.3f' % c.high }}:
-<b class="{{ 'ok' if c.significant else 'warn' }}">{{ {'different': 'a real difference', 'same': 'the same as the default'}.get(c.verdict, "can't tell") }}</b>{% endif %} ({{ c.why }}).{% if c.not_from_storage %}
+<b class="{{ 'ok' if c.better else 'bad' if c.significant else 'warn' }}">{{ c.said or {'different': 'a real difference', 'same': 'the same as the default'}.get(c.verdict, "can't tell") }}</b>{% endif %} ({{ c.why }}).{% if c.not_from_storage %}
 <b class="warn">Not from the storage</b>: the {{ c.not_from_storage|join(' and ') }} configuration's {{ c.metric }} came from a
 cache (byte ledger: the clients' links carried under {{ floor }} of the bytes the tool counted); this ranks a cache, not the cluster.{% endif %}
 To reproduce: <code>{{ tune.reproduce }}</code> in this run's directory.</p>

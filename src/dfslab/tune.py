@@ -255,6 +255,15 @@ def heard(values: list[float], value: float, report_to: Any) -> bool:
     return report_to.should_prune()
 
 
+def confirmed(verdict: str, ratio: float | None, maximize: bool) -> tuple[str, bool]:
+    """The confirmation in words with its direction, and whether the best setting really is better:
+    a real difference can be a loss (the search's best on fewer repetitions, worse measured afresh)."""
+    if verdict == "different" and ratio is not None:
+        better = (ratio > 1) == maximize
+        return ("better than the default" if better else "worse than the default: keep the default"), better
+    return {"same": "the same as the default"}.get(verdict, "can't tell"), False
+
+
 def _prepare(path: Path, objective: Objective, budget: float, reps: int, runs_root: Path | None) -> _Search:
     source, base_dir = str(path), path.parent
     exp = parse_experiment(read_yaml(path), base_dir, source)
@@ -327,9 +336,11 @@ def tune(path: Path, objective: Objective, budget: float, progress: Progress, re
     # A side whose objective a cache served (byte ledger) is said with the verdict, never left out.
     cached = sorted({side for r in rows if r["workload"] == search.step.workload.name and r["metric"] == objective.metric
                      for side in r["not_from_storage"]})
+    said, better = confirmed(test.verdict, test.ratio, objective.maximize)
     confirmation = {"metric": objective.metric, "default": measured["default"][0], "best": measured["best"][0],
                     "best_over_default": test.ratio, "low": test.low, "high": test.high,
                     "significant": test.significant, "verdict": test.verdict, "why": test.why,
+                    "said": said, "better": better,
                     "not_from_storage": [{"A": "default", "B": "best"}[side] for side in cached]}
     target = RunDir(measured["best"][1][-1])
     target.write_json("comparison.json", {
