@@ -186,9 +186,11 @@ def wait_for(pred, timeout: float, what: str, interval: float = 0.05):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-# 6 GiB sparse OSDs (they take only what is written): rados bench's writes stop at dfslab's object
+# 10 GiB sparse OSDs (they take only what is written): rados bench's writes stop at dfslab's object
 # cap, 40 % of the pool's free space, and a write stopped there before 80 % of its seconds is a
-# step not run as asked (the run exits 1); on 2 GiB OSDs a 3-s write of 16 x 4 MiB stopped at 1.6 s.
+# step not run as asked (the run exits 1); on 2 GiB OSDs a 3-s write of 16 x 4 MiB stopped at 1.6 s,
+# and a pool's space comes back only a while after a step's cleanup (a repetition right after
+# another sees less free space: a 1-OSD run's cap fell from 1.0 GB to 0.7 GB between two).
 SMALL_SPEC = """
 name: {name}
 nodes: 3
@@ -196,7 +198,7 @@ clients: {clients}
 ceph:
   mons: 1
   osds_per_node: 1
-  osd_size: 6GiB
+  osd_size: 10GiB
   replica_size: 2
   cephfs: {cephfs}
 """

@@ -25,7 +25,8 @@ NAME = "t-resume"
 EXPERIMENT = {"name": NAME, "cluster": {"name": NAME, "nodes": 1,
                                         "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "6GiB", "pg_num": 8}},
               "baselines": {"network": False, "disk": False},
-              "workloads": [{"type": "radosbench", "seconds": [1, 2, 3, 4], "mode": ["write"], "threads": 4}]}
+              "workloads": [{"type": "radosbench", "seconds": [1, 2, 3, 4], "mode": ["write"], "threads": 1,
+                             "object_size": "1MiB"}]}
 STEPS = 4
 
 
