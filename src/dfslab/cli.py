@@ -412,6 +412,13 @@ def _results(run_path: Path) -> list[dict]:
             for line in lines]
 
 
+# How the results and compare tables fit a narrow terminal: (columns that wrap, columns left out
+# first). Every row keeps its throughput numbers; latencies and notes go before them.
+RESULTS_FIT = (("parameters", "note"),
+               ("note", "from storage (ratio)", "time avg (ms)", "latency p99 (ms)", "latency avg (ms)"))
+COMPARE_FIT = (("parameters", "why"), ("why", "A", "B"))
+
+
 def _print_results(run_path: Path) -> None:
     """The run's results on the terminal, as the report's Workloads table has them (mean ± 95 %
     over repetitions; every metric is in results.csv), rows under the byte ledger's floor and rows
@@ -431,8 +438,7 @@ def _print_results(run_path: Path) -> None:
             f"too short to time ({seconds:.2g} s)" if seconds is not None else "") if note)
     _print_rows(["workload", "parameters", *(head for _, head in columns), "note"],
                  [[line["workload"], line["params"], *(line["cells"].get(k, "") for k, _ in columns), line["note"]]
-                  for line in lines], "results (mean ± 95 % interval over repetitions)", wrap=("parameters", "note"),
-                 drop=("note", "from storage (ratio)"))
+                  for line in lines], "results (mean ± 95 % interval over repetitions)", *RESULTS_FIT)
 
 
 @app.command()
@@ -665,7 +671,7 @@ def _print_comparison(run_a: Path | list[Path], run_b: Path | list[Path], all_me
         lines.append([r["workload"], r["params"], r["metric"], r["unit"], si(r["mean_a"]), si(r["mean_b"]), ratio,
                       interval, MARKS.get(r["verdict"], ""), why])
     _print_rows(["workload", "parameters", "metric", "unit", "A", "B", "B/A", "95 % interval", "", "why"], lines,
-                 f"A = {names(run_a)} · B = {names(run_b)}", wrap=("parameters", "why"), drop=("why", "A", "B"))
+                 f"A = {names(run_a)} · B = {names(run_b)}", *COMPARE_FIT)
     print(verdict(rows, margin) + ("" if all_metrics else " (`dfslab compare A B --all` lists every metric)"))
 
 

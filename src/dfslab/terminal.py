@@ -8,7 +8,6 @@ scripts every column, tab-separated)."""
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 import time
@@ -25,31 +24,49 @@ from .units import clock_text
 
 console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: one line per message, unpadded
 
-PADDING = 2  # rich pads each column of a box=None table by one character on either side
+GAP = 1  # between two columns (rich's padding collapsed, no padding at the table's edges)
 MAX_LINES = 3  # a row is at most this tall
-# Word wrapping fills a line less than folding does: plan each wrapped cell for two lines' worth
-# of folding, which leaves the third for what word breaks waste.
-PLANNED_LINES = 2
 
 
 @dataclass
 class Fitted:
     headers: list[str]
-    lines: list[list[str]]
+    lines: list[list[str]]  # wrapped cells already packed into lines ("\n"), at most MAX_LINES
     widths: list[int]
     shared: list[tuple[str, str]] = field(default_factory=list)  # (header, value) every row had
     left_out: list[str] = field(default_factory=list)  # headers dropped for the width
 
 
-def _longest_word(cells: list[str]) -> int:
-    return max((len(w) for c in cells for w in c.replace(",", ", ").split()), default=0)
+def _tokens(cell: str) -> list[str]:
+    """A cell's unbreakable pieces: `key=value` parameters (their comma kept), or words."""
+    parts = cell.split(", ") if "=" in cell else cell.split(" ")
+    return [p + ("," if "=" in cell and i < len(parts) - 1 else "") for i, p in enumerate(parts) if p]
+
+
+def pack(cell: str, width: int) -> list[str]:
+    """`cell` in lines of at most `width` characters, broken only between its tokens."""
+    out: list[str] = []
+    for token in _tokens(cell):
+        if out and len(out[-1]) + 1 + len(token) <= width:
+            out[-1] += " " + token
+        else:
+            out.append(token)
+    return out or [""]
+
+
+def _wrapped_width(cells: list[str], header: str, lines: int) -> int:
+    """The narrowest width at which every cell packs into `lines` lines (never under a token)."""
+    width = max([len(header.split()[0]) if header.split() else 0, *(len(t) for c in cells for t in _tokens(c))])
+    while any(len(pack(c, width)) > lines for c in cells):
+        width += 1
+    return width
 
 
 def fit(headers: list[str], lines: list[list[str]], width: int, wrap: tuple[str, ...] = (),
         drop: tuple[str, ...] = ()) -> Fitted:
     """The table to print at `width`: columns whose value is the same in every row (of two or
-    more) move under it; `wrap` columns may take up to MAX_LINES lines; `drop` columns are left
-    out, in that order, until the rest fits."""
+    more) move under it; `wrap` columns pack into 2 lines a cell, or 3 where 2 do not fit; `drop`
+    columns are left out, in that order, until the rest fits."""
     keep = list(range(len(headers)))
     shared = []
     if len(lines) > 1:
@@ -60,28 +77,33 @@ def fit(headers: list[str], lines: list[list[str]], width: int, wrap: tuple[str,
                 keep.remove(i)
     left_out: list[str] = []
     while True:
-        widths = _widths(headers, lines, keep, wrap)
-        if sum(widths) + PADDING * len(keep) <= width:
-            break
-        droppable = [i for i in keep if headers[i] in drop and headers[i] not in left_out]
-        if not droppable:
-            break  # nothing more to leave out: rich squeezes what is left
-        victim = min(droppable, key=lambda i: drop.index(headers[i]))
-        keep.remove(victim)
-        left_out.append(headers[victim])
-    return Fitted([headers[i] for i in keep], [[line[i] for i in keep] for line in lines], widths, shared, left_out)
+        for height in (2, MAX_LINES):
+            widths = _widths(headers, lines, keep, wrap, height)
+            if sum(widths) + GAP * (len(keep) - 1) <= width:
+                break
+        else:
+            droppable = [i for i in keep if headers[i] in drop and headers[i] not in left_out]
+            if droppable:
+                victim = min(droppable, key=lambda i: drop.index(headers[i]))
+                keep.remove(victim)
+                left_out.append(headers[victim])
+                continue
+        break  # it fits, or nothing more can be left out (rich squeezes what is left)
+    cells = [["\n".join(pack(line[i], w)) if headers[i] in wrap else line[i] for i, w in zip(keep, widths)]
+             for line in lines]
+    return Fitted([headers[i] for i in keep], cells, widths, shared, left_out)
 
 
-def _widths(headers: list[str], lines: list[list[str]], keep: list[int], wrap: tuple[str, ...]) -> list[int]:
-    """Each kept column's width: its longest cell, or for a wrapped column the narrowest that folds
-    its longest cell into PLANNED_LINES lines (never under its longest word). A header wraps at its
-    words ("bandwidth" over "(MB/s)"), so only its longest word counts."""
+def _widths(headers: list[str], lines: list[list[str]], keep: list[int], wrap: tuple[str, ...], height: int) -> list[int]:
+    """Each kept column's width: its longest cell, or for a wrapped column the narrowest that packs
+    every cell into `height` lines. A header wraps at its words ("bandwidth" over "(MB/s)"), so
+    only its longest word counts."""
     widths = []
     for i in keep:
         cells = [line[i] for line in lines]
-        header = _longest_word([headers[i]])
+        header = max((len(w) for w in headers[i].split()), default=0)
         if headers[i] in wrap:
-            widths.append(max(math.ceil(max(map(len, cells), default=0) / PLANNED_LINES), _longest_word(cells), header))
+            widths.append(max(_wrapped_width(cells, headers[i], height), header))
         else:
             widths.append(max([header, *map(len, cells)]))
     return widths
@@ -91,12 +113,10 @@ def print_table(headers: list[str], lines: list[list[str]], title: str, wrap: tu
                 drop: tuple[str, ...] = (), console: Console | None = None) -> None:
     console = console or Console()
     table_fit = fit(headers, lines, console.width, wrap, drop)
-    table = Table(box=None, title=title, title_justify="left")
+    table = Table(box=None, title=title, title_justify="left", collapse_padding=True, pad_edge=False)
     for head, w in zip(table_fit.headers, table_fit.widths):
-        if head in wrap:
-            table.add_column(head, overflow="fold")
-        else:  # as wide as its longest cell, which never wraps; the header may
-            table.add_column(head, overflow="fold", min_width=min(w, console.width), max_width=w)
+        # as wide as its longest (packed) line, which never wraps again; the header may
+        table.add_column(head, overflow="fold", min_width=min(w, console.width), max_width=w)
     for line in table_fit.lines:
         table.add_row(*line)
     console.print(table)
