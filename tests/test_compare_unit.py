@@ -213,3 +213,22 @@ def test_the_report_of_a_comparison_marks_the_side_a_cache_served(tmp_path):
     html = build(run.path).read_text()
     assert "not from the storage on B (byte ledger: 0.98 / 0.03 of its bytes on the wire)" in html
     assert "1 of them not from the storage on side B" in html
+
+
+def test_a_phase_too_short_to_time_is_no_headline_metric(tmp_path):
+    """examples/containerized-vs-host.yaml's filegrid cells ran 0.07-0.69 s and still counted among its
+    57 headline metrics; a burst's p99 is its maximum. It stays in --all, said as left out."""
+    def run(name: str, seconds: float, bw: float) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        RunDir(path).add([Measurement("filegrid", "bandwidth", bw, "MB/s", {"op": "write"}, 0),
+                          Measurement("filegrid", "duration", seconds, "s", {"op": "write"}, 0),
+                          Measurement("fio", "bandwidth", 100.0, "MB/s", {"rw": "write"}, 0),
+                          Measurement("fio", "duration", 3.0, "s", {"rw": "write"}, 0)])
+        return path
+    rows = compare_runs([run("a1", 0.3, 80.0), run("a2", 2.5, 82.0)], [run("b1", 2.4, 90.0), run("b2", 2.6, 91.0)])
+    bursts = [r for r in rows if r["workload"] == "filegrid" and r["metric"] == "bandwidth"]
+    assert bursts and all(r["too_short"] for r in bursts)  # one repetition of one run under 2 s is enough
+    from dfslab.compare import headline
+    assert [r["workload"] for r in headline(rows)] == ["fio"]
+    assert "(1 more of phases timed under 2 s left out: too short to time)" in verdict(rows)

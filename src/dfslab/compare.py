@@ -17,6 +17,7 @@ from .ledger import FROM_STORAGE_FLOOR
 from .labels import SUMMARY_METRICS, params_label, varying_keys
 from .ratios import geometric_mean, ratio_test, run_values
 from .results import RunDir
+from .workloads import MIN_PHASE_SECONDS
 
 
 def _groups(rows: list[dict[str, Any]], varying: dict[str, set[str]]) -> dict[tuple, list[float]]:
@@ -67,6 +68,7 @@ def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.1
         workload, params, metric, unit = key
         shares = {"A": storage_share(ga, key), "B": storage_share(gb, key)}
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit,
+                    "too_short": too_short(ga, key) or too_short(gb, key),
                     "mean_a": _centre(ga[key]), "mean_b": _centre(gb[key]),
                     "from_storage_a": shares["A"], "from_storage_b": shares["B"],
                     "not_from_storage": not_from_storage(shares),
@@ -82,9 +84,17 @@ def _centre(runs: list[list[float]]) -> float:
     return geometric_mean(run_values(runs)) if min(values) > 0 else sum(values) / len(values)
 
 
+def too_short(grouped: dict[tuple, list[list[float]]], key: tuple) -> bool:
+    """Whether the phase a metric came from was timed under MIN_PHASE_SECONDS in any repetition of
+    any run: a burst of a few I/Os (its p99 is its maximum), no headline of a comparison."""
+    durations = [v for run in grouped.get((key[0], key[1], "duration", "s"), []) for v in run]
+    return bool(durations) and min(durations) < MIN_PHASE_SECONDS
+
+
 def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows of the metrics a report's summary shows (bandwidth, IOPS, mean and p99 latency...)."""
-    return [r for r in rows if r["metric"] in SUMMARY_METRICS]
+    """The rows of the metrics a report's summary shows (bandwidth, IOPS, mean and p99 latency...),
+    but for phases too short to time (they stay in `--all`)."""
+    return [r for r in rows if r["metric"] in SUMMARY_METRICS and not r.get("too_short")]
 
 
 def verdict(rows: list[dict[str, Any]], margin: float = 0.10) -> str:
@@ -92,8 +102,10 @@ def verdict(rows: list[dict[str, Any]], margin: float = 0.10) -> str:
     top = headline(rows) or rows
     different, same, unsure = (sum(r["verdict"] == v for r in top) for v in ("different", "same", "can't tell"))
     over_runs = [r for r in top if r["over"] == "runs"]
+    short = sum(1 for r in rows if r["metric"] in SUMMARY_METRICS and r.get("too_short"))
     text = (f"of {len(top)} headline metrics: {different} different (95 % interval of B/A excludes 1, *), "
-            f"{same} the same within ±{margin * 100:g} % (=), {unsure} can't tell")
+            f"{same} the same within ±{margin * 100:g} % (=), {unsure} can't tell"
+            + (f" ({short} more of phases timed under {MIN_PHASE_SECONDS:g} s left out: too short to time)" if short else ""))
     if not over_runs:
         return text + ("; one run per side: intervals are within one run and cannot see run-to-run variation, so "
                        "no difference is claimed (compare 2 or more runs per side: dfslab run EXP --runs 3)") + cached_note(top)
