@@ -145,12 +145,19 @@ def run_against(experiment: Path, cluster_name: str, timeout: float = 900) -> tu
     return printed_run_dir(out), out
 
 
-def printed_run_dir(stdout: str) -> Path:
-    """The run directory of the last `report: ` line a `dfslab run` printed: a test takes its
-    run from what dfslab said, never from a listing of a directory other tests write into."""
+def run_dirs_of(stdout: str, cwd: Path | str = REPO) -> list[Path]:
+    """The run directories a `dfslab run`/`tune`/`plan` printed (their reports'), resolved from where
+    it ran. Tests of two phases write into ./runs at once: a test finds and removes exactly what
+    dfslab said it made, never by listing ./runs (tests/test_shared_listing_unit.py checks)."""
     reports = [line.split("report: ", 1)[1].strip() for line in stdout.splitlines() if line.startswith("report: ")]
-    assert reports, f"no report line in:\n{stdout[-2000:]}"
-    return Path(REPO, reports[-1]).parent
+    return [Path(cwd, report).parent for report in reports]
+
+
+def printed_run_dir(stdout: str) -> Path:
+    """The run directory of the last `report: ` line a `dfslab run` printed."""
+    made = run_dirs_of(stdout)
+    assert made, f"no report line in:\n{stdout[-2000:]}"
+    return made[-1]
 
 
 def status_json(name: str) -> dict:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, printed_run_dir
+from conftest import REPO, printed_run_dir, run_dirs_of
 
 pytestmark = pytest.mark.cluster
 
@@ -49,14 +49,6 @@ def sh(command: str, cwd: Path | str = REPO, timeout: float = 600, made: list[Pa
         made.extend(run_dirs_of(res.stdout, cwd))
     assert res.returncode == 0, f"{command!r} in {cwd} exited {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     return res
-
-
-def run_dirs_of(stdout: str, cwd: Path | str = REPO) -> list[Path]:
-    """The run directories a `dfslab run`/`tune`/`plan` printed (their reports'), resolved from where
-    it ran. Tests of two phases write into ./runs at once: a test finds and removes exactly what
-    dfslab said it made, never by listing ./runs (tests/test_shared_listing_unit.py checks)."""
-    reports = [line.split("report: ", 1)[1].strip() for line in stdout.splitlines() if line.startswith("report: ")]
-    return [Path(cwd, report).parent for report in reports]
 
 
 run_dir_of = printed_run_dir  # the run directory of the last report a command printed

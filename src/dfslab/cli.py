@@ -18,7 +18,7 @@ from typer.core import TyperOption
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__, cluster, polling
+from . import __version__, cluster
 from .terminal import LiveProgress, console
 from .backends import BackendError, backend_class
 from .runtime import RuntimeError_

@@ -55,7 +55,7 @@ def baseline_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, floa
     return out
 
 
-def fault_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, str]]:
+def fault_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, float]]:
     """What a fault run adds to its workloads' time: the integrity seed and read-back, and per fault
     the time it is held past its step's load and the wait for the cluster to be healthy again."""
     if not exp.file.faults:
@@ -65,9 +65,8 @@ def fault_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, str]]:
             INTEGRITY_SECONDS + INTEGRITY_PER_OBJECT * integrity.seed_objects)]
     recovery = backend_class(spec).typical_recovery_seconds
     for i, fault in enumerate(exp.file.faults):
-        step = next((s for s in exp.steps if s.index == fault.during), None)
-        load = getattr(step.params, "seconds", None) if step else None
-        held = max(0.0, fault.at + fault.duration - load) if isinstance(load, (int, float)) else 0.0
+        _, load = exp.fault_load(fault)
+        held = max(0.0, fault.at + fault.duration - load) if load is not None else 0.0
         out.append((f"faults[{i}] {fault.kind} {fault.target}: held {held:.0f} s past its step, then healthy again "
                     f"(about {recovery:.0f} s here, at most {integrity.recovery_timeout:.0f} s)",
                     held + recovery + WRITER_SECONDS))

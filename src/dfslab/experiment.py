@@ -144,16 +144,21 @@ class Experiment:
     def name(self) -> str:
         return self.file.name
 
+    def fault_load(self, fault: FaultEntry) -> tuple[Step | None, float | None]:
+        """The step a fault is timed into (its workload's first combination) and that step's
+        `seconds` of load (None for a sized or self-bounded step)."""
+        step = next((s for s in self.steps if s.index == fault.during), None)
+        seconds = getattr(step.params, "seconds", None) if step else None
+        return step, seconds if isinstance(seconds, (int, float)) else None
+
     def fault_timing_problems(self) -> list[tuple[str, str]]:
-        """A fault timed after its step's load has ended would break an idle cluster: refused. The
-        load is the step's `seconds` where it has them (a sized or self-bounded step is not checked)."""
+        """A fault timed after its step's load has ended would break an idle cluster: refused."""
         problems = []
         for i, fault in enumerate(self.file.faults):
-            steps = [s for s in self.steps if s.index == fault.during]
-            seconds = getattr(steps[0].params, "seconds", None) if steps else None
-            if isinstance(seconds, (int, float)) and fault.at >= seconds:
+            step, seconds = self.fault_load(fault)
+            if seconds is not None and fault.at >= seconds:
                 problems.append((f"faults[{i}].at", f"{fault.at:g} s is not inside workloads[{fault.during}]'s "
-                                 f"{seconds:g} s of load ({steps[0].label}): give at: below {seconds:g}s, or more "
+                                 f"{seconds:g} s of load ({step.label}): give at: below {seconds:g}s, or more "
                                  "seconds to the step"))
         return problems
 

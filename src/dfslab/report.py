@@ -652,6 +652,7 @@ def build(run_path: Path) -> Path:
     tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS + ["depth", "from_storage"])),
               ("Baselines", *summarize([r for r in rows if r["workload"] == "baseline"], BASELINE_METRICS))]
     faults = run.read_json("faults.json") or []
+    costs = fault_costs(workloads_rows) if faults else {}
     integrity = run.read_json("integrity.json") or None
     start, end = prov.get("start"), prov.get("end")
     t0 = start or (min(t for pts in series.values() for t, _ in pts) if series else 0)
@@ -683,7 +684,7 @@ def build(run_path: Path) -> Path:
         attempts=sorted(Counter(iv.get("attempt", 1) for iv in intervals).items()),
         server_cache=next((iv["server_cache_dropped"] for iv in intervals if iv.get("server_cache_dropped")), None),
         ranking=swept.get("ranking", []), settings_figures=_settings_figures(swept), tune=run.read_json("tune.json") or None,
-        faults=[_fault_row(f, t0, fault_costs(workloads_rows)) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
+        faults=[_fault_row(f, t0, costs) for f in faults], integrity=integrity, blocked_threshold=f"{BLOCKED_THRESHOLD_S:g}",
         measured_steps=sum(1 for iv in intervals if iv["workload"] != "baseline" and not iv.get("error")),
         bottlenecks=bottleneck_rows(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",

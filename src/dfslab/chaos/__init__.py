@@ -120,6 +120,11 @@ def not_one_of(what: str, target: str, names: list[str] | None) -> str | None:
     return f"no {what} {target!r} in a cluster of this spec; {what}s: {', '.join(names) or 'none'}"
 
 
+def not_a_machine(target: str, spec: Any) -> str | None:
+    """A target_problem for faults on a node's link or host: any node of the spec, clients included."""
+    return not_one_of("node", target, [*spec.node_names(), *spec.client_names()])
+
+
 def daemons_of(spec: Any) -> list[str] | None:
     return backend_class_of(spec.filesystem, spec.runtime).daemon_names(spec)
 

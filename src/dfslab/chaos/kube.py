@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from ..runtime.kubernetes.objects import running_ready
-from . import Fault, FaultError, FaultInputError, not_one_of
+from . import Fault, FaultError, FaultInputError, not_a_machine
 from ..polling import wait_until
 
 RESTART_TIMEOUT = 300
@@ -68,7 +68,7 @@ class KubernetesFault(Fault):
 class _NodeFault(KubernetesFault):
     @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
-        return not_one_of("node", target, [*spec.node_names(), *spec.client_names()])
+        return not_a_machine(target, spec)
 
 
 class DrainNode(_NodeFault):

@@ -10,13 +10,13 @@ from typing import Any
 from ..runtime import RuntimeError_
 from ..runtime.local import netem_available, tbf_args
 from ..units import UnitError, parse_bandwidth, parse_duration, parse_percent
-from . import Fault, FaultError, FaultInputError, not_one_of
+from . import Fault, FaultError, FaultInputError, not_a_machine
 
 
 class _LinkFault(Fault):
     @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
-        return not_one_of("node", target, [*spec.node_names(), *spec.client_names()])
+        return not_a_machine(target, spec)
 
     def ends(self, node: str) -> list[tuple[str, str]]:
         """Both ends of the node's link (switch side first), from the runtime that made it."""

@@ -30,12 +30,15 @@ from ...chaos import Fault, FaultError, FaultInputError, daemons_of, not_one_of
 from ...units import UnitError, parse_duration, parse_size
 
 
+OSD_TARGET = re.compile(r"(?:osd\.)?(\d+)")  # osd.N or N
+
+
 class CephFault(Fault):
     """A fault that talks to the cluster with the `ceph` CLI on the client node."""
 
     @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
-        m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
+        m = OSD_TARGET.fullmatch(target)
         if not m:
             return f"fault {cls.kind} takes an OSD like osd.1, got {target!r}"
         names = daemons_of(spec)
@@ -43,7 +46,7 @@ class CephFault(Fault):
 
     def osd_id(self, target: str) -> int:
         """N of a target written osd.N or N."""
-        m = re.fullmatch(r"(?:osd\.)?(\d+)", target)
+        m = OSD_TARGET.fullmatch(target)
         if not m:
             raise FaultInputError(f"fault {self.kind} takes an OSD like osd.1, got {target!r}")
         return int(m.group(1))

@@ -15,13 +15,16 @@ from ...chaos import Fault, FaultError, FaultInputError, not_one_of
 from ...procs import is_marked
 
 
+BRICK_TARGET = re.compile(r"([a-z][a-z0-9-]*)(?:/b(\d+))?")  # node2, or node2/b1
+
+
 class KillBrick(Fault):
     kind = "brick"
     help = "kill -9 a GlusterFS brick process (target: node2, or node2/b1); undo: volume start force"
 
     @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
-        m = re.fullmatch(r"([a-z][a-z0-9-]*)(?:/b(\d+))?", target)
+        m = BRICK_TARGET.fullmatch(target)
         if not m:
             return f"fault brick takes a node or node/bN, e.g. node2 or node2/b1; got {target!r}"
         bricks = [f"{node}/b{i}" for node in spec.node_names() for i in range(spec.gluster.bricks_per_node)]
@@ -31,7 +34,7 @@ class KillBrick(Fault):
         return self.cluster.backend  # a GlusterBackend: chaos offers this kind on GlusterFS clusters only
 
     def find(self, target: str) -> dict[str, Any]:
-        m = re.fullmatch(r"([a-z][a-z0-9-]*)(?:/b(\d+))?", target)
+        m = BRICK_TARGET.fullmatch(target)
         if not m:
             raise FaultInputError(f"fault brick takes a node or node/bN, e.g. node2 or node2/b1; got {target!r}")
         node, index = m.group(1), int(m.group(2) or 0)
