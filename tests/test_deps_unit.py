@@ -8,7 +8,7 @@ import subprocess
 
 from conftest import REPO
 from dfslab import deps
-from dfslab.registry import FILESYSTEMS
+from dfslab.registry import FILESYSTEMS, RUNTIMES, runtime_class, runtime_of
 from dfslab.experiment import load_experiment
 
 
@@ -18,11 +18,15 @@ def test_the_demo_group_holds_what_the_quickstart_runs_and_nothing_heavier():
     assert not demo & {"docker.io", "debootstrap", "chromium", "prometheus", "golang-go", "etcd-server", "glusterfs-server"}
     exp = load_experiment(f"{REPO}/examples/quickstart.yaml")
     assert exp.cluster.filesystem == "ceph" and exp.cluster.runtime == "local"  # nothing beyond demo on first use
-    assert deps.RUNTIME_GROUPS.get("local", []) == [] and deps.debian_groups("ceph") == []
+    assert runtime_of(exp.cluster).debian_groups == () and runtime_of(exp.cluster).builds == ()
+    assert deps.debian_groups("ceph") == []
 
 
 def test_every_group_dfslab_asks_for_is_one_the_install_script_knows():
-    wanted = {g for gs in (*deps.RUNTIME_GROUPS.values(), *map(deps.debian_groups, FILESYSTEMS)) for g in gs}
+    wanted = {g for gs in (*(runtime_class(k).debian_groups for k in RUNTIMES), *map(deps.debian_groups, FILESYSTEMS))
+              for g in gs}
+    assert "docker" in wanted and "kubernetes" in wanted  # the runtimes' own, not only the filesystems'
+    assert {b for k in RUNTIMES for b in runtime_class(k).builds} <= set(deps.BUILDS)
     assert wanted <= set(deps.groups())
     res = subprocess.run(["bash", "scripts/install-deps.sh", "no-such-group"], cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 2 and "no group no-such-group" in res.stderr

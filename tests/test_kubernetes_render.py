@@ -197,7 +197,7 @@ def test_kill_on_kubernetes_signals_the_daemons_containers_and_waits_for_their_k
     monkeypatch.setattr(SignalDaemonContainers, "core", lambda self: NS(list_namespaced_pod=list_pods))
     monkeypatch.setattr(SignalDaemonContainers, "wait", lambda self, done, what, timeout=0: done() or
                         (_ for _ in ()).throw(FaultError(f"{what} not within {timeout} s")))
-    cluster = NS(runtime=NS(kind="kubernetes", namespace="rook-ceph"), backend=rook.RookCephBackend,
+    cluster = NS(runtime=NS(kind="kubernetes", daemons_in_pods=True, namespace="rook-ceph"), backend=rook.RookCephBackend,
                  state=NS(name="k"))
     fault = daemon.KillDaemon(cluster)
     record = fault.inject("rgw.node1")

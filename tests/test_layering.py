@@ -231,3 +231,47 @@ def test_the_word_check_sees_code_not_comments():
     source = '"""A docstring may say Ceph."""\n# so may a comment: osd.0\nx = "fs"  # rados\ny = "osd.1"\npg_count = 2\n'
     assert set(_fs_word_lines(source)) == {4, 5}
     assert not FS_WORDS.search("monitor common crushed_ice") and FS_WORDS.search("glusterd")
+
+
+# A runtime is told apart by what it declares (Runtime's class attributes: client_kinds,
+# daemons_in_pods, deploy_seconds, ...), never by its name: adding a runtime must not mean
+# finding every `runtime == "kubernetes"`. Outside runtime/ and the registry that names them,
+# no comparison with a runtime's name, no table keyed or made of runtime names.
+RUNTIME_NAMES = set(__import__("dfslab.registry", fromlist=["RUNTIMES"]).RUNTIMES)
+
+
+def _runtime_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in RUNTIME_NAMES
+
+
+def _runtime_name_uses(source: str) -> list[str]:
+    tree = ast.parse(source)
+    literal_args = {id(n) for sub in ast.walk(tree) if isinstance(sub, ast.Subscript)
+                    and ast.unparse(sub.value).endswith("Literal") for n in ast.walk(sub.slice)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = any(_runtime_name(s) or (isinstance(s, (ast.Tuple, ast.List, ast.Set)) and any(map(_runtime_name, s.elts)))
+                        for s in sides)
+            if named and "runtime" in ast.unparse(node):
+                found.append(f"{node.lineno}: {ast.unparse(node)[:90]}")
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) and id(node) not in literal_args:
+            items = node.keys if isinstance(node, ast.Dict) else node.elts
+            if sum(map(_runtime_name, items)) >= 2:
+                found.append(f"{node.lineno}: {ast.unparse(node)[:90]}")
+    return found
+
+
+def test_no_module_outside_runtime_tells_runtimes_apart_by_name():
+    offenders = [f"{module}:{use}" for module, path in sorted(MODULES.items())
+                 if not module.startswith("dfslab.runtime") and module != "dfslab.registry"
+                 for use in _runtime_name_uses(path.read_text())]
+    assert offenders == [], "declare it on the Runtime (runtime/base.py) and read the declaration:\n" + "\n".join(offenders)
+
+
+def test_the_runtime_name_check_can_fail():
+    assert _runtime_name_uses('if spec.runtime == "kubernetes":\n    pass\n') == ['1: spec.runtime == \'kubernetes\'']
+    assert len(_runtime_name_uses('S = {"local": 10.0, "docker": 30.0}\n')) == 1
+    assert len(_runtime_name_uses('x = runtime.kind in ("local", "docker")\n')) == 2  # the compare and its tuple
+    assert _runtime_name_uses('runtime: Literal["local", "docker"] = "local"\nif target == "local": pass\n') == []

@@ -57,7 +57,7 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
         raise ClusterError(f"{state.dir} exists but holds no cluster state (not made by dfslab, or a crash before "
                            f"its first write); look inside, remove it yourself, then up again")
     runtime = select_runtime(spec, state)
-    deps.ensure(spec, runtime.kind, progress)  # first use of docker, kubernetes, gluster: installed, with progress
+    deps.ensure(spec, type(runtime), progress)  # first use of docker, kubernetes, gluster: installed, with progress
     runtime.preflight(spec)
     preflight(spec)
     previous = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}

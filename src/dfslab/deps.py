@@ -13,14 +13,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .registry import debian_groups
-from .runtime import RuntimeError_
+from .registry import debian_groups, runtime_class
+from .runtime import Runtime, RuntimeError_
 from .spec import ClusterSpec
 from .state import dfslab_home
 
 PACKAGES = Path(__file__).with_name("debian-packages.txt")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"  # the repository's, beside src/
-RUNTIME_GROUPS = {"docker": ["docker"], "kubernetes": ["kubernetes"], "kubernetes-existing": ["docker"]}
 KUBERNETES_BUILD_MINUTES = 10  # measured cold on this 2-core machine (scripts/build-kubernetes.sh)
 
 
@@ -59,16 +58,16 @@ def _script(name: str, args: list[str], what: str, log_name: str) -> None:
         raise DepsError(f"installing {what} failed (bash scripts/{name} {' '.join(args)}; log {log}): {tail}")
 
 
-def ensure(spec: ClusterSpec, runtime_kind: str, progress: Callable[[str, str], None]) -> None:
-    """Install what `spec` on `runtime_kind` needs and this machine lacks, saying what and why."""
-    ensure_groups(RUNTIME_GROUPS.get(runtime_kind, []) + debian_groups(spec.filesystem, spec), progress)
-    if runtime_kind == "kubernetes":
-        ensure_kubernetes_build(progress)
+def ensure(spec: ClusterSpec, runtime: type[Runtime], progress: Callable[[str, str], None]) -> None:
+    """Install what `spec` on `runtime` needs and this machine lacks, saying what and why."""
+    ensure_groups([*runtime.debian_groups, *debian_groups(spec.filesystem, spec)], progress)
+    for build in runtime.builds:
+        BUILDS[build](progress)
 
 
 def ensure_runtime(runtime_kind: str, progress: Callable[[str, str], None]) -> None:
     """The runtime's own packages, for a command that uses it without a cluster (`images build`)."""
-    ensure_groups(RUNTIME_GROUPS.get(runtime_kind, []), progress)
+    ensure_groups(list(runtime_class(runtime_kind).debian_groups), progress)
 
 
 def ensure_groups(wanted: list[str], progress: Callable[[str, str], None]) -> None:
@@ -110,3 +109,7 @@ def ensure_kubernetes_build(progress: Callable[[str, str], None]) -> None:
     started = time.monotonic()
     _script("build-kubernetes.sh", [], "the Kubernetes and Rook build", "build-kubernetes.log")
     progress("built", f"Kubernetes and Rook in {(time.monotonic() - started) / 60:.1f} min")
+
+
+# The one-time builds a runtime names in `Runtime.builds`.
+BUILDS: dict[str, Callable[[Callable[[str, str], None]], None]] = {"kubernetes": ensure_kubernetes_build}

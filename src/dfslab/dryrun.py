@@ -9,13 +9,18 @@ from dataclasses import dataclass, field
 
 from .backends import backend_class
 from .experiment import Experiment
+from .registry import runtime_of
 from .spec import ClusterSpec, SpecError
 
 # Bring-up and teardown as measured on this 2-core machine: examples/ceph-small.yaml on the local
 # runtime 8-9 s up, 2 s down; the same cluster by Rook on Kubernetes 79 s to HEALTH_OK
 # (bench/bringup.py --kubernetes: the nodes' containerd seeded, the MON's canary patched, the
 # MGR's startup probe asked every 2 s).
-DEPLOY_SECONDS = {"local": 10.0, "loopback": 10.0, "docker": 30.0, "kubernetes": 80.0, "host": 2.0}
+
+
+def deploy_seconds(spec: ClusterSpec) -> float:
+    """A deploy of a cluster of `spec`, as its runtime declares it measured."""
+    return runtime_of(spec).deploy_seconds
 TEARDOWN_SECONDS = 2.0
 # Per step and repetition beyond the tool's own time, by where the tools run (client:): a Job's
 # pod starts first (~5 s measured; the admin commands around a step take the control path).
@@ -97,7 +102,7 @@ def run_seconds(exp: Experiment, spec: ClusterSpec, one: Plan) -> list[tuple[str
 
     def on(entry: str) -> float:
         variant = exp.on_runtime(entry)
-        return (one.seconds - DEPLOY_SECONDS.get(spec.runtime, 30.0) + DEPLOY_SECONDS.get(variant.cluster.runtime, 30.0)
+        return (one.seconds - deploy_seconds(spec) + deploy_seconds(variant.cluster)
                 + steps * STEP_OVERHEAD.get(variant.client_kind(variant.cluster), 0.0))
     if exp.file.runtimes:
         return [(f"runtime {rt}", on(rt)) for rt in runtime_order(exp)]
@@ -117,7 +122,7 @@ def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
             result.problems += err.problems
     reps = exp.file.repetitions
     if owned:
-        result.phases.append((f"deploy ({spec.filesystem}, runtime {spec.runtime})", DEPLOY_SECONDS.get(spec.runtime, 30.0)))
+        result.phases.append((f"deploy ({spec.filesystem}, runtime {spec.runtime})", deploy_seconds(spec)))
     result.phases += baseline_seconds(exp, spec)
     for step in exp.steps:
         result.steps.append({"index": step.index, "label": step.plan_label, "seconds": reps * step.workload.estimate(step.params),

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .chaos.entry import FaultEntry
 from .fields import Seconds, Strict, field_units
+from .registry import runtime_of
 from .spec import ClusterSpec, SpecError, _problems, check_name, model_in, parse_spec, read_yaml
 from .units import ByteCount
 from .workloads import FORMER_NAMES, WORKLOADS, Workload, current_name, workload
@@ -188,10 +189,9 @@ def client_kind(asked: str, spec: ClusterSpec) -> str:
     if asked == "auto":
         return kinds[0]
     if asked not in kinds:
-        where = "a Kubernetes you run" if spec.runtime == "kubernetes" else f"runtime {spec.runtime}"
-        why = ("this machine has no route to its storage: its tools run as Jobs" if kinds == ("job",)
-               else "Jobs are Kubernetes': the tools run in the client node's namespace here")
-        raise SpecError([("client", f"client: {asked} cannot be on {where} ({why}); use client: {kinds[0]} or auto")])
+        runtime = runtime_of(spec)
+        raise SpecError([("client", f"client: {asked} cannot be on {runtime.where} ({runtime.client_refusal(asked)}); "
+                                    f"use client: {kinds[0]} or auto")])
     return asked
 
 

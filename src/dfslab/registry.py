@@ -24,6 +24,18 @@ FILESYSTEMS = {
     "external": "dfslab.backends.external",
 }
 
+# Where processes run (dfslab.runtime): each a `Runtime` whose class attributes declare what it
+# can do. The spec's `runtime:` names one of the first four; a runtime may hand a spec to
+# another (`Runtime.for_spec`: kubernetes with a kubeconfig is a Kubernetes you run).
+RUNTIMES = {
+    "local": "dfslab.runtime.local:LocalNetnsRuntime",
+    "docker": "dfslab.runtime.docker:DockerRuntime",
+    "kubernetes": "dfslab.runtime.kubernetes:KubernetesRuntime",
+    "host": "dfslab.runtime.host:HostRuntime",
+    "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
+    "kubernetes-existing": "dfslab.runtime.kubernetes.existing:ExistingKubernetesRuntime",
+}
+
 
 @dataclass(frozen=True)
 class Target:
@@ -58,6 +70,16 @@ def load_class(path: str) -> Any:
     """The class a registry names as "module:Class", imported now (every registry's plugins)."""
     module, _, cls = path.partition(":")
     return getattr(import_module(module), cls)
+
+
+def runtime_class(kind: str) -> Any:
+    """The `Runtime` class registered as `kind`."""
+    return load_class(RUNTIMES[kind])
+
+
+def runtime_of(spec: Any) -> Any:
+    """The `Runtime` class a cluster of `spec` runs on: what it can do, before anything is made."""
+    return runtime_class(spec.runtime).for_spec(spec)
 
 
 def store_class(target: str) -> Any:

@@ -27,6 +27,7 @@ from .compare import compare_runs, headline, verdict  # noqa: E402
 from .results import RunDir, with_units  # noqa: E402
 from .units import human_bytes, quantity, si, to_display  # noqa: E402
 from .ledger import FROM_STORAGE_FLOOR, shares as ledger_shares  # noqa: E402
+from .registry import RUNTIMES, runtime_class  # noqa: E402
 from .workloads import MIN_PHASE_SECONDS, direction  # noqa: E402
 
 # Tables sit in div.wide: the results table with every metric column was 1431 px wide, wider
@@ -42,7 +43,7 @@ ul.bn li{margin:.25em 0;font-family:ui-monospace,monospace;font-size:.92em}
 p.verdict{font-size:1.1em}td.sat{font-weight:bold;color:#b00}p.note{font-size:.85em;color:#555;max-width:60em}
 </style></head><body>
 <h1>dfslab {{ title }}</h1>
-<p>Cluster <b>{{ cluster }}</b> ({{ filesystem }}, runtime {{ runtime }}{% if prov.client == 'job' %}, each tool a Job that mounts anew{% elif prov.client == 'host' and runtime == 'kubernetes' %}, tools on the host's client{% endif %}) ·
+<p>Cluster <b>{{ cluster }}</b> ({{ filesystem }}, runtime {{ runtime }}{% if prov.client == 'job' %}, each tool a Job that mounts anew{% elif prov.client == 'host' and client_choice %}, tools on the host's client{% endif %}) ·
 {{ started }} · {{ duration }} · dfslab {{ prov.dfslab_version }} ({{ prov.git_revision }}) · {{ (prov.filesystem_versions or {'ceph': prov.ceph_version}).values()|join(' · ') }} ·
 kernel {{ prov.kernel }} · {{ prov.cpus }} CPUs · {{ memory }}</p>
 <h2 id="verdict">Verdict</h2>
@@ -419,8 +420,11 @@ def _latency_figures(rows, varying) -> list[dict]:
 NUMERIC_AXES = ("threads", "numjobs", "iodepth", "procs", "servers", "clients", "concurrency")
 
 
-# Runtimes whose every node is a namespace or container on this one machine.
-ONE_HOST_RUNTIMES = ("local", "loopback", "docker")
+def _runtime_facts(kind: str) -> Any:
+    """What the runtime a run's status names declares (None: a kind this dfslab does not know)."""
+    return runtime_class(kind) if kind in RUNTIMES else None
+
+
 ONE_HOST_NOTE = (" · every server runs on this one machine (its CPUs, disk and memory): more servers add no "
                  "hardware, so this sweep cannot show how the filesystem scales with servers")
 
@@ -672,11 +676,14 @@ def build(run_path: Path) -> Path:
                   "; red: fault injected, green: undone", t0, faults, log=True)
         if faults else None,
     ) if f]
-    figures += _filegrid_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying, status.get("runtime") in ONE_HOST_RUNTIMES) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
+    facts = _runtime_facts(status.get("runtime", "?"))
+    one_host = bool(facts and facts.one_host and facts.starts_nodes)
+    figures += _filegrid_heatmaps(rows) + _latency_figures(rows, varying) + _scaling_figures(rows, varying, one_host) + _sql_figure(rows) + _pushdown_figures(rows) + _per_second(rows, varying)
     swept = run.read_json("settings.json") or {}
     html = TEMPLATE.render(
         title=f"run {run.path.name}", cluster=status.get("name", prov.get("cluster", "?")),
         filesystem=status.get("filesystem", "?"), runtime=status.get("runtime", "?"),
+        client_choice=bool(facts and len(facts.client_kinds) > 1),
         health=status.get("health", "unknown"), prov=prov, memory=human_bytes(prov.get("memory_bytes", 0)),
         started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)) if start else "?",
         duration=f"{end - start:.0f} s" if start and end else "unfinished",

@@ -22,7 +22,7 @@ from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
 from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
 from .results import RunDir
-from .runtime import runtime_class
+from .runtime import runtime_of
 from .fields import field_units
 from . import ledger
 from .spec import ClusterSpec, SpecError
@@ -338,7 +338,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
         backend_kind = backend_class(spec)
         run_dir.start(spec_hash, backend_kind.versions(spec),
-                      [c.as_json() for c in backend_kind.charts] + list(runtime_class(spec.runtime).charts))
+                      [c.as_json() for c in backend_kind.charts] + list(runtime_of(spec).charts))
         run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
         done, intervals, attempt = set(), [], 1
     first_new = len(intervals)

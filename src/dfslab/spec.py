@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
-from .registry import FILESYSTEMS, default_runtime, engines_of, section_class
+from .registry import FILESYSTEMS, default_runtime, engines_of, runtime_class, runtime_of, section_class
 from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 
@@ -212,23 +212,27 @@ class ClusterBase(Strict):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ClusterSpec":
-        deploys = self.runtime != "host"
-        if deploys and default_runtime(self.filesystem) == "host":
-            raise ValueError(f"runtime: {self.filesystem} starts nothing, so it runs on runtime host; leave runtime out")
+        runtime = runtime_of(self)
+        deploys = runtime.starts_nodes
+        fs_default = default_runtime(self.filesystem)
+        starts_nothing = fs_default is not None and not runtime_class(fs_default).starts_nodes
+        if deploys and starts_nothing:
+            raise ValueError(f"runtime: {self.filesystem} starts nothing, so it runs on runtime {fs_default}; "
+                             "leave runtime out")
         if deploys and not self.nodes:
             raise ValueError("nodes: need at least one node (e.g. nodes: 3)")
-        if not deploys and default_runtime(self.filesystem) != "host":
-            raise ValueError(f"runtime: host starts nothing, so it only measures a cluster you run (filesystem: "
-                             f"external); use runtime local or docker for {self.filesystem}")
+        if not deploys and not starts_nothing:
+            raise ValueError(f"runtime: {self.runtime} starts nothing, so it only measures a cluster you run "
+                             f"(filesystem: external); use runtime local or docker for {self.filesystem}")
         if not deploys and self.nodes:
-            raise ValueError("nodes: runtime host starts no nodes (the cluster is one you already run); remove nodes:")
-        if self.runtime == "kubernetes" and "kubernetes" not in engines_of(self.filesystem):
-            having = [fs for fs in FILESYSTEMS if "kubernetes" in engines_of(fs)]
-            raise ValueError(f"runtime: on kubernetes an engine of dfslab's deploys the filesystem (there is one "
+            raise ValueError(f"nodes: runtime {self.runtime} starts no nodes (the cluster is one you already run); "
+                             "remove nodes:")
+        if runtime.engine_deploys and self.runtime not in engines_of(self.filesystem):
+            having = [fs for fs in FILESYSTEMS if self.runtime in engines_of(fs)]
+            raise ValueError(f"runtime: on {self.runtime} an engine of dfslab's deploys the filesystem (there is one "
                              f"for {', '.join(having)}); {self.filesystem} has none in dfslab yet: use runtime local "
                              f"or docker")
-        if self.runtime == "kubernetes" and self.kubernetes.user_cluster:
-            self.kubernetes.check_nodes(self)
+        runtime.check_spec(self)
         names = [n.name for n in self.nodes]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -241,9 +245,7 @@ class ClusterBase(Strict):
         `client:`). host: in the client node's network namespace on this machine, through the
         long-lived FUSE mount dfslab keeps; job: each tool a Kubernetes Job whose pod mounts the
         filesystem anew. On a Kubernetes you run this machine has no route to the cluster."""
-        if self.runtime != "kubernetes":
-            return ("host",)
-        return ("job",) if self.kubernetes.user_cluster else ("host", "job")
+        return runtime_of(self).client_kinds
 
     def node_names(self) -> list[str]:
         return [n.name for n in self.nodes]

@@ -208,8 +208,8 @@ class _Search:
     @property
     def deploy_guess(self) -> float:
         """What `run --dry-run` expects a deploy on this runtime to take."""
-        from .dryrun import DEPLOY_SECONDS
-        return DEPLOY_SECONDS.get(self.exp.cluster.runtime, FRESH_CLUSTER_GUESS)
+        from .dryrun import deploy_seconds
+        return deploy_seconds(self.exp.cluster)
 
     def setting_cost(self) -> float:
         """A setting's repetitions and, at most, a fresh cluster: the slowest one timed so far, or

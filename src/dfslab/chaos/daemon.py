@@ -37,7 +37,7 @@ class KillDaemon(Fault):
     def in_pods(self):
         """On runtime kubernetes the daemons are pods' containers: their processes get the signal
         and their kubelet, not dfslab, starts them again (chaos/pod.py)."""
-        if self.cluster.runtime.kind != "kubernetes":
+        if not self.cluster.runtime.daemons_in_pods:
             return None
         from .pod import SignalDaemonContainers
         return SignalDaemonContainers(self.cluster, self.kind, self.signal)

@@ -34,9 +34,9 @@ class KubernetesFault(Fault):
     """A fault through the API server of a cluster dfslab runs on its local Kubernetes."""
 
     def api(self):
-        if self.cluster.runtime.kind != "kubernetes":
-            raise FaultInputError(f"fault {self.kind} is for runtime kubernetes; cluster {self.cluster.state.name} runs on "
-                                  f"{self.cluster.runtime.kind}")
+        if not self.cluster.runtime.daemons_in_pods:
+            raise FaultInputError(f"fault {self.kind} is for a filesystem in Kubernetes' pods; cluster "
+                                  f"{self.cluster.state.name} runs on {self.cluster.runtime.where}")
         return self.cluster.backend.api()
 
     def core(self):

@@ -12,40 +12,25 @@ from __future__ import annotations
 
 import os
 
-from ..registry import load_class
+from ..registry import RUNTIMES, runtime_class, runtime_of
 from ..spec import ClusterSpec
 from ..state import ClusterState
 from .base import CLIENT, RUN_DIR_ENV, Runtime, RuntimeError_
 
-__all__ = ["CLIENT", "RUN_DIR_ENV", "Runtime", "RuntimeError_", "RUNTIMES", "runtime_class", "select_runtime",
-           "attach_runtime"]
-
-RUNTIMES = {
-    "local": "dfslab.runtime.local:LocalNetnsRuntime",
-    "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
-    "docker": "dfslab.runtime.docker:DockerRuntime",
-    "kubernetes": "dfslab.runtime.kubernetes:KubernetesRuntime",
-    "kubernetes-existing": "dfslab.runtime.kubernetes.existing:ExistingKubernetesRuntime",
-    "host": "dfslab.runtime.host:HostRuntime",
-}
-
-
-def runtime_class(kind: str) -> type[Runtime]:
-    return load_class(RUNTIMES[kind])
+__all__ = ["CLIENT", "RUN_DIR_ENV", "Runtime", "RuntimeError_", "RUNTIMES", "runtime_class", "runtime_of",
+           "select_runtime", "attach_runtime"]
 
 
 def select_runtime(spec: ClusterSpec, state: ClusterState) -> Runtime:
     """The spec's runtime; `local` falls back to loopback addresses without CAP_NET_ADMIN."""
-    if spec.runtime == "local":
-        from .local import LocalNetnsRuntime, netns_available  # the registry picks among runtimes
+    chosen = runtime_of(spec)
+    if chosen.kind == "local":
+        from .local import netns_available  # the registry picks among runtimes
         # DFSLAB_NO_NETNS=1 takes the fallback on purpose (to test it, or to share the host's lo).
-        if os.environ.get("DFSLAB_NO_NETNS") != "1" and netns_available():
-            return LocalNetnsRuntime(state)
-        from .loopback import LoopbackRuntime
-        return LoopbackRuntime(state, fallback=True)
-    if spec.runtime == "kubernetes" and spec.kubernetes.user_cluster:
-        return runtime_class("kubernetes-existing")(state)
-    return runtime_class(spec.runtime)(state)
+        if os.environ.get("DFSLAB_NO_NETNS") == "1" or not netns_available():
+            from .loopback import LoopbackRuntime
+            return LoopbackRuntime(state, fallback=True)
+    return chosen(state)
 
 
 def attach_runtime(state: ClusterState) -> Runtime:

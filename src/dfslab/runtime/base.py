@@ -41,6 +41,50 @@ class Runtime(ABC):
     # and the report puts it beside every step. None: nothing of the kind runs here.
     platform: str | None = None
 
+    # -- what this runtime can do ------------------------------------------------
+    # Declared here, read by the spec's checks, preflight refusals, the dry run, the fault kinds
+    # and `dfslab capabilities` alike: no module outside runtime/ asks for a runtime's name.
+    where: str = "?"  # how messages name a cluster on it: "runtime local", "a Kubernetes you run"
+    starts_nodes: bool = True  # False: nothing is started (a cluster you run, reached from here)
+    # A filesystem deploys here only through an engine of its own (its package's ENGINES, under
+    # this runtime's spec name: Rook on Kubernetes), not through dfslab's own daemons' modules.
+    engine_deploys: bool = False
+    # Where the workloads' tools run (an experiment's `client:`), the default first: host, in the
+    # client node on this machine; job, a Kubernetes Job each.
+    client_kinds: tuple[str, ...] = ("host",)
+    # The storage daemons are pods' containers: a signal reaches them through their pod, and
+    # their kubelet, not dfslab, starts them again.
+    daemons_in_pods: bool = False
+    # dfslab runs the machines the nodes are (their kubelets, links, processes): node, link and
+    # node-loss faults can be injected and undone from here.
+    owns_machines: bool = True
+    # Each node's address lies in the spec's network.subnet (a filesystem may bind its public
+    # network to it); elsewhere the runtime hands out addresses of its own.
+    nodes_on_subnet: bool = False
+    one_host: bool = True  # every node's CPUs, disk and memory are this machine's
+    deploy_seconds: float = 30.0  # a small cluster's deploy, as measured here (the dry run's estimate)
+    debian_groups: tuple[str, ...] = ()  # groups of debian-packages.txt it needs on first use
+    builds: tuple[str, ...] = ()  # one-time builds before first use (deps.BUILDS)
+    # dfslab's own Python (the integrity writer and read-back, the s3 and parallel workers) runs
+    # where the clients are; not where clients are pods of an image that lacks dfslab.
+    runs_dfslab_on_clients: bool = True
+    # Why the ledger cannot count the client's bytes where `client_wire_counted` is False.
+    uncounted_why: str = "every node shares one interface"
+
+    @classmethod
+    def for_spec(cls, spec: ClusterSpec) -> type["Runtime"]:
+        """The runtime class a cluster of `spec` gets (kubernetes: the local one or yours)."""
+        return cls
+
+    @classmethod
+    def check_spec(cls, spec: ClusterSpec) -> None:
+        """What a spec on this runtime must hold beyond its fields (ValueError naming the field)."""
+
+    @classmethod
+    def client_refusal(cls, asked: str) -> str:
+        """Why a workload's tools cannot run as `asked` (a `client:` not in client_kinds)."""
+        return "Jobs are Kubernetes': the tools run in the client node's namespace here"
+
     def __init__(self, state: ClusterState):
         self.state = state
         self.procs = ProcessTable(state)

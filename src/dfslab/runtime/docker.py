@@ -64,6 +64,10 @@ def host_pid_among(candidates, pid: int) -> int | None:
 
 class DockerRuntime(LocalNetnsRuntime):
     kind = "docker"
+    where = "runtime docker"
+    nodes_on_subnet = False  # Docker's bridge network hands out the addresses
+    deploy_seconds = 30.0
+    debian_groups = ("docker",)
 
     @property
     def hub(self) -> str:

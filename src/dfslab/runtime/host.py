@@ -9,6 +9,11 @@ from .base import CLIENT, Runtime, RuntimeError_
 
 class HostRuntime(Runtime):
     kind = "host"
+    where = "a cluster you run, reached from this machine (runtime host)"
+    starts_nodes = False
+    owns_machines = False
+    one_host = False
+    deploy_seconds = 2.0
     # A cluster you run, reached from this machine: its interfaces carry the client's traffic
     # (and whatever else this machine sends, which the ledger cannot tell apart).
     client_wire_counted = True

@@ -88,8 +88,11 @@ def hub_ports(spec: ClusterSpec) -> dict[str, str]:
 
 class LocalNetnsRuntime(Runtime):
     kind = "local"
+    where = "runtime local"
     network_per_node = True
     client_wire_counted = True
+    nodes_on_subnet = True
+    deploy_seconds = 10.0
 
     def ns(self, node: str) -> str:
         return f"dfs-{self.state.name}-{node}"

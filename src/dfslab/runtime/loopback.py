@@ -12,6 +12,8 @@ from .base import Runtime, RuntimeError_
 
 class LoopbackRuntime(Runtime):
     kind = "loopback"
+    where = "runtime local (loopback addresses: no namespaces here)"
+    deploy_seconds = 10.0
 
     def __init__(self, state, fallback: bool = False):
         super().__init__(state)

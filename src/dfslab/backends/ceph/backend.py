@@ -92,7 +92,7 @@ class CephBackend(Backend):
         ctx.fsid = str(uuid.uuid4())
         self.state.update(fsid=ctx.fsid)
         self.layout.make_dirs()
-        public = str(ipaddress.IPv4Network(self.spec.network.subnet)) if self.runtime.kind == "local" else None
+        public = str(ipaddress.IPv4Network(self.spec.network.subnet)) if self.runtime.nodes_on_subnet else None
         self.layout.conf.write_text(render_conf(self.spec, self.layout, ctx.fsid, ctx.addresses, public))
 
         progress("starting monitors", f"{self.spec.ceph.mons} MON(s)")
@@ -191,7 +191,7 @@ class CephBackend(Backend):
         done = live.apply(self.ctx, run_ceph, changes, daemons)
         if done is not None:
             self.spec = new
-            public = str(ipaddress.IPv4Network(new.network.subnet)) if self.runtime.kind == "local" else None
+            public = str(ipaddress.IPv4Network(new.network.subnet)) if self.runtime.nodes_on_subnet else None
             self.layout.conf.write_text(render_conf(new, self.layout, self.ctx.fsid, self.ctx.addresses, public))
             for section, option, value in changes:
                 if section == live.CLIENT_SECTION:

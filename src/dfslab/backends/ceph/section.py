@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from ...fields import Bytes, Strict
+from ...registry import runtime_of
 from .options import as_text, option_problem
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class CephSpec(Strict):
                 problem = option_problem(section, key, as_text(value))
                 if problem:
                     raise ValueError(f"ceph.conf.{section}.{key}: {problem}")
-        if cluster.runtime == "kubernetes" and cluster.kubernetes.user_cluster:
+        if runtime_of(cluster).disk_per_node:  # your nodes' own devices, one per OSD
             for node in cluster.node_names():  # Rook makes an OSD on each device it is given
                 given = len(cluster.kubernetes.devices.get(node, []))
                 if given != self.osds_per_node:

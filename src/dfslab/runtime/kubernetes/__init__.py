@@ -27,7 +27,7 @@ from ...procs import TrackedProcess, proc_start_time, terminate
 from ...safety import remove_owned_tree
 from ...spec import ClusterSpec
 from ...state import dfslab_home
-from ..base import CLIENT, RuntimeError_
+from ..base import CLIENT, Runtime, RuntimeError_
 from ..local import LocalNetnsRuntime, NETNS_DIR
 from . import images as kimages
 from .binaries import API_PORT, binary
@@ -77,6 +77,14 @@ def pod_subnet(index: int) -> str:
 
 class KubernetesRuntime(LocalNetnsRuntime):
     kind = "kubernetes"
+    where = "runtime kubernetes (the local one dfslab starts)"
+    engine_deploys = True
+    client_kinds = ("host", "job")
+    daemons_in_pods = True
+    nodes_on_subnet = False  # the pods' addresses are Kubernetes' (their CNI's)
+    deploy_seconds = 80.0
+    debian_groups = ("kubernetes",)
+    builds = ("kubernetes",)
     # The tools' Jobs run on the client node with the host network: its namespace's counters are
     # theirs, plus the API server's chatter with the kubelets (it runs there too), which the
     # ledger counts as the client's (measured idle: see docs; small beside a step's transfer).
@@ -88,6 +96,13 @@ class KubernetesRuntime(LocalNetnsRuntime):
     charts = ({"match": rf"cpu\.({platform})", "unit": "% of one CPU",
                "title": "CPU Kubernetes itself takes (control plane, kubelets, containerd) over time",
                "faults_only": False},)
+
+    @classmethod
+    def for_spec(cls, spec: ClusterSpec) -> type[Runtime]:
+        if spec.kubernetes.user_cluster:
+            from .existing import ExistingKubernetesRuntime
+            return ExistingKubernetesRuntime
+        return cls
 
     @property
     def home(self) -> Path:

@@ -35,8 +35,26 @@ def image_pushed(registry: str, local_image: str) -> str:
 
 class ExistingKubernetesRuntime(Runtime):
     kind = "kubernetes-existing"
+    where = "a Kubernetes you run"
     network_per_node = True
     disk_per_node = True
+    engine_deploys = True
+    client_kinds = ("job",)
+    daemons_in_pods = True
+    owns_machines = False
+    one_host = False
+    deploy_seconds = 80.0
+    debian_groups = ("docker",)  # dfslab's image is built here, then pushed to your registry
+    runs_dfslab_on_clients = False
+    uncounted_why = "the client Jobs run on your nodes, whose interfaces this machine does not read"
+
+    @classmethod
+    def check_spec(cls, spec: ClusterSpec) -> None:
+        spec.kubernetes.check_nodes(spec)
+
+    @classmethod
+    def client_refusal(cls, asked: str) -> str:
+        return "this machine has no route to its storage: its tools run as Jobs"
 
     @property
     def section(self) -> dict:
