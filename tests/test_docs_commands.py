@@ -73,7 +73,7 @@ DRY_RUN = {
 # What each costs is measured in docs/measurements.md; the tests named run the same commands' work.
 COSTLY = {
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
-    "dfslab run examples/quick-any.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
+    "dfslab run examples/quick-blocks.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
 }
 # Lines that name the reader's own things without a placeholder's capitals, and where they run.

@@ -36,6 +36,7 @@ CASES = [
     (["plan", "nosuch.yaml"], 2, "nosuch.yaml: no such file"),
     (["version", "--bogus"], 2, "No such option: --bogus"),
     (["schema", "cluster"], 2, "no schema 'cluster'; give one of: spec, experiment"),
+    (["capabilities", "nosuch.yaml"], 2, "nosuch.yaml: no such file"),
     (["data", "load", "nosuch"], 1, "no cluster named 'nosuch'"),
     (["images", "build", "--bogus"], 2, "No such option: --bogus"),
     (["images", "list", "--bogus"], 2, "No such option: --bogus"),

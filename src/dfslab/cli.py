@@ -1003,6 +1003,33 @@ def schema(
 
 
 @app.command()
+def capabilities(
+    spec_file: Optional[Path] = typer.Argument(None, metavar="[SPEC]", help="a cluster spec: judge that cluster "
+                                                                            "(default: every kind of cluster)"),
+    as_json: bool = typer.Option(False, "--json", help="one object per cell: cluster, filesystem, capability, ok, reason"),
+) -> None:
+    """What each kind of cluster can do: every workload and target, fault kind, the checksummed
+    integrity check, the byte ledger and the step watch, yes or the reason it is refused.
+
+    Computed from the declarations that refuse a run before it starts (a backend's targets, a
+    runtime's clients, each fault's check), so a run is refused exactly where this says no. The
+    kinds: local, docker, kubernetes (the local one), kubernetes-yours (kubernetes.kubeconfig),
+    external-ceph, external-posix, external-s3, each judged on a spec with every optional daemon
+    on; give SPEC to judge yours, e.g. dfslab capabilities examples/rook-yours.yaml."""
+    from . import capabilities as caps
+    try:
+        specs = [(spec.name, spec) for spec in [load_spec(spec_file)]] if spec_file else None
+        found = caps.matrix(specs)
+    except USER_ERRORS as exc:
+        fail(exc)
+    if as_json:
+        print(json.dumps([c.as_json() for c in found], indent=1))
+        return
+    for line in caps.text(found):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+@app.command()
 def version() -> None:
     """Print dfslab's version."""
     print(__version__)

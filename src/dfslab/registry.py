@@ -32,8 +32,8 @@ RUNTIMES = {
     "docker": "dfslab.runtime.docker:DockerRuntime",
     "kubernetes": "dfslab.runtime.kubernetes:KubernetesRuntime",
     "host": "dfslab.runtime.host:HostRuntime",
-    "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
     "kubernetes-existing": "dfslab.runtime.kubernetes.existing:ExistingKubernetesRuntime",
+    "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
 }
 
 
@@ -106,6 +106,12 @@ def backend_class_of(filesystem: str, runtime: str | None = None) -> Any:
     if engine:
         return load_class(engine)
     return import_module(f"{FILESYSTEMS[filesystem]}.backend").BACKEND
+
+
+def samples_of(filesystem: str) -> dict[str, dict]:
+    """{cluster kind: spec fields} `dfslab capabilities` judges `filesystem` on ("": on every
+    runtime that starts nodes, under the runtime's own kind)."""
+    return dict(getattr(import_module(FILESYSTEMS[filesystem]), "SAMPLES", {}))
 
 
 def faults_of(filesystem: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ import psutil
 
 from . import cluster, report
 from .backends import Progress, backend_class, backend_for
+from .capabilities import integrity_refusal, workload_refusal
 from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies, fault_class
 from .chaos.faultrun import FaultRun
@@ -280,13 +281,20 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
     """What only the cluster can tell: refuse before anything runs."""
     offered = backend_class(spec).targets_for(spec)
     problems = exp.fault_timing_problems()
+    if refused := backend_class(spec).refusal(spec):
+        problems.append(("cluster", refused))
     for step in exp.steps:
         need = step.workload.needs(step.params)
+        field = "target" if getattr(step.params, "target", None) else "type"
         if need and need not in offered:
-            field = "target" if getattr(step.params, "target", None) else "type"
             problems.append((f"workloads[{step.index}].{field}",
                              f"{step.workload.name} needs {_hint(need)}, which cluster {spec.name!r} "
-                             f"({spec.filesystem}) does not have; it offers: {', '.join(sorted(offered)) or 'nothing'}"))
+                             f"({spec.filesystem}) does not have ({backend_class(spec).target_refusal(spec, need)}); "
+                             f"it offers: {', '.join(sorted(offered)) or 'nothing'}"))
+        elif refused := workload_refusal(step.workload, need, spec):
+            problems.append((f"workloads[{step.index}].{field}", refused))
+    if exp.file.faults and (refused := integrity_refusal(spec)):
+        problems.append(("faults", f"every fault run checks what held with checksummed writes, and here {refused}"))
     for i, entry in enumerate(exp.file.faults):
         try:
             check_applies(entry.kind, spec)

@@ -114,8 +114,33 @@ class Backend(ABC):
         return frozenset()
 
     @classmethod
+    def refusal(cls, spec: ClusterSpec) -> str | None:
+        """Why a cluster of `spec` cannot be had at all, from the spec alone (None: it can):
+        what this filesystem does not do on that kind of cluster, whatever the machine."""
+        return None
+
+    @classmethod
+    def target_refusal(cls, spec: ClusterSpec, target: str) -> str:
+        """Why a cluster of `spec` does not offer `target` (one `targets_for` leaves out)."""
+        from ..registry import runtime_of
+        says = TARGETS[target].says if target in TARGETS else target
+        if target not in cls.offers:
+            return f"{cls.name} does not offer {says}"
+        if cls.offers[target]:
+            return f"{says}: needs {cls.offers[target]}"
+        return f"{says}: not on {runtime_of(spec).where}"
+
+    @classmethod
+    def refuse_if_refused(cls, spec: ClusterSpec) -> None:
+        """PreflightError with `refusal`'s reason, if it has one."""
+        refused = cls.refusal(spec)
+        if refused:
+            raise PreflightError(refused)
+
+    @classmethod
     def preflight(cls, spec: ClusterSpec) -> None:
         """Refuse, before anything is made, a cluster this machine cannot hold."""
+        cls.refuse_if_refused(spec)
         missing = [t for t in cls.required_programs if shutil.which(t) is None]
         if missing:
             raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
@@ -196,6 +221,11 @@ class Backend(ABC):
     @abstractmethod
     def status(self) -> dict[str, Any]:
         """health, summary, tables, write_amplification, plus the filesystem's own keys."""
+
+    @classmethod
+    def watches(cls) -> bool:
+        """Whether this backend reads its cluster's health into `alarms` (so a step's watch can stop it)."""
+        return cls.alarms is not Backend.alarms
 
     def alarms(self) -> list[str]:
         """What would make a client's I/O wait forever, as this backend's latest `sample` saw it

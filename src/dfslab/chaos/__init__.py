@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..registry import FILESYSTEMS, backend_class_of, faults_of, load_class
+from ..registry import FILESYSTEMS, backend_class_of, faults_of, load_class, runtime_of
 
 if TYPE_CHECKING:  # the cluster layer is above this package's registry and base class
     from ..cluster import Attached
@@ -71,6 +71,12 @@ class Fault(ABC):
         return {**known, **options}
 
     @classmethod
+    def runtime_refusal(cls, runtime: Any) -> str | None:
+        """Why this kind cannot be injected on `runtime` (a Runtime class: what it declares it can
+        do), None where it can."""
+        return None
+
+    @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
         """Why `target` names nothing a cluster of `spec` will have (None: it may), found from the
         spec before a run starts rather than by the inject mid-run."""
@@ -106,6 +112,10 @@ def check_applies(kind: str, spec: Any) -> None:
     refusal = backend.refuses_faults(spec, kind)
     if refusal:
         raise FaultInputError(refusal)
+    if kind in FAULTS:
+        refusal = fault_class(kind).runtime_refusal(runtime_of(spec))
+        if refusal:
+            raise FaultInputError(f"fault {kind}: {refusal}")
     filesystem = spec.filesystem
     owner = FILESYSTEM_OF.get(kind)
     if owner and owner != filesystem and kind not in backend.borrowed_faults:

@@ -33,6 +33,13 @@ RESTART_TIMEOUT = 300
 class KubernetesFault(Fault):
     """A fault through the API server of a cluster dfslab runs on its local Kubernetes."""
 
+    @classmethod
+    def runtime_refusal(cls, runtime) -> str | None:
+        if not runtime.daemons_in_pods:
+            return (f"for a filesystem in Kubernetes' pods (runtime kubernetes); on {runtime.where} its daemons are "
+                    "processes: use kill, stop or node")
+        return None
+
     def api(self):
         if not self.cluster.runtime.daemons_in_pods:
             raise FaultInputError(f"fault {self.kind} is for a filesystem in Kubernetes' pods; cluster "
@@ -120,6 +127,12 @@ class NodeLoss(_NodeFault):
     kind = "nodeloss"
     help = ("runtime kubernetes (local): a node dies: kill -9 its kubelet, containerd and pods' processes (node2); "
             "undo: containerd and kubelet start again, the node's pods run again")
+
+    @classmethod
+    def runtime_refusal(cls, runtime) -> str | None:
+        if not runtime.owns_machines:  # its kubelet and containerd are processes dfslab started
+            return f"kills a node's kubelet and containerd, which on {runtime.where} are not dfslab's to kill"
+        return super().runtime_refusal(runtime)
 
     def _node_procs(self, target: str) -> list:
         runtime = self.cluster.runtime

@@ -15,6 +15,10 @@ from . import Fault, FaultError, FaultInputError, not_a_machine
 
 class _LinkFault(Fault):
     @classmethod
+    def runtime_refusal(cls, runtime) -> str | None:
+        return None if runtime.links else f"needs the nodes' own links, which {runtime.where} does not have"
+
+    @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
         return not_a_machine(target, spec)
 

@@ -61,13 +61,16 @@ class Runtime(ABC):
     # Each node's address lies in the spec's network.subnet (a filesystem may bind its public
     # network to it); elsewhere the runtime hands out addresses of its own.
     nodes_on_subnet: bool = False
+    # Each node has a link of its own (a veth pair dfslab made: `link_ends`), to shape and to cut.
+    links: bool = False
     one_host: bool = True  # every node's CPUs, disk and memory are this machine's
     deploy_seconds: float = 30.0  # a small cluster's deploy, as measured here (the dry run's estimate)
     debian_groups: tuple[str, ...] = ()  # groups of debian-packages.txt it needs on first use
     builds: tuple[str, ...] = ()  # one-time builds before first use (deps.BUILDS)
-    # dfslab's own Python (the integrity writer and read-back, the s3 and parallel workers) runs
-    # where the clients are; not where clients are pods of an image that lacks dfslab.
-    runs_dfslab_on_clients: bool = True
+    # The kind of cluster `dfslab capabilities` names for this runtime, and the spec fields of the
+    # sample it is judged on (a filesystem's SAMPLES add their sections); None: not a kind of its own.
+    capability_kind: str | None = None
+    sample: dict[str, Any] = {}
     # Why the ledger cannot count the client's bytes where `client_wire_counted` is False.
     uncounted_why: str = "every node shares one interface"
 
@@ -79,6 +82,12 @@ class Runtime(ABC):
     @classmethod
     def check_spec(cls, spec: ClusterSpec) -> None:
         """What a spec on this runtime must hold beyond its fields (ValueError naming the field)."""
+
+    @classmethod
+    def runs_module(cls, module: str) -> bool:
+        """Whether dfslab's own module `module` (a worker: the s3 load, the integrity writer and
+        read-back) can run where this runtime's clients are: here, wherever dfslab is."""
+        return True
 
     @classmethod
     def client_refusal(cls, asked: str) -> str:

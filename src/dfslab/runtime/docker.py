@@ -68,6 +68,8 @@ class DockerRuntime(LocalNetnsRuntime):
     nodes_on_subnet = False  # Docker's bridge network hands out the addresses
     deploy_seconds = 30.0
     debian_groups = ("docker",)
+    capability_kind = "docker"
+    sample = {"runtime": "docker", "nodes": 3}
 
     @property
     def hub(self) -> str:

@@ -14,6 +14,7 @@ class HostRuntime(Runtime):
     owns_machines = False
     one_host = False
     deploy_seconds = 2.0
+    sample = {"runtime": "host"}  # its kinds are the filesystems' (external-ceph, -posix, -s3)
     # A cluster you run, reached from this machine: its interfaces carry the client's traffic
     # (and whatever else this machine sends, which the ledger cannot tell apart).
     client_wire_counted = True

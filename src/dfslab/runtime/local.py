@@ -92,6 +92,9 @@ class LocalNetnsRuntime(Runtime):
     network_per_node = True
     client_wire_counted = True
     nodes_on_subnet = True
+    links = True
+    capability_kind = "local"
+    sample = {"runtime": "local", "nodes": 3}
     deploy_seconds = 10.0
 
     def ns(self, node: str) -> str:

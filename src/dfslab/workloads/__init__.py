@@ -12,6 +12,7 @@ import json
 import re
 import shlex
 import subprocess
+import typing
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
@@ -212,6 +213,20 @@ class Workload(ABC):
         """An entry's parameters written for this workload's former name `former`, as they are
         called today (most workloads only changed their name)."""
         return params
+
+    # dfslab's own modules its tools run on the clients (`python -m MODULE`): where a runtime's
+    # clients cannot run them (Runtime.runs_module), the workload is refused before a run starts.
+    workers: tuple[str, ...] = ()
+
+    @classmethod
+    def cluster_targets(cls) -> list[str]:
+        """Every target of a cluster this workload can run against: its `target` parameter's
+        choices (this machine's disk left out), else what it `requires`."""
+        field = cls.Params.model_fields.get("target")
+        if field is None:
+            return [cls.requires] if cls.requires else []
+        choices = typing.get_args(field.annotation)
+        return list(dict.fromkeys(t for t in map(cluster_target, choices) if t))
 
     def needs(self, params: Any) -> str | None:
         """What this run needs of the cluster (see Backend.targets_for): its target's, else `requires`."""

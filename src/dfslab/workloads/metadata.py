@@ -22,6 +22,8 @@ from .filegrid import fresh_directory
 PHASES = ("create", "stat", "read", "unlink")
 
 
+WORKER = "dfslab.workloads.metadata_worker"  # run on the clients as `python -m WORKER`
+
 class MetadataParams(WorkloadParams):
     target: FileTarget = FS_TARGET
     procs: int = Field(2, ge=1, le=64)
@@ -31,6 +33,7 @@ class MetadataParams(WorkloadParams):
 
 class Metadata(Workload):
     name = "metadata"
+    workers = (WORKER,)
     Params = MetadataParams
 
     def estimate(self, params: MetadataParams) -> float:
@@ -41,7 +44,7 @@ class Metadata(Workload):
         tag = runner.raw_name(f"metadata-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}")
         (base / tag).mkdir(parents=True, exist_ok=True)
         with fresh_directory(runner, base / tag) if params.target != "local" else nullcontext(base / tag) as later:
-            argv = [sys.executable, "-m", "dfslab.workloads.metadata_worker", str(base / tag), str(params.procs),
+            argv = [sys.executable, "-m", WORKER, str(base / tag), str(params.procs),
                     str(params.files_per_proc), str(params.file_size), str(later)]
             result = json.loads(runner.run(argv, tag, timeout=3600))
         labels = params.model_dump(mode="python")

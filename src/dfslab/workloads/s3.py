@@ -21,6 +21,8 @@ MB = 1e6
 PHASES = ("write", "read", "mixed", "list", "delete")
 
 
+WORKER = "dfslab.workloads.s3_worker"  # run on the clients as `python -m WORKER`
+
 class S3Params(WorkloadParams):
     object_size: Bytes = Field("1MiB", description="bytes per object (one PUT or GET each)")
     threads: int = Field(4, ge=1, le=64, description="requests in flight (one S3 client each)")
@@ -40,6 +42,7 @@ class S3Params(WorkloadParams):
 
 class S3(Workload):
     name = "s3"
+    workers = (WORKER,)
     Params = S3Params
     requires = "s3"
 
@@ -57,7 +60,7 @@ class S3(Workload):
         endpoint = endpoints[min(params.gateway, len(endpoints) - 1)]
         bucket = runner.storage.s3_bucket()
         tag = runner.raw_name(f"s3-{params.object_size}-t{params.threads}-r{repetition}")
-        argv = [sys.executable, "-m", "dfslab.workloads.s3_worker", endpoint, creds, bucket, str(params.object_size),
+        argv = [sys.executable, "-m", WORKER, endpoint, creds, bucket, str(params.object_size),
                 str(params.threads), str(params.seconds), region, ",".join(params.ops), str(params.read_percent)]
         result = json.loads(runner.run(argv, tag, timeout=len(params.ops) * (2 * params.seconds + 60) + 60))
         labels = params.model_dump(mode="python", exclude={"ops"})

@@ -16,6 +16,10 @@ def debian_groups_for(spec) -> list[str]:
     return ["rgw"] if spec.ceph.rgw else []
 
 
+# What `dfslab capabilities` judges a Ceph cluster on (every optional daemon on; Rook takes no OSD
+# device under 5 GiB), on each runtime's sample: {cluster kind: spec fields}, "" for the runtime's.
+SAMPLES = {"": {"ceph": {"mons": 1, "rgw": 1, "cephfs": True, "osd_size": "6GiB"}}}
+
 # On runtime kubernetes Rook deploys Ceph; dfslab renders its objects and measures what it built.
 ENGINES = {"kubernetes": "dfslab.backends.ceph.rook:RookCephBackend"}
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).

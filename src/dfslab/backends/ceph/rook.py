@@ -237,10 +237,7 @@ class RookCephBackend(CephBackend):
     def preflight(cls, spec) -> None:
         if spec.kubernetes.user_cluster:
             if spec.ceph.rgw:  # refused before anything is made, not found out by the first object workload
-                raise PreflightError("ceph.rgw: not on a Kubernetes you run yet: the s3 workload and the checksummed "
-                                     "objects are dfslab's own Python, which runs only on a node of dfslab's; run "
-                                     "your gateway and measure it with filesystem: external, external.s3 "
-                                     "(docs/existing.md), or use runtime kubernetes with kubernetes.local")
+                raise PreflightError(f"ceph.rgw: {cls.target_refusal(spec, 's3')}")
             return  # nothing of Ceph runs on this machine; the devices are your nodes'
         # ceph-volume (which Rook runs) skips a device under 5 GiB: "Insufficient space (<5GB)".
         if spec.ceph.osd_size < 5 * 2**30:
@@ -251,8 +248,22 @@ class RookCephBackend(CephBackend):
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
         targets = super().targets_for(spec)
-        # CephFS is mounted on this machine for fio's directory set-up: not where your nodes are.
-        return targets - {"fs"} if spec.kubernetes.user_cluster else targets
+        # CephFS is mounted on this machine for fio's directory set-up: not where your nodes are;
+        # the s3 worker is dfslab's own Python, which the pods there do not hold.
+        return targets - {"fs", "s3"} if spec.kubernetes.user_cluster else targets
+
+    @classmethod
+    def target_refusal(cls, spec, target: str) -> str:
+        if target == "fs" and spec.kubernetes.user_cluster and spec.ceph.cephfs:
+            return ("a POSIX mount: on a Kubernetes you run, file workloads' directories are set up through a CephFS "
+                    "mount on this machine, which has no route to your nodes (client Jobs that set up their own "
+                    "are not built yet)")
+        if target == "s3" and spec.kubernetes.user_cluster and spec.ceph.rgw:
+            return ("not on a Kubernetes you run yet: the s3 workload and the checksummed objects are "
+                    "dfslab's own Python, which your nodes' pods do not hold; run your gateway and measure it with "
+                    "filesystem: external, external.s3 (docs/existing.md), or use runtime kubernetes with "
+                    "kubernetes.local")
+        return super().target_refusal(spec, target)
 
     @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:

@@ -6,3 +6,11 @@ only what a run creates (a pool with dfslab's prefix, a directory under the path
 # Nothing to start, so nothing to put in namespaces or containers.
 DEFAULT_RUNTIME = "host"
 IMAGE_PACKAGES: list[str] = []
+# What `dfslab capabilities` judges each kind of cluster you run on (no file is read: the spec only).
+SAMPLES = {
+    "external-ceph": {"external": {"ceph": {"conf": "/etc/ceph/ceph.conf", "cephfs": True,
+                                            "keyring": "/etc/ceph/ceph.client.admin.keyring"}, "allow_faults": ["out"]}},
+    "external-posix": {"external": {"posix": {"path": "/mnt/lustre"}}},
+    "external-s3": {"external": {"s3": {"endpoint": "http://s3.example.org:7480", "access_key_env": "S3_ACCESS_KEY",
+                                        "secret_key_env": "S3_SECRET_KEY"}}},
+}

@@ -7,6 +7,8 @@ IMAGE_PACKAGES = ["glusterfs-server"]
 # Groups of src/dfslab/debian-packages.txt this filesystem needs here beyond `make demo`'s
 # (installed on its first use, dfslab.deps).
 DEBIAN_GROUPS = ["gluster"]
+# What `dfslab capabilities` judges a GlusterFS cluster on: the section's defaults.
+SAMPLES: dict[str, dict] = {"": {}}
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"brick": "dfslab.backends.gluster.faults:KillBrick"}
 # Runtimes on which an engine of their own deploys it (kubernetes: glusterd StatefulSet + bootstrap Job).

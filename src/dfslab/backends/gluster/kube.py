@@ -25,7 +25,7 @@ from typing import Any
 
 from ...runtime import CLIENT
 from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, running_ready, validate_all
-from .. import BackendError, PodSelector, PreflightError, Progress
+from .. import BackendError, PodSelector, Progress
 from . import volume
 from .backend import GlusterBackend
 from .glusterd import PRIVATE_PATHS
@@ -144,11 +144,16 @@ class GlusterKubernetesBackend(GlusterBackend):
     log_dirs = ("logs", "gluster/*/log", "kubernetes/nodes/*/pod-logs")
 
     @classmethod
-    def preflight(cls, spec) -> None:
+    def refusal(cls, spec) -> str | None:
         if spec.kubernetes.user_cluster:
-            raise PreflightError("kubernetes.kubeconfig: GlusterFS on a Kubernetes you run is not built (its glusterd "
-                                 "and bricks need node paths dfslab makes here); use kubernetes: {local: {}}, or "
-                                 "filesystem: external with your GlusterFS mount")
+            return ("kubernetes.kubeconfig: GlusterFS on a Kubernetes you run is not built (its glusterd and bricks "
+                    "need node paths dfslab makes here); use kubernetes: {local: {}}, or filesystem: external with "
+                    "your GlusterFS mount")
+        return None
+
+    @classmethod
+    def preflight(cls, spec) -> None:
+        cls.refuse_if_refused(spec)
 
     pod_daemons = "glusterd.node2: a node's glusterd"
 

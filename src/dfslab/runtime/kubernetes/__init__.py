@@ -85,6 +85,8 @@ class KubernetesRuntime(LocalNetnsRuntime):
     deploy_seconds = 80.0
     debian_groups = ("kubernetes",)
     builds = ("kubernetes",)
+    capability_kind = "kubernetes"
+    sample = {"runtime": "kubernetes", "nodes": 3}
     # The tools' Jobs run on the client node with the host network: its namespace's counters are
     # theirs, plus the API server's chatter with the kubelets (it runs there too), which the
     # ledger counts as the client's (measured idle: see docs; small beside a step's transfer).

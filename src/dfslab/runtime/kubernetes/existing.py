@@ -18,7 +18,7 @@ from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
 from ..base import CLIENT, Runtime, RuntimeError_
 from .objects import internal_ip, namespace_object, node_ready
-from .job import is_admin, ship, shipped_module
+from .job import SHIPPED_MODULES, is_admin, ship, shipped_module
 
 TOOLBOX = "dfslab-toolbox"
 
@@ -45,12 +45,21 @@ class ExistingKubernetesRuntime(Runtime):
     one_host = False
     deploy_seconds = 80.0
     debian_groups = ("docker",)  # dfslab's image is built here, then pushed to your registry
-    runs_dfslab_on_clients = False
     uncounted_why = "the client Jobs run on your nodes, whose interfaces this machine does not read"
+    capability_kind = "kubernetes-yours"
+    sample = {"runtime": "kubernetes", "nodes": [{"name": f"worker{i}"} for i in (1, 2, 3)],
+              "kubernetes": {"kubeconfig": "~/.kube/config", "image_registry": "registry.example.org:5000/storage",
+                             "devices": {f"worker{i}": ["/dev/sdb"] for i in (1, 2, 3)}, "clients": ["worker4"]}}
 
     @classmethod
     def check_spec(cls, spec: ClusterSpec) -> None:
         spec.kubernetes.check_nodes(spec)
+
+    @classmethod
+    def runs_module(cls, module: str) -> bool:
+        # Its clients are pods on your nodes, of an image that holds Python but not dfslab: only a
+        # self-contained module is shipped into them (job.py).
+        return module in SHIPPED_MODULES
 
     @classmethod
     def client_refusal(cls, asked: str) -> str:

@@ -1,0 +1,98 @@
+"""`dfslab capabilities`: the matrix is what a run is refused by, cell for cell. Each workload
+cell is checked against `run.check_against_cluster` with a one-step experiment of that workload
+and target on that cluster's spec, so the command cannot say yes where a run is refused (or the
+reverse); no cluster is started."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import REPO
+from dfslab.capabilities import capability_names, matrix, samples
+from dfslab.cli import app
+from dfslab.experiment import load_experiment, parse_experiment
+from dfslab.run import check_against_cluster
+from dfslab.spec import SpecError, load_spec, parse_spec
+
+KINDS = {"local", "docker", "kubernetes", "kubernetes-yours", "external-ceph", "external-posix", "external-s3"}
+
+
+def test_json_names_every_kind_and_a_reason_for_every_no():
+    res = CliRunner().invoke(app, ["capabilities", "--json"])
+    assert res.exit_code == 0, res.output
+    cells = json.loads(res.output)
+    assert {c["cluster"] for c in cells} == KINDS
+    assert all(set(c) == {"cluster", "filesystem", "capability", "ok", "reason"} for c in cells)
+    refused = [c for c in cells if not c["ok"]]
+    assert refused and all(c["reason"].strip() for c in refused)
+    # every kind is judged on every capability, once per filesystem it is judged with
+    per = {(c["cluster"], c["filesystem"]): [] for c in cells}
+    for c in cells:
+        per[(c["cluster"], c["filesystem"])].append(c["capability"])
+    assert all(names == capability_names() for names in per.values())
+
+
+def _one_step(name: str, target: str | None) -> dict:
+    step = {"type": name, **({"target": target} if target else {}), **({"rw": "write"} if name == "fio" else {})}
+    return {"name": "probe", "workloads": [step], "repetitions": 1, "baselines": {"network": False, "disk": False}}
+
+
+@pytest.mark.parametrize("kind,data", samples(), ids=[f"{k}-{d['filesystem']}" for k, d in samples()])
+def test_every_workload_cell_is_what_the_run_check_says(kind, data):
+    try:
+        spec = parse_spec({"name": "probe", **data})
+    except SpecError:
+        assert not any(c.ok for c in matrix() if (c.cluster, c.filesystem) == (kind, data["filesystem"]))
+        return
+    disagree = []
+    for cell in matrix([(kind, spec)]):
+        name, _, target = cell.capability.partition(" target=")
+        if name in ("deploy", "integrity", "ledger", "watch") or name.startswith("fault "):
+            continue
+        exp = parse_experiment(_one_step(name, target or None), Path(REPO), running=spec)
+        try:
+            check_against_cluster(exp, spec)
+            refused = None
+        except SpecError as err:
+            refused = "; ".join(m for _, m in err.problems)
+        if cell.ok != (refused is None):
+            disagree.append(f"{cell.capability}: capabilities says {cell.ok} ({cell.reason}), the run check {refused}")
+    assert disagree == []
+
+
+def test_a_fault_the_runtime_cannot_inject_is_refused_before_the_run_not_at_the_inject():
+    # drain is a Kubernetes event: on runtime local it used to fail only when injected, mid-run
+    spec = parse_spec({"name": "probe", "nodes": 3})
+    data = {**_one_step("radosbench", None), "faults": [{"kind": "drain", "target": "node2", "at": "2s", "during": 0}]}
+    exp = parse_experiment(data, Path(REPO), running=spec)
+    with pytest.raises(SpecError, match=r"faults\[0\]\.kind.*fault drain: for a filesystem in Kubernetes' pods"):
+        check_against_cluster(exp, spec)
+    cell = next(c for c in matrix([("local", spec)]) if c.capability == "fault drain")
+    assert not cell.ok and "Kubernetes' pods" in cell.reason
+
+
+def test_on_a_kubernetes_you_run_the_docs_example_says_what_it_refuses_and_why():
+    res = CliRunner().invoke(app, ["capabilities", f"{REPO}/examples/rook-yours.yaml", "--json"])
+    cells = {c["capability"]: c for c in json.loads(res.output)}
+    assert cells["radosbench"]["ok"] and cells["fio target=rbd"]["ok"]
+    assert not cells["fio target=fs"]["ok"] and "ceph.cephfs" in cells["fio target=fs"]["reason"]
+    assert not cells["integrity"]["ok"] and "pods" in cells["integrity"]["reason"]
+    assert not cells["ledger"]["ok"] and "your nodes" in cells["ledger"]["reason"]
+
+
+def test_every_run_the_docs_show_on_a_cluster_of_the_readers_passes_its_check():
+    # docs/kubernetes.md's line against rook-yours cannot run here: its check can (no cluster needed)
+    from test_docs_commands import COSTLY
+    runs = [line.split() for line in COSTLY if line.startswith("dfslab run ")]
+    assert runs
+    for argv in runs:
+        spec = load_spec(f"{REPO}/examples/{argv[argv.index('--cluster') + 1]}.yaml")
+        check_against_cluster(load_experiment(f"{REPO}/{argv[2]}", running=spec), spec)
+    # and the one it replaced is refused there, for the reason the command gives
+    spec = load_spec(f"{REPO}/examples/rook-yours.yaml")
+    with pytest.raises(SpecError, match="ceph.cephfs"):
+        check_against_cluster(load_experiment(f"{REPO}/examples/quick-any.yaml", running=spec), spec)
