@@ -128,13 +128,14 @@ def test_existing_ceph_is_measured_and_left_as_it_was(byhand, tmp_path):
                "prometheus": [f"http://127.0.0.1:{PROMETHEUS_PORT}/metrics"]}},
            "baselines": {"network": False, "disk": False},
            "workloads": [{"type": "radosbench", "mode": ["write", "seq"], "seconds": 2, "threads": 8},
-                         {"type": "fio", "target": ["rbd", "fs"], "rw": "write", "bs": "1MiB", "size": "16MiB", "seconds": 2},
+                         {"type": "fio", "target": ["rbd", "rados", "fs"], "rw": "write", "bs": "1MiB", "size": "16MiB",
+                          "seconds": 2},
                          {"type": "metadata", "procs": 2, "files_per_proc": 50}]}
     code, run, out = dfslab_run(tmp_path, exp)
     assert code == 0, out[-3000:]
     rows = rows_of(run)
     seen = {(r["workload"], r["params"].get("target")) for r in rows if r["metric"] in ("bandwidth", "ops") and r["value"] > 0}
-    assert {("radosbench", None), ("fio", "rbd"), ("fio", "fs"), ("metadata", "fs")} <= seen, seen
+    assert {("radosbench", None), ("fio", "rbd"), ("fio", "rados"), ("fio", "fs"), ("metadata", "fs")} <= seen, seen
     prov = json.loads((run / "provenance.json").read_text())
     assert "16.2" in prov["filesystem_versions"]["ceph mon"]
     series = {r["series"] for r in csv.DictReader((run / "timeseries.csv").open())}

@@ -4,6 +4,10 @@ ended early fails instead of yielding a number. Real processes, a fake cluster's
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from dfslab.backends.ceph.checks import HealthChecks
+
 import time
 
 import pytest
@@ -131,12 +135,23 @@ def test_a_warning_is_kept_once_and_never_stops_the_tool(tmp_path):
 
 def test_ceph_says_nearfull_and_backfillfull_as_warnings_not_alarms():
     from dfslab.backends.ceph.backend import CephBackend
+    from dfslab.backends.external.backend import ExternalBackend
+    status = {"health": {"checks": {name: {"summary": {"message": said}} for name, said in (
+        ("OSD_NEARFULL", "1 nearfull osd(s)"), ("POOL_BACKFILLFULL", "1 pool(s) backfillfull"), ("OSD_FULL", "1 full osd(s)"))}}}
     ceph = CephBackend.__new__(CephBackend)  # only what `sample` recorded matters here
-    ceph.seen_checks = {"OSD_NEARFULL": "1 nearfull osd(s)", "POOL_BACKFILLFULL": "1 pool(s) backfillfull",
-                        "OSD_FULL": "1 full osd(s)"}
-    ceph.checks_since, ceph.answered_at = {}, None
+    ceph.checks.saw(status)
     assert ceph.warnings() == ["OSD_NEARFULL: 1 nearfull osd(s)", "POOL_BACKFILLFULL: 1 pool(s) backfillfull"]
     assert ceph.alarms() == ["OSD_FULL: 1 full osd(s)"]
+    # a Ceph dfslab was given is watched alike: its sample's status feeds the same checks
+    site = ExternalBackend.__new__(ExternalBackend)
+    site.ceph = SimpleNamespace(checks=HealthChecks())
+    assert site.alarms() == []
+    site.ceph.checks.saw(status)
+    assert site.alarms() == ["OSD_FULL: 1 full osd(s)"] and len(site.warnings()) == 2
+    site.ceph.checks.answered_at -= 25  # the monitors silent past MONITOR_SILENCE
+    assert "the monitors have not answered for 25 s" in site.alarms()[-1]
+    site.ceph = None  # a POSIX mount only: nothing to watch
+    assert site.alarms() == [] and site.warnings() == []
 
 
 def test_the_report_lists_the_warnings_a_step_ran_under(tmp_path):

@@ -77,10 +77,11 @@ def integrity_refusal(spec: ClusterSpec) -> str | None:
     return None
 
 
-def _watch(backend: type[Backend]) -> tuple[bool, str]:
-    if backend.watches():
+def _watch(backend: type[Backend], spec: ClusterSpec) -> tuple[bool, str]:
+    if backend.watches(spec):
         return True, "full, stuck or silent storage stops a step (dfslab.watch)"
-    return False, f"{backend.name} gives dfslab no health to read here; a stuck step ends at its deadline instead"
+    return False, ("it has no health dfslab can read (a mount or an endpoint only); a stuck step ends at its "
+                   "deadline, or after a minute with nothing on the client's wire")
 
 
 def cells(cluster: str, spec: ClusterSpec) -> list[Cell]:
@@ -96,8 +97,8 @@ def cells(cluster: str, spec: ClusterSpec) -> list[Cell]:
     cell("deploy", refused, "dfslab deploys it" if runtime.starts_nodes else "dfslab reaches it and makes its own room")
     for name in WORKLOADS:
         work = workload(name)
-        for target in work.cluster_targets():
-            cell(_label(work, target), refused or workload_refusal(work, target, spec))
+        for picked, target in work.cluster_targets().items():
+            cell(f"{name} {picked}".strip(), refused or workload_refusal(work, target, spec))
     integrity = refused or integrity_refusal(spec)
     cell("integrity", integrity, "checksummed writes during a fault, read back after")
     for kind in sorted(FAULTS):
@@ -109,7 +110,7 @@ def cells(cluster: str, spec: ClusterSpec) -> list[Cell]:
         cell(f"fault {kind}", problem)
     cell("ledger", refused or (None if runtime.client_wire_counted else runtime.uncounted_why),
          "the client's link bytes at each step's start and end")
-    ok, said = _watch(backend)
+    ok, said = _watch(backend, spec)
     cell("watch", refused or (None if ok else said), said)
     return out
 
@@ -129,13 +130,9 @@ def sample_cells() -> list[Cell]:
     return out
 
 
-def _label(work: Workload, target: str) -> str:
-    return f"{work.name} target={target}" if "target" in work.Params.model_fields else work.name
-
-
 def capability_names() -> list[str]:
     """Every capability's name, in the order cells lists them."""
-    work = [_label(workload(name), t) for name in WORKLOADS for t in workload(name).cluster_targets()]
+    work = [f"{name} {picked}".strip() for name in WORKLOADS for picked in workload(name).cluster_targets()]
     return ["deploy", *work, "integrity", *(f"fault {k}" for k in sorted(FAULTS)), "ledger", "watch"]
 
 

@@ -63,6 +63,7 @@ TARGETS = {
     "rbd": Target("RBD images", fio="an RBD image (fio's rbd engine)", client_cache="librbd's write-back cache"),
     "gfapi": Target("libgfapi", fio="the GlusterFS volume through libgfapi (fio's gfapi engine)"),
     "confine": Target("storage built on some servers only (a pool or a file system)"),
+    "objclass": Target("dfslab's object class (cls_dfslab) in the storage daemons, for queries pushed into them"),
 }
 
 

@@ -223,8 +223,8 @@ class Backend(ABC):
         """health, summary, tables, write_amplification, plus the filesystem's own keys."""
 
     @classmethod
-    def watches(cls) -> bool:
-        """Whether this backend reads its cluster's health into `alarms` (so a step's watch can stop it)."""
+    def watches(cls, spec: ClusterSpec) -> bool:
+        """Whether this backend reads a cluster of `spec`'s health into `alarms` (so a step's watch can stop it)."""
         return cls.alarms is not Backend.alarms
 
     def alarms(self) -> list[str]:

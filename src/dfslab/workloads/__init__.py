@@ -219,14 +219,15 @@ class Workload(ABC):
     workers: tuple[str, ...] = ()
 
     @classmethod
-    def cluster_targets(cls) -> list[str]:
-        """Every target of a cluster this workload can run against: its `target` parameter's
-        choices (this machine's disk left out), else what it `requires`."""
+    def cluster_targets(cls) -> dict[str, str]:
+        """Every target of a cluster this workload can run against, by the parameter that picks it
+        ("target=rbd"; "" where none does): its `target` parameter's choices (this machine's disk
+        left out), else what it `requires`."""
         field = cls.Params.model_fields.get("target")
         if field is None:
-            return [cls.requires] if cls.requires else []
-        choices = typing.get_args(field.annotation)
-        return list(dict.fromkeys(t for t in map(cluster_target, choices) if t))
+            return {"": cls.requires} if cls.requires else {}
+        choices = dict.fromkeys(t for t in map(cluster_target, typing.get_args(field.annotation)) if t)
+        return {f"target={t}": t for t in choices}
 
     def needs(self, params: Any) -> str | None:
         """What this run needs of the cluster (see Backend.targets_for): its target's, else `requires`."""

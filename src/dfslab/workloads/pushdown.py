@@ -36,6 +36,14 @@ class Pushdown(Workload):
     Params = PushdownParams
     requires = "rados"
 
+    @classmethod
+    def cluster_targets(cls) -> dict[str, str]:
+        return {"where=storage": "objclass", "where=client": "rados"}
+
+    def needs(self, params: PushdownParams) -> str | None:
+        # In the OSDs the query runs in dfslab's object class, which must be in their class directory.
+        return "objclass" if params.where == "storage" else "rados"
+
     def __init__(self):
         self.engine: Engine | None = None
         self.loaded: set[tuple[int, int]] = set()

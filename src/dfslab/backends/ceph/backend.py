@@ -6,7 +6,6 @@ import ipaddress
 import json
 import os
 import shutil
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, drop_page_cache, table
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
+from .checks import HealthChecks
 from .conf import CephLayout, mon_placement, osd_placement, render_conf
 from .context import CephContext
 
@@ -31,7 +31,7 @@ class CephBackend(Backend):
     name = "ceph"
     required_programs = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
-    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more"}
+    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more", "objclass": ""}
     peek = "ceph -s"
     # examples/fault-matrix.yaml (docs/measurements.md): HEALTH_OK with every PG clean 0-17 s after
     # the undo, 7 s for half of the kinds
@@ -71,7 +71,9 @@ class CephBackend(Backend):
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
-        return frozenset({"rados", "rbd", "confine", *(["fs"] if spec.ceph.cephfs else []), *(["s3"] if spec.ceph.rgw else [])})
+        # objclass: the OSDs load classes from this machine's rados-classes (the docker image links it)
+        return frozenset({"rados", "rbd", "confine", "objclass", *(["fs"] if spec.ceph.cephfs else []),
+                          *(["s3"] if spec.ceph.rgw else [])})
 
     @classmethod
     def daemon_names(cls, spec) -> list[str] | None:
@@ -238,10 +240,7 @@ class CephBackend(Backend):
 
     def sample(self) -> dict[str, tuple[float, str]]:
         status = self.ctx.admin.cmd("status", timeout=10)
-        self.seen_checks = {name: check.get("summary", {}).get("message", name)
-                            for name, check in status["health"].get("checks", {}).items()}
-        self.answered_at = now = time.monotonic()
-        self.checks_since = {name: self.checks_since.get(name, now) for name in self.seen_checks}
+        self.checks.saw(status)
         health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(status["health"]["status"], 2)
         osdmap = status.get("osdmap", {})
         pgmap = status.get("pgmap", {})
@@ -257,34 +256,18 @@ class CephBackend(Backend):
             out[f"ceph.pgs.{entry['state_name']}"] = (entry["count"], "PGs")
         return out
 
-    # Health checks under which clients' writes block until someone acts (frees space, raises a
-    # ratio): a step that meets one fails naming it, not after the tool's own timeout.
-    BLOCKING_CHECKS = ("OSD_FULL", "POOL_FULL")
-    # PGs inactive (every OSD holding them down, as when an OSD crashes on ENOSPC before the full
-    # ratio trips): their clients' I/O waits. Peering makes them inactive for seconds; a minimum
-    # duration tells the two apart.
-    LASTING_CHECKS = {"PG_AVAILABILITY": 15.0}
-    MONITOR_SILENCE = 20.0  # seconds without an answer to `status`: the MONs lost quorum (or died)
-    seen_checks: dict[str, str] = {}
-    checks_since: dict[str, float] = {}
-    answered_at: float | None = None
+    @property
+    def checks(self) -> HealthChecks:
+        """What the watch reads (created on first use: tests build a backend without __init__)."""
+        if "_checks" not in self.__dict__:
+            self._checks = HealthChecks()
+        return self._checks
 
     def alarms(self) -> list[str]:
-        now = time.monotonic()
-        found = [f"{name}: {message}" + (f" (for {now - self.checks_since[name]:.0f} s)" if name in self.LASTING_CHECKS else "")
-                 for name, message in self.seen_checks.items()
-                 if name in self.BLOCKING_CHECKS
-                 or name in self.LASTING_CHECKS and now - self.checks_since.get(name, now) >= self.LASTING_CHECKS[name]]
-        if self.answered_at is not None and time.monotonic() - self.answered_at > self.MONITOR_SILENCE:
-            found.append(f"the monitors have not answered for {time.monotonic() - self.answered_at:.0f} s "
-                         f"(quorum lost, or every MON down)")
-        return found
-
-    # Raised before full: writes still go on (nearfull), or only backfill stops (backfillfull).
-    WARNING_CHECKS = ("OSD_NEARFULL", "POOL_NEARFULL", "OSD_BACKFILLFULL", "POOL_BACKFILLFULL")
+        return self.checks.alarms()
 
     def warnings(self) -> list[str]:
-        return [f"{name}: {message}" for name, message in self.seen_checks.items() if name in self.WARNING_CHECKS]
+        return self.checks.warnings()
 
     def space_detail(self, runner: Any) -> str | None:
         out = runner.run(["ceph", "osd", "df", "--format", "json"], "osd-df-when-stopped", timeout=30, check=False)

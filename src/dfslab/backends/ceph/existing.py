@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import BackendError, table
+from .checks import HealthChecks
 from .tools import set_image_cache
 from ...polling import wait_until
 
 
+
 class ExistingCeph:
     def __init__(self, conf: str, keyring: str, user: str):
+        self.checks = HealthChecks()
         self.conf, self.keyring, self.user = conf, keyring, user
 
     def programs(self, cephfs: bool) -> list[str]:
@@ -116,6 +119,7 @@ class ExistingCeph:
 
     def sample(self) -> dict[str, tuple[float, str]]:
         st = self.cmd("status", timeout=15)
+        self.checks.saw(st)  # what a step's watch reads (alarms, warnings)
         health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(st["health"]["status"], 2)
         pgmap = st.get("pgmap", {})
         return {"ceph.health": (health, "0=OK,1=WARN,2=ERR"),
@@ -140,6 +144,16 @@ class ExistingCeph:
                         f"--size={mib}M"], "rbd-fill", timeout=600)
         set_image_cache(runner, pool, image, False if client_cache is None else client_cache)  # the site's conf is not dfslab's
         return {"ioengine": "rbd", "clientname": clientname, "pool": pool, "rbdname": image}
+
+    def fio_rados(self, pool: str, conf_dir: Path) -> dict[str, Any]:
+        """fio's rados engine on dfslab's own pool. The engine takes a conf file and no keyring
+        option, and the site's conf is not dfslab's to edit: dfslab writes its own copy (in its
+        state directory, removed with the cluster) whose user section names the keyring."""
+        conf = conf_dir / "fio-rados.conf"
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        conf.write_text(f"{Path(self.conf).read_text().rstrip()}\n\n# dfslab: fio's rados engine reads the key from here\n"
+                        f"[{self.user}]\n\tkeyring = {self.keyring}\n")
+        return {"ioengine": "rados", "clientname": self.user.removeprefix("client."), "pool": pool, "conf": str(conf)}
 
     def fuse_argv(self, mountpoint: Path, subdir: str | None = None) -> list[str]:
         """ceph-fuse in the foreground (a tracked client process), as the user, on `mountpoint`."""

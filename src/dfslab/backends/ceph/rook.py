@@ -250,6 +250,7 @@ class RookCephBackend(CephBackend):
         targets = super().targets_for(spec)
         # CephFS is mounted on this machine for fio's directory set-up: not where your nodes are;
         # the s3 worker is dfslab's own Python, which the pods there do not hold.
+        targets = targets - {"objclass"}  # Rook's OSD pods run Ceph's own image: no cls_dfslab in it
         return targets - {"fs", "s3"} if spec.kubernetes.user_cluster else targets
 
     @classmethod
@@ -258,6 +259,9 @@ class RookCephBackend(CephBackend):
             return ("a POSIX mount: on a Kubernetes you run, file workloads' directories are set up through a CephFS "
                     "mount on this machine, which has no route to your nodes (client Jobs that set up their own "
                     "are not built yet)")
+        if target == "objclass":
+            return ("dfslab's object class: Rook's OSD pods load classes from their image's rados-classes, which "
+                    "holds no cls_dfslab; the query runs on the client (pushdown where: client)")
         if target == "s3" and spec.kubernetes.user_cluster and spec.ceph.rgw:
             return ("not on a Kubernetes you run yet: the s3 workload and the checksummed objects are "
                     "dfslab's own Python, which your nodes' pods do not hold; run your gateway and measure it with "

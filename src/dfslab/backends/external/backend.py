@@ -90,6 +90,13 @@ class ExternalBackend(Backend):
     borrowed_faults = ("out",)
 
     @classmethod
+    def target_refusal(cls, spec, target: str) -> str:
+        if target == "objclass" and spec.external.ceph:
+            return ("dfslab's object class: it must be in the OSDs' rados-classes directory, which only the site's "
+                    "admin can install (native/cls_dfslab builds it); the query runs on the client (where: client)")
+        return super().target_refusal(spec, target)
+
+    @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:
         ext = spec.external
         if kind in ext.allow_faults and ext.ceph:
@@ -228,9 +235,10 @@ class ExternalBackend(Backend):
         return self.ceph.pool_free_bytes(self.bench_pool(pool))
 
     def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
-        # Not rados: fio's rados engine reads its key from the conf alone, and the site's conf is not dfslab's to edit.
-        if target != "rbd" or not self.ceph:
+        if target not in ("rbd", "rados") or not self.ceph:
             raise BackendError(f"external offers no fio target {target!r} here")
+        if target == "rados":
+            return self.ceph.fio_rados(self.pool, self.state.dir / "fio-rados")
         return self.ceph.fio_rbd(runner, self.pool, size_bytes, client_cache)
 
     def fio_servers(self) -> list[str]:
@@ -277,6 +285,18 @@ class ExternalBackend(Backend):
 
     def _s3_answers(self) -> bool:
         return not self.ext.s3 or site_s3.unreachable(self.ext.s3, timeout=1) is None
+
+    def alarms(self) -> list[str]:
+        # Ceph's own health (full OSDs or pools, inactive PGs, silent monitors), as the sampler read it;
+        # a POSIX mount or an S3 endpoint tells nothing of the kind.
+        return self.ceph.checks.alarms() if self.ceph else []
+
+    def warnings(self) -> list[str]:
+        return self.ceph.checks.warnings() if self.ceph else []
+
+    @classmethod
+    def watches(cls, spec) -> bool:
+        return spec.external.ceph is not None  # see alarms
 
     def sample(self) -> dict[str, tuple[float, str]]:
         if self.ceph:
