@@ -44,7 +44,8 @@ RUN = {
         'dfslab query small "SELECT cat, count(*), avg(a), max(qty) FROM ds WHERE c < 0.1 GROUP BY cat" --where client',
     ],
     "spec.md": ["dfslab up examples/gluster-small.yaml", "dfslab status gsmall", "dfslab scale gsmall --add-bricks 3",
-                "dfslab fault gsmall brick node2", "dfslab exec gsmall --node node1 -- gluster volume heal dfslab info"],
+                "dfslab fault gsmall brick node2", "dfslab exec gsmall --node node1 -- gluster volume heal dfslab info",
+                "dfslab up examples/moosefs-small.yaml", "dfslab status msmall", "dfslab fault msmall kill chunkserver.node2"],
     "kubernetes.md": ["dfslab render examples/rook-yours.yaml -o rook/ --image registry.example.org/dfslab-rook:1",
                       "dfslab render examples/external-k8s-mount.yaml -o site/ --image registry.example.org/dfslab-rook:1"],
     # 94 s and 88 s here (each up, 12 fio runs of 4 s, down)
@@ -81,6 +82,8 @@ ILLUSTRATIONS = {
     "dfslab compare runs/a1,runs/a2 runs/b1,runs/b2": "the reader's run directories (test_compare_unit, test_readme)",
     "dfslab up bad.yaml": "run with the file the page describes, output compared: test_a_bad_spec_is_refused_as_the_docs_show",
 }
+# The clusters the commands above bring up (each page's example), taken down at the end.
+DOCS_CLUSTERS = ("small", "gsmall", "msmall")
 # Written by the commands above in the repository root; refused if there before, removed after.
 MADE_HERE = ("trips.parquet", "rook", "site")
 
@@ -119,7 +122,7 @@ def test_a_bad_spec_is_refused_as_the_docs_show():
 
 @pytest.mark.cluster
 def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
-    for cluster in ("small", "gsmall"):
+    for cluster in DOCS_CLUSTERS:
         assert not Path(f"/var/lib/dfslab/clusters/{cluster}").exists(), f"a cluster named {cluster} is up"
     for name in MADE_HERE:
         assert not (Path(REPO) / name).exists(), f"{name} is in the repository root; the docs' commands write it"
@@ -153,7 +156,7 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
             assert all(writes[0] <= v <= writes[1] for op, v in ratios if op == "write"), (line, ratios)
             assert all(0.95 <= v <= 1.3 for op, v in ratios if op == "read"), (line, ratios)
     finally:
-        for cluster in ("small", "gsmall"):
+        for cluster in DOCS_CLUSTERS:
             subprocess.run(["bash", "-c", f"dfslab down {cluster}"], cwd=REPO, env=user_env(), capture_output=True,
                            timeout=600)
         (Path(REPO) / "trips.parquet").unlink(missing_ok=True)
@@ -161,7 +164,7 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
         shutil.rmtree(Path(REPO) / "site", ignore_errors=True)
         for path in made.values():
             shutil.rmtree(path)
-    assert not Path("/var/lib/dfslab/clusters/small").exists() and not Path("/var/lib/dfslab/clusters/gsmall").exists()
+    assert not any(Path(f"/var/lib/dfslab/clusters/{cluster}").exists() for cluster in DOCS_CLUSTERS)
 
 
 def _rows(run: Path, metric: str) -> list[dict]:

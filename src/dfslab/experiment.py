@@ -43,7 +43,7 @@ class Sampler(Strict):
 
 
 class Integrity(Strict):
-    seed_objects: int = Field(40, ge=0, le=10000, description="objects (and CephFS files) written before the faults")
+    seed_objects: int = Field(40, ge=0, le=10000, description="checksummed objects or files written on each target with a store (object pools, the POSIX mount, S3) before the faults")
     recovery_timeout: Seconds = Field("180s", description="how long to wait for HEALTH_OK after an undo")
 
 

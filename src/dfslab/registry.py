@@ -22,6 +22,7 @@ FILESYSTEMS = {
     "ceph": "dfslab.backends.ceph",
     "gluster": "dfslab.backends.gluster",
     "external": "dfslab.backends.external",
+    "moosefs": "dfslab.backends.moosefs",
 }
 
 # Where processes run (dfslab.runtime): each a `Runtime` whose class attributes declare what it

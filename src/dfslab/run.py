@@ -381,7 +381,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
 
         faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
         if faults:
-            progress("integrity", f"seeding {exp.file.integrity.seed_objects} checksummed objects (and CephFS files)")
+            progress("integrity", f"seeding {exp.file.integrity.seed_objects} checksummed objects or files on each target with a store")
             faults.seed()
         reps = exp.file.repetitions
         plan = [(step, rep) for step in exp.steps for rep in range(reps)]

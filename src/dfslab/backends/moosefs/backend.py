@@ -1,0 +1,152 @@
+"""The MooseFS backend: orders its daemon modules; everything dfslab knows about MooseFS lives in
+this package."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ...polling import wait_until
+from ...procs import tool_version
+from ...runtime import CLIENT
+from .. import Backend, BackendError, Chart, Progress, table
+from . import chunkserver, cli, client, master, metalogger
+from .context import MooseContext
+
+
+class MooseFSBackend(Backend):
+    name = "moosefs"
+    required_programs = ("mfsmaster", "mfschunkserver", "mfsmetalogger", "mfsmount", "mfscli")
+    log_dirs = ("logs", "moosefs/*/data")
+    offers = {"fs": ""}
+    peek = "mfscli -SIN"
+    # A chunk server's outage under writes (its stale chunks found by the master's 60 s chunk
+    # loop, master.py): whole again 71 and 104 s after the undo; a killed master: 5 s.
+    typical_recovery_seconds = 70.0
+    charts = (Chart(r"moosefs\..*", "count", "MooseFS: chunk servers connected, chunks under goal and missing, "
+                    "degraded (0 OK, 1 degraded) over time"),)
+
+    @classmethod
+    def versions(cls, spec=None) -> dict[str, str]:
+        return {"moosefs": tool_version(["mfsmaster", "-v"])}
+
+    @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        return frozenset({"fs"})
+
+    @classmethod
+    def daemon_names(cls, spec) -> list[str] | None:
+        m = spec.moosefs
+        chunk = m.chunk_nodes(spec)
+        return ([f"master.{m.master_node(spec)}"] + ([f"metalogger.{chunk[0]}"] if m.metalogger else [])
+                + [f"chunkserver.{n}" for n in chunk])
+
+    def __init__(self, runtime, spec):
+        super().__init__(runtime, spec)
+        self.ctx = MooseContext(spec, runtime, self.state.dir / "moosefs", self.state.read().get("addresses", {}))
+
+    def deploy(self, progress: Progress, timeout: float) -> None:
+        if not self.runtime.network_per_node:
+            raise BackendError(f"MooseFS needs an address per node (runtime local or docker; this is "
+                               f"{self.runtime.where}): a chunk server refuses to register through the loopback")
+        m, chunk = self.spec.moosefs, self.spec.moosefs.chunk_nodes(self.spec)
+        progress("starting the master", f"on {self.ctx.master} ({self.ctx.master_address})")
+        master.start(self.ctx)
+        metalogger.start(self.ctx)
+        progress("starting chunk servers", f"{len(chunk)}: {', '.join(chunk)}")
+        for node in chunk:
+            chunkserver.start(self.ctx, node)
+        progress("waiting for chunk servers", f"{len(chunk)} registered with the master")
+        wait_until(lambda: len(self._view().servers) == len(chunk), f"{len(chunk)} chunk servers registered",
+                   timeout, 0.2, lambda _: BackendError(f"not every chunk server registered within {timeout:.0f} s; "
+                                                        f"see their logs in {self.state.dir / 'logs'}"))
+        progress("mounting", f"mfsmount in the client namespace at {client.mount_point(self.ctx, CLIENT)[1]}")
+        mnt = self.mount(CLIENT)
+        self.runtime.run(CLIENT, ["mfssetgoal", "-r", str(m.goal), str(mnt)], timeout=60)
+
+    def _view(self) -> cli.MasterView:
+        """The master's answer, or an empty view while it does not answer."""
+        try:
+            return cli.ask(self.ctx, timeout=3)
+        except BackendError:
+            return cli.MasterView()
+
+    def status(self) -> dict[str, Any]:
+        view = cli.ask(self.ctx)
+        m = self.spec.moosefs
+        want = len(m.chunk_nodes(self.spec))
+        chunks = ", ".join(f"{n} {k}" for k, n in view.chunks.items() if n) or "none yet"
+        return {"health": "HEALTH_OK" if self._intact(view) else "HEALTH_WARN", "chunk_servers": view.servers,
+                "metaloggers": view.metaloggers, "chunks": view.chunks, "write_amplification": m.goal,
+                "summary": [f"master on {self.ctx.master} ({view.info.get('master version', '?')}), "
+                            f"{len(view.servers)} of {want} chunk server(s), {len(view.metaloggers)} metalogger(s); "
+                            f"goal {m.goal}; chunks: {chunks}",
+                            f"space: {_gib(view.info.get('avail space'))} GiB free of {_gib(view.info.get('total space'))} "
+                            f"GiB (every chunk server shares this machine's disk)"],
+                "tables": [table("chunk servers", ["address", "chunks", "used GiB", "total GiB"],
+                                 [[s["ip"], s["chunks"], _gib(s["used"]), _gib(s["total"])] for s in view.servers])]}
+
+    def _intact(self, view: cli.MasterView) -> bool:
+        return (len(view.servers) == len(self.spec.moosefs.chunk_nodes(self.spec))
+                and not view.chunks.get("missing") and not view.lacking())
+
+    def healthy(self) -> bool:
+        return self._intact(cli.ask(self.ctx))
+
+    seen: cli.MasterView | None = None
+    answered_at: float | None = None
+    MASTER_SILENCE = 20.0  # s without an answer from the master: every client's metadata call waits
+
+    def sample(self) -> dict[str, tuple[float, str]]:
+        try:
+            view = cli.ask(self.ctx, timeout=3)
+        except BackendError:
+            return {"moosefs.degraded": (1, "0=OK,1=degraded")}
+        self.seen, self.answered_at = view, time.monotonic()
+        return {"moosefs.chunk_servers": (len(view.servers), "servers"),
+                "moosefs.chunks_undergoal": (view.lacking(), "chunks"),
+                "moosefs.chunks_missing": (view.chunks.get("missing", 0), "chunks"),
+                "moosefs.degraded": (int(not self._intact(view)), "0=OK,1=degraded")}
+
+    def alarms(self) -> list[str]:
+        """Missing chunks (no copy left: their reads and writes wait), a master that stopped answering."""
+        found = []
+        if self.seen is not None and self.seen.chunks.get("missing"):
+            found.append(f"{self.seen.chunks['missing']} chunk(s) missing: no chunk server holds a copy")
+        if self.answered_at is not None and time.monotonic() - self.answered_at > self.MASTER_SILENCE:
+            found.append(f"the master on {self.ctx.master} has not answered for {time.monotonic() - self.answered_at:.0f} s")
+        return found
+
+    def warnings(self) -> list[str]:
+        """Chunks under their goal, a chunk server gone: writes go on, with fewer copies."""
+        if self.seen is None:
+            return []
+        want = len(self.spec.moosefs.chunk_nodes(self.spec))
+        return ([f"{want - len(self.seen.servers)} of {want} chunk servers gone"] if len(self.seen.servers) < want else []) \
+            + ([f"{self.seen.lacking()} chunk(s) under goal {self.spec.moosefs.goal}"] if self.seen.lacking() else [])
+
+    def on_node(self, node: str, argv: list[str]) -> list[str]:
+        """`mfscli` asks the master at the host name `mfsmaster` unless told: told where it is."""
+        if argv[:1] == ["mfscli"] and "-H" not in argv:
+            return ["mfscli", "-H", self.ctx.master_address, *argv[1:]]
+        return argv
+
+    def mount(self, node: str = CLIENT) -> Path:
+        return client.mount(self.ctx, node)
+
+    def mount_instance(self, node: str, instance: str) -> Path:
+        return client.mount(self.ctx, node, instance)
+
+    def unmount_instance(self, node: str, instance: str) -> None:
+        client.unmount(self.ctx, node, instance)
+
+
+BACKEND = MooseFSBackend
+
+
+def _gib(value: object) -> str:
+    try:
+        return f"{int(value) / 2**30:.1f}"
+    except (TypeError, ValueError):
+        return "?"
