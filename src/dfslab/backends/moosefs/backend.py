@@ -57,10 +57,15 @@ class MooseFSBackend(Backend):
         progress("starting chunk servers", f"{len(chunk)}: {', '.join(chunk)}")
         for node in chunk:
             chunkserver.start(self.ctx, node)
-        progress("waiting for chunk servers", f"{len(chunk)} registered with the master")
-        wait_until(lambda: len(self._view().servers) == len(chunk), f"{len(chunk)} chunk servers registered",
-                   timeout, 0.2, lambda _: BackendError(f"not every chunk server registered within {timeout:.0f} s; "
-                                                        f"see their logs in {self.state.dir / 'logs'}"))
+        loggers = int(m.metalogger)
+        progress("waiting for chunk servers", f"{len(chunk)} and {loggers} metalogger(s) registered with the master")
+
+        def registered() -> bool:
+            view = self._view()
+            return len(view.servers) == len(chunk) and len(view.metaloggers) == loggers
+        wait_until(registered, f"{len(chunk)} chunk servers and {loggers} metalogger(s) registered", timeout, 0.2,
+                   lambda _: BackendError(f"not every chunk server and metalogger registered within {timeout:.0f} s; "
+                                          f"see their logs in {self.state.dir / 'logs'}"))
         progress("mounting", f"mfsmount in the client namespace at {client.mount_point(self.ctx, CLIENT)[1]}")
         mnt = self.mount(CLIENT)
         self.runtime.run(CLIENT, ["mfssetgoal", "-r", str(m.goal), str(mnt)], timeout=60)
