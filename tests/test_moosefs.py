@@ -64,6 +64,11 @@ def test_the_quickstarts_file_steps_reach_the_chunk_servers(mfs, tmp_path):
         assert r["value"] == pytest.approx(sum(j[way]["io_bytes"] for j in job) / (max(j[way]["runtime"] for j in job) / 1000) / 1e6,
                                            rel=0.02)
     assert {r["params"]["phase"] for r in rows if r["workload"] == "metadata" and r["metric"] == "ops"} >= {"create", "stat", "unlink"}
+    # the report says where the metadata work went: the master's CPU during the metadata step
+    html = (run / "report.html").read_text()
+    assert "Where the metadata work went</b>: MooseFS" in html and "one master, which holds every file" in html
+    line = html.split("Where the metadata work went", 1)[1].split("</ul>", 1)[0]
+    assert "metadata[1]" in line and "master.node1 " in line and "% of one CPU" in line, line
 
 
 def test_a_chunk_server_and_the_master_killed_during_writes_lose_nothing(mfs, tmp_path):

@@ -134,6 +134,7 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 the bytes the tool counted; <code>from_storage</code> rows in results.csv):</p><ul>{% for line in uncached %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if step_warnings %}<p class="warn"><b>Ran under a warning</b> (the cluster's, during the step; it blocked nothing, <code>warnings</code> in intervals.json):</p><ul>{% for line in step_warnings %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if short %}<p class="warn"><b>Too short to time</b> (<code>duration</code> rows in results.csv):</p><ul>{% for line in short %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
+{% if metadata_lines %}<p><b>Where the metadata work went</b>: {{ prov.metadata.path }}</p><ul>{% for line in metadata_lines %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if shallow %}<p class="warn"><b>Queue depth not reached:</b></p><ul>{% for line in shallow %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
 <h2>Cluster at the end</h2>
@@ -200,6 +201,24 @@ def cell(mean: float, ci: float | None, metric: str) -> str:
     else:
         text, ci_text = si(mean), si(ci, 2) if ci is not None else ""
     return text + (f" ± {ci_text}" if ci_text else "")
+
+
+def metadata_lines(metadata: dict[str, Any] | None, intervals: list[dict], series: dict[str, list]) -> list[str]:
+    """For each metadata step: the CPU the filesystem's metadata servers used while it ran (their
+    sampled `cpu.<daemon>`, % of one CPU), so a comparison of filesystems says where that work went."""
+    if not metadata:
+        return []
+    pattern = re.compile(rf"cpu\.({metadata['servers']})") if metadata.get("servers") else None
+    out = []
+    for iv in intervals:
+        if iv["workload"] != "metadata" or iv.get("error"):
+            continue
+        used = {name[4:]: cpu_during(pts, iv["start"], iv["end"]) for name, pts in series.items()
+                if pattern and pattern.fullmatch(name)}
+        said = ", ".join(f"{d} {c:.0f} % of one CPU" for d, c in sorted(used.items()) if c is not None)
+        out.append(f"{iv['label']} rep {iv.get('repetition', 0) + 1}: "
+                   + (said or "no metadata server's CPU was sampled during it"))
+    return out
 
 
 def shallow_depths(rows: list[dict[str, Any]]) -> list[str]:
@@ -695,6 +714,7 @@ def build(run_path: Path) -> Path:
         measured_steps=sum(1 for iv in intervals if iv["workload"] != "baseline" and not iv.get("error")),
         bottlenecks=bottleneck_rows(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
+        metadata_lines=metadata_lines(prov.get("metadata"), intervals, series),
         short=short_phase_lines(workloads_rows),
         step_warnings=[f"{iv['label']} rep {iv.get('repetition', 0) + 1}: {w}" for iv in intervals for w in iv.get("warnings", [])],
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),

@@ -90,15 +90,17 @@ class RunDir:
         path = self.path / name
         return json.loads(path.read_text()) if path.exists() else {}
 
-    def start(self, spec_hash: str, filesystem_versions: dict[str, str], charts: list[dict[str, Any]]) -> None:
-        """`charts`: the backend's figures of its own sampler series (`backends.Chart`)."""
+    def start(self, spec_hash: str, filesystem_versions: dict[str, str], charts: list[dict[str, Any]],
+              metadata: dict[str, Any] | None = None) -> None:
+        """`charts`: the backend's figures of its own sampler series (`backends.Chart`);
+        `metadata`: where its metadata work goes ({servers: regex or None, path: text})."""
         self.write_json("provenance.json", {
             "dfslab_version": __version__, "git_revision": _git_revision(), "spec_sha256": spec_hash,
             "filesystem_versions": filesystem_versions, "charts": charts, "fio_version": tool_version(["fio", "--version"]),
             "iperf3_version": tool_version(["iperf3", "--version"]), "kernel": platform.release(),
             "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total, "hostname": platform.node(),
-            "start": time.time(), "end": None,
+            "start": time.time(), "end": None, "metadata": metadata,
         })
 
     def finish(self, **extra: Any) -> None:

@@ -106,6 +106,10 @@ class Backend(ABC):
     # dry run's estimate of a fault's recovery wait (the wait itself is bounded by
     # integrity.recovery_timeout).
     typical_recovery_seconds: float = 10.0
+    # Where a file system's metadata work goes (creates, stats, unlinks): the daemons that serve it
+    # (a regular expression over daemon names) and how the report says it; None: no such server.
+    metadata_servers: str | None = None
+    metadata_path: str = ""
 
     @classmethod
     def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:

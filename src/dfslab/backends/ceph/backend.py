@@ -33,6 +33,8 @@ class CephBackend(Backend):
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
     offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more", "objclass": ""}
     peek = "ceph -s"
+    metadata_servers = r"mds\..+"
+    metadata_path = "CephFS's MDS (one active here), which the OSDs back with its journal and directories"
     # examples/fault-matrix.yaml (docs/measurements.md): HEALTH_OK with every PG clean 0-17 s after
     # the undo, 7 s for half of the kinds
     typical_recovery_seconds = 7.0

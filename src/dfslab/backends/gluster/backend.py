@@ -24,6 +24,8 @@ class GlusterBackend(Backend):
     required_programs = ("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
     log_dirs = ("logs", "gluster/*/log")
     offers = {"fs": "", "gfapi": "", "confine": ""}
+    metadata_path = ("no metadata server: the client hashes each name to a brick (DHT), and the bricks' glusterfsd "
+                     "(started by glusterd, not sampled one by one) do the metadata work beside the data")
     # examples/gluster-faults.yaml (docs/measurements.md): healed 14-41 s after the undo, 21 s a
     # fault over its four kinds (a degraded link heals at once)
     typical_recovery_seconds = 21.0

@@ -21,6 +21,8 @@ class MooseFSBackend(Backend):
     log_dirs = ("logs", "moosefs/*/data")
     offers = {"fs": ""}
     peek = "mfscli -SIN"
+    metadata_servers = r"master\..+"
+    metadata_path = "MooseFS's one master, which holds every file's metadata in memory (Lustre's MDS)"
     # A chunk server's outage under writes (its stale chunks found by the master's 60 s chunk
     # loop, master.py): whole again 71 and 104 s after the undo; a killed master: 5 s.
     typical_recovery_seconds = 70.0
