@@ -232,3 +232,19 @@ def test_a_phase_too_short_to_time_is_no_headline_metric(tmp_path):
     from dfslab.compare import headline
     assert [r["workload"] for r in headline(rows)] == ["fio"]
     assert "(1 more of phases timed under 2 s left out: too short to time)" in verdict(rows)
+
+
+def test_the_comparison_is_drawn_one_bar_per_headline_metric_against_the_margin():
+    """The forest plot: a bar per metric with a ratio and an interval, coloured by its verdict; a
+    metric without an interval is left out, and a comparison with none draws nothing."""
+    import re
+    from dfslab.report import forest
+    rows = [{"workload": "fio", "params": f"bs={bs}", "metric": "bandwidth", "ratio": ratio, "low": low, "high": high,
+             "verdict": v, "significant": v == "different", "over": "runs"}
+            for bs, ratio, low, high, v in (("4KiB", 1.5, 1.3, 1.7, "different"), ("1MiB", 1.01, 0.97, 1.05, "same"),
+                                            ("64KiB", 1.1, 0.8, 1.5, "can't tell"))]
+    svg = str(forest(rows + [{**rows[0], "params": "bs=2MiB", "low": None, "high": None}], 0.10))
+    labels = re.findall(r"<!-- (fio bs=\w+ bandwidth) -->", svg)
+    assert labels == ["fio bs=4KiB bandwidth", "fio bs=1MiB bandwidth", "fio bs=64KiB bandwidth"], labels
+    assert "#bb0000" in svg and "#22aa77" in svg  # different in red, same in green
+    assert forest([{**rows[0], "low": None, "high": None}], 0.10) is None

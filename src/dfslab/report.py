@@ -122,7 +122,7 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 <td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio if r.ratio is not none else '-' }}</td>
 <td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% if r.over == 'one run' %} (within one run){% endif %}{% else %}none{% endif %}</td>
 <td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}{% if r.not_from_storage %} <span class="warn">· not from the storage on {{ r.not_from_storage|join(' and ') }} (byte ledger: {{ '%.2f' % r.from_storage_a if r.from_storage_a is not none else '?' }} / {{ '%.2f' % r.from_storage_b if r.from_storage_b is not none else '?' }} of its bytes on the wire)</span>{% endif %}</td></tr>{% endfor %}
-</table></div>{% endif %}
+</table></div>{% if comparison.forest %}<figure>{{ comparison.forest }}<figcaption>B/A of each headline metric with its 95 % interval (log scale): the grey band is the margin of "same" (±{{ '%.0f' % (comparison.margin * 100) }} %); a bar wholly outside 1 is "different", wholly inside the band "same"; hollow: within one run, no verdict of difference</figcaption></figure>{% endif %}{% endif %}
 <h2>Summary</h2>
 <p>Mean ± 95 % interval over repetitions (n). Every metric of every tool is in <code>results.csv</code>.</p>
 {% for title, lines, columns in tables %}{% if lines %}<h3>{{ title }}</h3>
@@ -657,8 +657,32 @@ def _comparison(run: RunDir) -> dict[str, Any] | None:
     rows = comp["rows"]
     if rows and "verdict" not in rows[0]:  # made before verdicts: compare its runs again
         rows = compare_runs([run.path.parent / n for n in comp["baseline_runs"]], [run.path.parent / n for n in comp["runs"]])
-    return {**comp, "significant": [r for r in rows if r["significant"]], "headline": headline(rows),
-            "verdict": verdict(rows)}
+    shown = headline(rows)
+    return {**comp, "significant": [r for r in rows if r["significant"]], "headline": shown,
+            "verdict": verdict(rows), "margin": COMPARE_MARGIN, "forest": forest(shown, COMPARE_MARGIN)}
+
+
+COMPARE_MARGIN = 0.10  # compare_runs' default, which comparison.json's rows were made with
+
+
+def forest(rows: list[dict[str, Any]], margin: float) -> Any:
+    """The comparison drawn: each metric's B/A and its interval against 1 and the margin's band."""
+    drawn = [r for r in rows if r.get("ratio") and r.get("low") and r.get("high")]
+    if not drawn:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(drawn) + 1.0))
+    ax.axvspan(1 - margin, 1 + margin, color="#e6e6e6", zorder=0)
+    ax.axvline(1.0, color="#888", lw=0.8)
+    for y, r in enumerate(drawn):
+        one_run = r.get("over") == "one run"
+        color = "#b00" if r.get("significant") else "#2a7" if str(r.get("verdict", "")).startswith("same") else "#555"
+        ax.errorbar(r["ratio"], y, xerr=[[r["ratio"] - r["low"]], [r["high"] - r["ratio"]]], fmt="o", color=color,
+                    mfc="white" if one_run else color, capsize=2, ms=4)
+    ax.set_yticks(range(len(drawn)), [f"{r['workload']} {r['params']} {r['metric']}"[:70] for r in drawn], fontsize=7)
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("B/A")
+    return _svg(fig)
 
 
 def build(run_path: Path) -> Path:
