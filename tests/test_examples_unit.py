@@ -50,6 +50,9 @@ CLAIMS: list[tuple[str, str, Callable[[], Any]]] = [
     ("tour.yaml", r"O_DIRECT (\d+ MiB) reads", lambda: _workload("tour.yaml", "fio", "bs")),
     ("s3.yaml", r"PUTs of (\d+ KiB) and", lambda: _workload("s3.yaml", "s3", "object_size")[0]),
     ("s3.yaml", r"and (\d+ MiB) objects", lambda: _workload("s3.yaml", "s3", "object_size")[1]),
+    ("moosefs-small.yaml", r"cache; (\d+ MiB) sends", lambda: _load("moosefs-small.yaml")["moosefs"]["write_cache"]),
+    ("three-filesystems.yaml", r"workloads \((\d+ MiB) and", lambda: _workload("three-filesystems.yaml", "fio", "bs")[0]),
+    ("three-filesystems.yaml", r"(\d+ KiB), write and read", lambda: _workload("three-filesystems.yaml", "fio", "bs")[1]),
     ("fault-matrix.yaml", r"use \+ (\d+ MiB)",
      lambda: next(f for f in _load("fault-matrix.yaml")["faults"] if f["kind"] == "fill")["options"]["headroom"]),
 ]

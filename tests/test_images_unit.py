@@ -25,9 +25,10 @@ def test_policy_candidates_are_parsed():
 
 
 def test_tag_names_the_versions_and_changes_with_any_package():
-    versions = {"ceph-osd": "16.2.15+ds-0+deb12u2", "glusterfs-server": "10.3-5", "procps": "2:4.0.2-3"}
+    versions = {"ceph-osd": "16.2.15+ds-0+deb12u2", "glusterfs-server": "10.3-5", "moosefs-master": "3.0.117-1",
+                "procps": "2:4.0.2-3"}
     tag = images.tag_for(versions)
-    assert tag.startswith("ceph16.2.15-gluster10.3-")
+    assert tag.startswith("ceph16.2.15-gluster10.3-moosefs3.0.117-")
     assert images.tag_for(dict(versions)) == tag  # stable
     assert images.tag_for({**versions, "procps": "2:4.0.2-4"}) != tag  # any version change rebuilds
     assert len(tag) <= 128 and all(c.isalnum() or c in "_.-" for c in tag)

@@ -169,8 +169,11 @@ SUBJECT = {
 # below it until the count here is lowered.
 LINES_LEFT = {
     "dfslab.registry": (7, "registration: the table of filesystems and targets names each one and its tools' engines"),
-    "dfslab.cli": (15, "help examples (`exec small -- ceph -s`, `fault kill osd.1`), scale's bricks, "
-                       "the pushdown commands' help (cluster name (Ceph), inside the OSDs)"),
+    "dfslab.cli.common": (2, "the app's help example (`exec small -- ceph -s`)"),
+    "dfslab.cli.clusters": (4, "help examples, scale's bricks"),
+    "dfslab.cli.data": (6, "the pushdown commands' help (cluster name (Ceph), inside the OSDs)"),
+    "dfslab.cli.faults": (2, "help examples (`fault kill osd.1`)"),
+    "dfslab.cli.tools": (1, "the capabilities help's example file (rook-yours)"),
     "dfslab.spec": (10, "the kubernetes section's Rook fields (namespace rook-ceph, devices per OSD, "
                         "dataDirHostPath), help text naming the engines"),
     "dfslab.runtime.kubernetes.images": (17, "the local Kubernetes' image is Rook's binary on dfslab's Ceph image"),
@@ -275,3 +278,9 @@ def test_the_runtime_name_check_can_fail():
     assert len(_runtime_name_uses('S = {"local": 10.0, "docker": 30.0}\n')) == 1
     assert len(_runtime_name_uses('x = runtime.kind in ("local", "docker")\n')) == 2  # the compare and its tuple
     assert _runtime_name_uses('runtime: Literal["local", "docker"] = "local"\nif target == "local": pass\n') == []
+
+
+def test_the_cli_is_one_small_module_per_command_group():
+    # The CLI parses and shows; its work is elsewhere. A module past 300 lines is doing work.
+    sizes = {p.name: len(p.read_text().splitlines()) for p in (PKG / "cli").glob("*.py")}
+    assert len(sizes) >= 5 and max(sizes.values()) <= 300, sizes

@@ -1,0 +1,5 @@
+"""`python -m dfslab.cli`."""
+
+from . import main
+
+main()
