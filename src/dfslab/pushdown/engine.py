@@ -119,8 +119,9 @@ def handle(ioctx, req: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown op {op!r}")
 
 
-def serve() -> None:
-    cluster, ioctx = connect(os.environ.get("DFSLAB_PUSHDOWN_POOL", "dfslab"))
+def serve(pool: str = "dfslab") -> None:
+    """Answer one JSON request a line on stdin, in `pool` (the cluster's benchmark pool)."""
+    cluster, ioctx = connect(pool)
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -137,4 +138,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    serve()
+    serve(*sys.argv[1:2])  # the pool: dfslab's own on a cluster it did not make (dfslab-<name>)

@@ -81,7 +81,8 @@ class Pushdown(Workload):
                 native.build_class()
             except native.BuildError as exc:
                 raise WorkloadError(str(exc)) from None
-            self.engine = Engine(runner.popen(ENGINE, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            pool = runner.storage.bench_pool(None)  # "dfslab", or dfslab's own pool on a cluster it did not make
+            self.engine = Engine(runner.popen([*ENGINE, pool], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                               stderr=subprocess.PIPE, text=True))
         return self.engine
 
