@@ -51,7 +51,11 @@ def pytest_sessionstart(session):
             continue
         env = {**os.environ, "DFSLAB_HOME": str(home), "DFSLAB_RUNS": str(home / "runs")}
         subprocess.run([*DFSLAB, "down", "--all"], env=env, cwd=REPO, capture_output=True, timeout=600)
-        if not any((home / "clusters").iterdir()):
+        try:
+            empty = not any((home / "clusters").iterdir())
+        except FileNotFoundError:  # a session starting beside this one (the suite's phases) cleaned it first
+            continue
+        if empty:
             shutil.rmtree(home, ignore_errors=True)
     global _before
     if _CONTROLLER:
