@@ -69,6 +69,8 @@ def test_the_quickstarts_file_steps_reach_the_chunk_servers(mfs, tmp_path):
     assert "Where the metadata work went</b>: MooseFS" in html and "one master, which holds every file" in html
     line = html.split("Where the metadata work went", 1)[1].split("</ul>", 1)[0]
     assert "metadata[1]" in line and "master.node1 " in line and "% of one CPU" in line, line
+    # and that its write rows' latency is the client's (mfsmount acknowledges from its cache)
+    assert "Writes acknowledged by the client</b>: mfsmount acknowledges O_DIRECT" in html
 
 
 def test_a_chunk_server_and_the_master_killed_during_writes_lose_nothing(mfs, tmp_path):

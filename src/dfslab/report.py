@@ -134,6 +134,7 @@ The table shows the headline metrics; <code>comparison.json</code> has every one
 the bytes the tool counted; <code>from_storage</code> rows in results.csv):</p><ul>{% for line in uncached %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if step_warnings %}<p class="warn"><b>Ran under a warning</b> (the cluster's, during the step; it blocked nothing, <code>warnings</code> in intervals.json):</p><ul>{% for line in step_warnings %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if short %}<p class="warn"><b>Too short to time</b> (<code>duration</code> rows in results.csv):</p><ul>{% for line in short %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
+{% if prov.metadata and prov.metadata.client_write_ack and write_rows %}<p class="warn"><b>Writes acknowledged by the client</b>: {{ prov.metadata.client_write_ack }}.</p>{% endif %}
 {% if metadata_lines %}<p><b>Where the metadata work went</b>: {{ prov.metadata.path }}</p><ul>{% for line in metadata_lines %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% if shallow %}<p class="warn"><b>Queue depth not reached:</b></p><ul>{% for line in shallow %}<li class="warn">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for fig in figures %}<figure>{{ fig.svg }}<figcaption>{{ fig.caption }}</figcaption></figure>{% endfor %}
@@ -739,6 +740,7 @@ def build(run_path: Path) -> Path:
         bottlenecks=bottleneck_rows(rows, intervals, series, replicas, run.read_json("units.json")), shallow=shallow_depths(workloads_rows),
         uncached=not_from_storage_lines(workloads_rows), floor=f"{FROM_STORAGE_FLOOR:g}",
         metadata_lines=metadata_lines(prov.get("metadata"), intervals, series),
+        write_rows=any(direction(r["params"]) == "write" for r in rows if r["metric"] == "bandwidth"),
         short=short_phase_lines(workloads_rows),
         step_warnings=[f"{iv['label']} rep {iv.get('repetition', 0) + 1}: {w}" for iv in intervals for w in iv.get("warnings", [])],
         tables=tables, figures=figures, daemons=status.get("daemons", []), comparison=_comparison(run),

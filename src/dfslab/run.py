@@ -347,7 +347,8 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
         backend_kind = backend_class(spec)
         run_dir.start(spec_hash, backend_kind.versions(spec),
                       [c.as_json() for c in backend_kind.charts] + list(runtime_of(spec).charts),
-                      {"servers": backend_kind.metadata_servers, "path": backend_kind.metadata_path})
+                      {"servers": backend_kind.metadata_servers, "path": backend_kind.metadata_path,
+                       "client_write_ack": backend_kind.client_write_ack})
         run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
         done, intervals, attempt = set(), [], 1
     first_new = len(intervals)

@@ -110,6 +110,9 @@ class Backend(ABC):
     # (a regular expression over daemon names) and how the report says it; None: no such server.
     metadata_servers: str | None = None
     metadata_path: str = ""
+    # Where its client acknowledges a write before the servers hold it, even under O_DIRECT (the
+    # report says it beside the write rows: their latency is the client's); "" where it does not.
+    client_write_ack: str = ""
 
     @classmethod
     def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:

@@ -23,6 +23,11 @@ class MooseFSBackend(Backend):
     peek = "mfscli -SIN"
     metadata_servers = r"master\..+"
     metadata_path = "MooseFS's one master, which holds every file's metadata in memory (Lustre's MDS)"
+    client_write_ack = ("mfsmount acknowledges O_DIRECT and O_SYNC writes from its write-back cache (1 MiB at least: "
+                        "moosefs.write_cache) and sends them on after; only fsync waits for the chunk servers. fio's "
+                        "4 KiB writes, 4 jobs at depth 1: 28.8 k IOPS at 0.043 ms with O_DIRECT, 27.1 k with O_SYNC, "
+                        "2.37 k with fsync=1 (GlusterFS with strict-o-direct: 2.39 k): the write rows' latency is "
+                        "the client's, their bytes reach the chunk servers within the step (from_storage)")
     # A chunk server's outage under writes (its stale chunks found by the master's 60 s chunk
     # loop, master.py): whole again 71 and 104 s after the undo; a killed master: 5 s.
     typical_recovery_seconds = 70.0
