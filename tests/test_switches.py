@@ -1,6 +1,7 @@
 """Every boolean / enum switch of the spec either comes up healthy or is refused with its
 reason (mgr: false, test_spec.py). The values other modules' clusters do not bring up are
-brought up here once: 3 MONs with failure_domain osd, GlusterFS replica 2, and an arbiter."""
+brought up here once: 3 MONs with failure_domain osd, GlusterFS replica 2, an arbiter, and MooseFS
+without a metalogger."""
 
 import json
 
@@ -16,6 +17,7 @@ SPECS = {
     "t-sw-mons3": "nodes: 3\nceph: {mons: 3, failure_domain: osd, replica_size: 2, osd_size: 1GiB, pg_num: 8, cephfs: false}\n",
     "t-sw-rep2": "filesystem: gluster\nnodes: 2\ngluster: {volume: replicate, replica: 2}\n",
     "t-sw-arb": "filesystem: gluster\nnodes: 3\ngluster: {volume: replicate, replica: 3, arbiter: true}\n",
+    "t-sw-mfs": "filesystem: moosefs\nnodes: 2\nnetwork: {subnet: 10.77.8.0/24}\nmoosefs: {metalogger: false, goal: 1}\n",
 }
 
 
@@ -23,16 +25,19 @@ def test_every_switch_value_is_covered_somewhere():
     """Each Literal/bool field of the spec, with the values this file or others bring up."""
     switches = {(section, field): getattr(model.model_fields[field].annotation, "__args__", (True, False))
                 for section, model in (("", ClusterSpec), ("ceph", ClusterSpec.model_fields["ceph"].annotation),
-                                       ("gluster", ClusterSpec.model_fields["gluster"].annotation))
+                                       ("gluster", ClusterSpec.model_fields["gluster"].annotation),
+                                       ("moosefs", ClusterSpec.model_fields["moosefs"].annotation))
                 for field in model.model_fields
                 if model.model_fields[field].annotation is bool
                 or str(model.model_fields[field].annotation).startswith("typing.Literal")}
     # Where each value is brought up (or refused), so a new switch cannot go untested unnoticed.
-    # external and host: tests/test_external.py; kubernetes: tests/test_kubernetes.py.
-    covered = {("", "filesystem"): {"ceph", "gluster", "external"}, ("", "runtime"): {"local", "docker", "host", "kubernetes"},
+    # external and host: tests/test_external.py; kubernetes: tests/test_kubernetes.py; moosefs
+    # with its metalogger: tests/test_moosefs.py.
+    covered = {("", "filesystem"): {"ceph", "gluster", "external", "moosefs"}, ("", "runtime"): {"local", "docker", "host", "kubernetes"},
                ("ceph", "mons"): {1, 3}, ("ceph", "mgr"): {True, False}, ("ceph", "failure_domain"): {"host", "osd"},
                ("ceph", "cephfs"): {True, False}, ("gluster", "volume"): {"distribute", "replicate", "disperse"},
-               ("gluster", "replica"): {2, 3}, ("gluster", "arbiter"): {True, False}}
+               ("gluster", "replica"): {2, 3}, ("gluster", "arbiter"): {True, False},
+               ("moosefs", "metalogger"): {True, False}}
     assert set(switches) == set(covered), set(switches) ^ set(covered)
     for key, values in switches.items():
         assert set(values) == covered[key], key
@@ -50,6 +55,9 @@ def test_switch_comes_up_healthy(tmp_path, name):
             assert len(quorum["quorum_names"]) == 3
             rules = json.loads(dfslab("exec", name, "--", "ceph", "osd", "crush", "rule", "dump", "-f", "json").stdout)
             assert any(step.get("type") == "osd" for rule in rules for step in rule["steps"])
+        elif name == "t-sw-mfs":  # one chunk server, goal 1, no metalogger registered or started
+            assert len(info["chunk_servers"]) == 1 and info["metaloggers"] == []
+            assert not any(d["name"].startswith("metalogger.") for d in info["daemons"])
         elif name == "t-sw-rep2":
             assert len(info["bricks"]) == 2 and all(b["online"] for b in info["bricks"])
         else:
