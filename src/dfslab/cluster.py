@@ -291,6 +291,17 @@ def apply_live(name: str, new: ClusterSpec) -> list[str] | None:
     return done
 
 
+def bench_pool(name: str) -> str:
+    """The object pool a cluster's benchmarks and datasets go to: dfslab's own on a cluster it did
+    not make (`dfslab-<name>`)."""
+    state, spec = load(name)
+    backend = backend_for(spec, attach_runtime(state))
+    try:
+        return backend.bench_pool(None)
+    finally:
+        backend.close()
+
+
 def client_command(name: str, argv: list[str], node: str = "client") -> tuple[list[str], dict[str, str]]:
     """argv wrapped to run on a node of the cluster the way its workloads run (runtime
     kubernetes: in a toolbox pod on that node), with the backend's client environment."""

@@ -75,7 +75,7 @@ def _engine(name: str):
         if TARGET not in backend_class(spec).targets_for(spec):
             raise cluster.ClusterError(f"cluster {name!r} runs {spec.filesystem}; query pushdown needs "
                                        f"{TARGETS[TARGET].says} (target {TARGET})")
-        argv, env = cluster.client_command(name, ENGINE)
+        argv, env = cluster.client_command(name, [*ENGINE, cluster.bench_pool(name)])
     except (native.BuildError, *USER_ERRORS) as exc:
         fail(exc)
     return Engine.start(argv, env)
