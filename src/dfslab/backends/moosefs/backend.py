@@ -45,9 +45,9 @@ class MooseFSBackend(Backend):
     @classmethod
     def daemon_names(cls, spec) -> list[str] | None:
         m = spec.moosefs
-        chunk = m.chunk_nodes(spec)
-        return ([f"master.{m.master_node(spec)}"] + ([f"metalogger.{chunk[0]}"] if m.metalogger else [])
-                + [f"chunkserver.{n}" for n in chunk])
+        logger = m.metalogger_node(spec)
+        return ([f"master.{m.master_node(spec)}"] + ([f"metalogger.{logger}"] if logger else [])
+                + [f"chunkserver.{n}" for n in m.chunk_nodes(spec)])
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)

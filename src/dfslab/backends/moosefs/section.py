@@ -39,6 +39,10 @@ class MooseFSSpec(Strict):
     def chunk_nodes(self, cluster: "ClusterSpec") -> list[str]:
         return [n for n in cluster.node_names() if n != self.master_node(cluster)]
 
+    def metalogger_node(self, cluster: "ClusterSpec") -> str | None:
+        """The first chunk server's node (not the master's: a copy beside the original survives nothing)."""
+        return self.chunk_nodes(cluster)[0] if self.metalogger else None
+
     def check(self, cluster: "ClusterSpec") -> None:
         """What depends on the nodes too; a ValueError starts with the field it is about."""
         names = cluster.node_names()
