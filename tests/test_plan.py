@@ -123,3 +123,18 @@ def test_osdmaptool_maps_pgs_as_the_real_cluster_does(tmp_path):
         assert planning.map_pgs(out_map, mark_up_in=False) == up
     finally:
         dfslab("down", "t-plan", check=False)
+
+
+def test_a_pool_too_large_for_cephs_balancer_is_balanced_by_dfslabs(small, tmp_path, monkeypatch):
+    """Every pool taken as too large for osdmaptool's balancer: the same maps, balanced by
+    dfslab's own (plan/balancer.py), said so, every byte still somewhere, the spread narrower."""
+    from dfslab.plan import analysis
+    monkeypatch.setattr(analysis, "CEPH_BALANCER_MAX_WORK", 0)
+    ours = plan(Layout.model_validate(SMALL), tmp_path / "ours")
+    assert set(small["after_balancer"]["balancer"].values()) == {"ceph (osdmaptool)"}
+    assert set(ours["after_balancer"]["balancer"].values()) == {"dfslab"}
+    assert ours["before_balancer"] == small["before_balancer"] and ours["failures"] == small["failures"]
+    before, after = ours["before_balancer"]["pgs_per_osd"], ours["after_balancer"]["pgs_per_osd"]
+    assert after["stddev"] < before["stddev"] and after["max"] - after["min"] <= before["max"] - before["min"]
+    assert sum(u["bytes"] for u in ours["per_osd_balanced"].values()) == pytest.approx(
+        sum(u["bytes"] for u in ours["per_osd"].values()))

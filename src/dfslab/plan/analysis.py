@@ -6,11 +6,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.ceph import plan_maps
 from ..safety import remove_owned_tree
+from .balancer import CEPH_BALANCER_MAX_WORK, PoolMembers, balance_pool
 from .layout import Layout
 from .model import NONE, Cluster, crush_text, place, pool_plans
 
@@ -111,11 +113,6 @@ def movement(cluster: Cluster, before: Mapping, after: Mapping, ids: dict[int, s
             "recovery_seconds": seconds, "limit": limit}
 
 
-def crush_weight(cluster: Cluster, osd: int) -> float:
-    """An OSD's CRUSH weight as the map has it: its size in TiB."""
-    return cluster.osd_size(osd) / 2**40
-
-
 def failed_osds(cluster: Cluster, failure) -> set[int]:
     if failure.osd is not None:
         if failure.osd not in set(cluster.osds(added=False)):
@@ -128,6 +125,33 @@ def failed_osds(cluster: Cluster, failure) -> set[int]:
         raise ValueError(f"failures: there is no {'host' if failure.host else 'rack'} {value!r} "
                          f"(e.g. {', '.join(names[:4])})")
     return found
+
+
+def _failure_mapping(planning, prepared: Path, scratch: Path, lost: dict[int, float]) -> Mapping:
+    """Every PG's up set with `lost` ({osd: its CRUSH weight}) marked out, as Ceph marks out OSDs
+    down for mon_osd_down_out_interval."""
+    failed = planning.mark_out(prepared, scratch, lost)
+    try:
+        return planning.map_pgs(failed, mark_up_in=False)
+    finally:
+        failed.unlink()
+
+
+def _split_balancing(cluster: Cluster, plans: dict[str, Any]) -> tuple[dict[str, list[int]], list[str]]:
+    """The pools dfslab's balancer takes (with their eligible OSDs) and those Ceph's osdmaptool
+    balances: Ceph's wherever it answers in seconds."""
+    pools = {p.name: p for p in cluster.layout.pools}
+    eligible = {name: cluster.in_class(pools[name].device_class) for name in plans}
+    ours = {name: eligible[name] for name, p in plans.items() if p.pg_num * len(eligible[name]) > CEPH_BALANCER_MAX_WORK}
+    return ours, [name for name in plans if name not in ours]
+
+
+def _pool_members(cluster: Cluster, base: Mapping, ids: dict[int, str], name: str, eligible: list[int]) -> PoolMembers:
+    domain_of = {"host": lambda o: cluster.osd_host[o].name, "rack": lambda o: cluster.osd_host[o].rack,
+                 "osd": lambda o: f"osd.{o}"}[next(p for p in cluster.layout.pools if p.name == name).failure_domain]
+    return PoolMembers(pgs={pgid: up for pgid, up in base.items() if _pool_of(pgid, ids) == name},
+                       weights={o: cluster.crush_weight(o) for o in eligible},
+                       domain={o: domain_of(o) for o in eligible})
 
 
 def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = lambda s, d: None) -> dict[str, Any]:
@@ -152,7 +176,7 @@ def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = l
     ids = planning.pool_ids(osdmap)
     progress("mapping", "every PG with osdmaptool")
     first = cluster.osds(added=False)[0]
-    prepared = planning.prepare(osdmap, workdir / "osdmap.up", added or {first: crush_weight(cluster, first)})
+    prepared = planning.prepare(osdmap, workdir / "osdmap.up", added or {first: cluster.crush_weight(first)})
     base = planning.map_pgs(prepared, mark_up_in=False)
     result: dict[str, Any] = {"layout": layout.model_dump(mode="json"), "osds": len(cluster.osds(added=False)),
                               "hosts": len([h for h in cluster.hosts if not h.added]),
@@ -161,22 +185,33 @@ def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = l
     result["before_balancer"] = balance_summary(cluster, use)
     result["undersized_pgs"] = undersized(cluster, base, ids)
     result["per_osd"] = {str(o): use[o] for o in cluster.osds(added=False)}
-    progress("balancing", "the upmap balancer (osdmaptool --upmap)")
-    upmaps = planning.balance(osdmap, list(plans), added)
-    balanced_use = usage(cluster, planning.apply_upmaps(base, upmaps), ids, plans)
-    result["after_balancer"] = {**balance_summary(cluster, balanced_use), "upmap_entries": len(upmaps)}
-    result["per_osd_balanced"] = {str(o): balanced_use[o] for o in cluster.osds(added=False)}
-    result["failures"] = []
-    for failure in layout.failures:
-        lost = failed_osds(cluster, failure)
-        progress("failure", f"{failure.label()}: {len(lost)} OSD(s) out")
-        # Marked out, as Ceph does with OSDs down for mon_osd_down_out_interval.
-        failed = planning.mark_out(prepared, workdir / "osdmap.failure", {o: crush_weight(cluster, o) for o in lost})
-        after = planning.map_pgs(failed, mark_up_in=False)
-        failed.unlink()
-        result["failures"].append({"failure": failure.label(), "osds": sorted(lost),
-                                   **movement(cluster, base, after, ids, plans, lost),
-                                   "undersized_pgs": undersized(cluster, after, ids)})
+    progress("balancing", "the upmap balancer (osdmaptool --upmap, or dfslab's for pools too large for it)")
+    ours, theirs = _split_balancing(cluster, plans)
+    with ThreadPoolExecutor(2) as pool:
+        ceph = pool.submit(planning.balance, osdmap, theirs, added) if theirs else None
+        # The failures' maps (osdmaptool, one call per OSD out) are made beside the balancer:
+        # they start from the same unbalanced map and do not depend on it.
+        failing = [pool.submit(_failure_mapping, planning, prepared, workdir / f"osdmap.failure{i}",
+                               {o: cluster.crush_weight(o) for o in failed_osds(cluster, f)})
+                   for i, f in enumerate(layout.failures)]
+        upmaps: dict[str, list[tuple[int, int]]] = {}
+        for name, eligible in ours.items():
+            upmaps.update(balance_pool(_pool_members(cluster, base, ids, name, eligible)))
+        if ceph is not None:
+            upmaps.update(ceph.result())
+        balancers = {name: "dfslab" if name in ours else "ceph (osdmaptool)" for name in plans}
+        balanced_use = usage(cluster, planning.apply_upmaps(base, upmaps), ids, plans)
+        result["after_balancer"] = {**balance_summary(cluster, balanced_use), "upmap_entries": len(upmaps),
+                                    "balancer": balancers}
+        result["per_osd_balanced"] = {str(o): balanced_use[o] for o in cluster.osds(added=False)}
+        result["failures"] = []
+        for failure, job in zip(layout.failures, failing):
+            lost = failed_osds(cluster, failure)
+            progress("failure", f"{failure.label()}: {len(lost)} OSD(s) out")
+            after = job.result()
+            result["failures"].append({"failure": failure.label(), "osds": sorted(lost),
+                                       **movement(cluster, base, after, ids, plans, lost),
+                                       "undersized_pgs": undersized(cluster, after, ids)})
     if layout.add_hosts:
         progress("growth", f"adding {layout.add_hosts} host(s)")
         grown = planning.map_pgs(osdmap, None)

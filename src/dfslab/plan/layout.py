@@ -15,6 +15,8 @@ from ..fields import BitsPerSecond, Bytes, Strict
 from ..safety import check_name
 from ..units import UnitError, parse_byte_rate
 
+MAX_POOL_PGS = 65536  # Ceph's mon_max_pool_pg_num: the monitor refuses a pool with more
+
 
 def _throughput(value: Any) -> Any:
     """200MB/s (bytes per second), or measured:RUN_DIR (the disk baseline of a dfslab run)."""
@@ -74,6 +76,9 @@ class Pool(Strict):
         if isinstance(value, int) and (value < 1 or value & (value - 1)):
             low = 1 << max(0, value.bit_length() - 1)
             raise ValueError(f"{value} is not a power of two (Ceph warns POOL_PG_NUM_NOT_POWER_OF_TWO); use {low} or {low * 2}")
+        if isinstance(value, int) and value > MAX_POOL_PGS:
+            raise ValueError(f"{value} is more than Ceph's {MAX_POOL_PGS} PGs per pool (mon_max_pool_pg_num); "
+                             f"use {MAX_POOL_PGS} or split the data over more pools")
         return value
 
     @model_validator(mode="after")
@@ -159,4 +164,4 @@ class Layout(Strict):
         total = sum(p.stored for p in self.pools) or 1
         share = pool.stored / total if total else 1 / len(self.pools)
         want = max(1.0, self.target_pgs_per_osd * osds_in_class * share / pool.width())
-        return 1 << max(0, round(math.log2(want)))
+        return min(MAX_POOL_PGS, 1 << max(0, round(math.log2(want))))

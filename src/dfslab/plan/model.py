@@ -4,11 +4,17 @@ crushtool's text form (weights in TiB, device classes, one rule per pool), and t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..backends.ceph import plan_maps
 from .layout import HostGroup, Layout
 
 NONE = 2147483647  # CRUSH_ITEM_NONE: a hole in an erasure-coded PG's up set
+# CRUSH weights are 16.16 fixed point in 32 bits: a bucket's weight (the root's, the sum of every
+# OSD's) must stay under 65536. Real maps weigh an OSD by its size in TiB; a cluster of more than
+# 64 PiB (10,000 8 TiB disks) overflows that, so its weights count in a larger power-of-two unit.
+# straw2 picks by weight ratios, which a common unit leaves unchanged.
+CRUSH_WEIGHT_LIMIT = 65535.0
 
 
 @dataclass
@@ -25,7 +31,7 @@ class Cluster:
     layout: Layout
     hosts: list[Host] = field(default_factory=list)
 
-    @property
+    @cached_property  # asked per OSD in loops over every OSD; hosts are fixed once placed
     def osd_host(self) -> dict[int, Host]:
         return {o: h for h in self.hosts for o in h.osds}
 
@@ -34,6 +40,20 @@ class Cluster:
 
     def osd_size(self, osd: int) -> int:
         return self.osd_host[osd].group.osd_size
+
+    @cached_property
+    def crush_unit(self) -> int:
+        """Bytes per 1.0 of CRUSH weight: a TiB, or the smallest power-of-two multiple of it that
+        keeps the root's weight within CRUSH's fixed point."""
+        total = sum(h.group.osd_size * len(h.osds) for h in self.hosts)
+        unit = 2**40
+        while total / unit > CRUSH_WEIGHT_LIMIT:
+            unit *= 2
+        return unit
+
+    def crush_weight(self, osd: int) -> float:
+        """An OSD's CRUSH weight as the map has it: its size in `crush_unit`s."""
+        return self.osd_size(osd) / self.crush_unit
 
     def in_class(self, device_class: str | None) -> list[int]:
         return [o for h in self.hosts if not h.added and device_class in (None, h.group.device_class) for o in h.osds]
@@ -66,12 +86,13 @@ def crush_text(cluster: Cluster) -> str:
     out += [f"device {o} osd.{o} class {h.group.device_class}" for h in cluster.hosts for o in h.osds]
     out += ["", "type 0 osd", "type 1 host", "type 3 rack", "type 11 root", ""]
     bid = -1
+    unit = cluster.crush_unit
     rack_items: dict[str, list[tuple[str, float]]] = {}
     for h in cluster.hosts:
         bid -= 1
-        tib = h.group.osd_size / 2**40
-        out.append(_bucket("host", h.name, bid, [(f"osd.{o}", tib) for o in h.osds]))
-        rack_items.setdefault(h.rack, []).append((h.name, tib * len(h.osds)))
+        weight = h.group.osd_size / unit
+        out.append(_bucket("host", h.name, bid, [(f"osd.{o}", weight) for o in h.osds]))
+        rack_items.setdefault(h.rack, []).append((h.name, weight * len(h.osds)))
     for rack, items in rack_items.items():
         bid -= 1
         out.append(_bucket("rack", rack, bid, items))

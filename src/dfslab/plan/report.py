@@ -22,7 +22,9 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3
 .warn{color:#a40}</style></head><body>
 <h1>Plan: {{ names|join(' vs ') }}</h1>
 <p>Computed with Ceph's own tools: crushtool (the CRUSH map), a scratch ceph-mon (OSDs, pools and erasure-code
-profiles made by its own commands), osdmaptool (every PG mapped, the upmap balancer, OSDs taken out).
+profiles made by its own commands), osdmaptool (every PG mapped, the upmap balancer, OSDs taken out). A pool
+too large for osdmaptool's balancer in a plan's time (more than 2&times;10<sup>7</sup> PGs &times; OSDs) is balanced by
+dfslab's own with the same rule ("balanced by" says which); on plan-1000 both end at the same spread (bench/plan.py).
 Recovery times assume every receiving disk and every NIC runs at the layout's figures with nothing else in the way
 (no recovery throttles): a lower bound.</p>
 <table><tr><th></th>{% for p in plans %}<th>{{ p.layout.name }}</th>{% endfor %}</tr>
@@ -65,6 +67,7 @@ ROWS = [
     ("fills first (balanced)", lambda p: "osd.{osd} on {host}".format(**p["after_balancer"]["fills_first"])),
     ("cluster fill when it hits the full ratio", lambda p: _pct(p["after_balancer"]["fills_first"]["cluster_fill_when_full"])),
     ("upmap entries", lambda p: p["after_balancer"]["upmap_entries"]),
+    ("balanced by", lambda p: _balanced_by(p["after_balancer"].get("balancer", {}))),
     ("time to plan", lambda p: f"{p['seconds']:.1f} s"),
 ]
 
@@ -92,6 +95,13 @@ def save(plan: dict[str, Any], out: Path) -> Path:
     path = out / "plan.json"
     path.write_text(json.dumps(plan, indent=1))
     return path
+
+def _balanced_by(balancers: dict[str, str]) -> str:
+    """Each balancer with its pools ("ceph (osdmaptool): rbd, archive; dfslab: cephfs-data")."""
+    by: dict[str, list[str]] = {}
+    for pool, balancer in balancers.items():
+        by.setdefault(balancer, []).append(pool)
+    return "; ".join(f"{b}: {', '.join(pools)}" for b, pools in by.items()) or "ceph (osdmaptool)"
 
 
 def summary_lines(plan: dict[str, Any]) -> list[str]:
