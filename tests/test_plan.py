@@ -61,6 +61,7 @@ def test_a_failure_re_replicates_what_the_lost_osds_held(small):
 @pytest.mark.parametrize("change,field", [
     ({"pools": [{"name": "rbd", "size": 5, "stored": "1TiB"}]}, "pools[0]"),
     ({"pools": [{"name": "rbd", "size": 3, "pg_num": 100, "stored": "1TiB"}]}, "pools[0].pg_num"),
+    ({"pools": [{"name": "rbd", "size": 3, "pg_num": 131072, "stored": "1TiB"}]}, "pools[0].pg_num"),
     ({"hosts": [{"count": 4, "osds": 2, "osd_size": "0B"}]}, "hosts[0].osd_size"),
     ({"pools": [{"name": "rbd", "size": 3, "device_class": "nvme", "stored": "1TiB"}]}, "pools[0].device_class"),
     ({"pools": [{"name": "ec", "k": 4, "m": 2, "failure_domain": "rack", "stored": "1TiB"}]}, "pools[0]"),
