@@ -29,7 +29,10 @@
 #include <string.h>
 
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "objclass_c.h"
@@ -145,21 +148,80 @@ struct Predicate {
   std::string s;
 };
 
-template <typename T> bool compare(T a, T b, uint8_t op) {
+// Predicates are evaluated a column at a time over the slice (the first) or over the rows still
+// selected (the rest), each into a selection vector written without branches, so the compiler
+// keeps the loop tight; the comparison is chosen once per predicate, not per row.
+struct Less { template <typename T> bool operator()(T a, T b) const { return a < b; } };
+struct LessEq { template <typename T> bool operator()(T a, T b) const { return a <= b; } };
+struct Greater { template <typename T> bool operator()(T a, T b) const { return a > b; } };
+struct GreaterEq { template <typename T> bool operator()(T a, T b) const { return a >= b; } };
+struct Equal { template <typename T> bool operator()(T a, T b) const { return a == b; } };
+struct NotEqual { template <typename T> bool operator()(T a, T b) const { return a != b; } };
+
+// Loads a row's value as the comparison's type: f64, i64, or an i64 column compared as double.
+struct LoadF64 { double operator()(const uint8_t *d, uint32_t r) const { double v; memcpy(&v, d + 8ull * r, 8); return v; } };
+struct LoadI64 { int64_t operator()(const uint8_t *d, uint32_t r) const { int64_t v; memcpy(&v, d + 8ull * r, 8); return v; } };
+struct LoadI64AsF64 { double operator()(const uint8_t *d, uint32_t r) const { return static_cast<double>(LoadI64()(d, r)); } };
+
+// rows == nullptr: test every row of [first, end); else the n rows listed. Survivors go to out.
+template <typename Load, typename T, typename Cmp>
+size_t keep_where(const uint8_t *data, T value, Cmp cmp, uint32_t first, uint32_t end, const uint32_t *rows, size_t n,
+                  uint32_t *out) {
+  Load load;
+  size_t kept = 0;
+  if (!rows) {
+    for (uint32_t r = first; r < end; r++) { out[kept] = r; kept += cmp(load(data, r), value); }
+  } else {
+    for (size_t i = 0; i < n; i++) { uint32_t r = rows[i]; out[kept] = r; kept += cmp(load(data, r), value); }
+  }
+  return kept;
+}
+
+template <typename Load, typename T>
+size_t keep_op(uint8_t op, const uint8_t *data, T v, uint32_t first, uint32_t end, const uint32_t *rows, size_t n, uint32_t *out) {
   switch (op) {
-    case 0: return a < b;
-    case 1: return a <= b;
-    case 2: return a > b;
-    case 3: return a >= b;
-    case 4: return a == b;
-    default: return a != b;
+    case 0: return keep_where<Load>(data, v, Less(), first, end, rows, n, out);
+    case 1: return keep_where<Load>(data, v, LessEq(), first, end, rows, n, out);
+    case 2: return keep_where<Load>(data, v, Greater(), first, end, rows, n, out);
+    case 3: return keep_where<Load>(data, v, GreaterEq(), first, end, rows, n, out);
+    case 4: return keep_where<Load>(data, v, Equal(), first, end, rows, n, out);
+    default: return keep_where<Load>(data, v, NotEqual(), first, end, rows, n, out);
   }
 }
 
-bool matches(const Predicate &p, uint32_t row) {
-  if (p.col->type == kStr) return compare(p.col->str(row), p.s, p.op);
-  if (p.col->type == kI64 && p.vtype == kI64) return compare(p.col->i64(row), p.i, p.op);
-  return compare(p.col->num(row), p.num, p.op);
+size_t keep_strings(const Predicate &p, uint32_t first, uint32_t end, const uint32_t *rows, size_t n, uint32_t *out) {
+  size_t kept = 0;
+  bool want_equal = p.op == 4;
+  auto test = [&](uint32_t r) {
+    uint32_t a = p.col->off(r), b = p.col->off(r + 1);
+    bool equal = b - a == p.s.size() && memcmp(p.col->data + a, p.s.data(), p.s.size()) == 0;
+    out[kept] = r;
+    kept += equal == want_equal;
+  };
+  if (!rows) for (uint32_t r = first; r < end; r++) test(r);
+  else for (size_t i = 0; i < n; i++) test(rows[i]);
+  return kept;
+}
+
+// The rows of [first, end) every predicate keeps, in row order.
+std::vector<uint32_t> select_rows(const std::vector<Predicate> &preds, uint32_t first, uint32_t end) {
+  std::vector<uint32_t> rows(end - first);
+  if (preds.empty()) {
+    for (uint32_t r = first; r < end; r++) rows[r - first] = r;
+    return rows;
+  }
+  size_t n = 0;
+  bool started = false;
+  for (const Predicate &p : preds) {
+    const uint32_t *in = started ? rows.data() : nullptr;  // filtering in place is safe: out never passes in
+    if (p.col->type == kStr) n = keep_strings(p, first, end, in, n, rows.data());
+    else if (p.col->type == kI64 && p.vtype == kI64) n = keep_op<LoadI64>(p.op, p.col->data, p.i, first, end, in, n, rows.data());
+    else if (p.col->type == kI64) n = keep_op<LoadI64AsF64>(p.op, p.col->data, p.num, first, end, in, n, rows.data());
+    else n = keep_op<LoadF64>(p.op, p.col->data, p.num, first, end, in, n, rows.data());
+    started = true;
+  }
+  rows.resize(n);
+  return rows;
 }
 
 struct Agg {
@@ -178,39 +240,52 @@ struct Writer {
   void bytes(const void *p, size_t n) { out.append(static_cast<const char *>(p), n); }
 };
 
-// The selected rows' projected columns, as a DFC1 object.
+// The selected rows' projected columns, as a DFC1 object: sized first, then gathered in place.
 std::string encode_rows(const std::vector<const Column *> &cols, const std::vector<uint32_t> &rows) {
-  std::vector<std::string> data(cols.size());
-  for (size_t i = 0; i < cols.size(); i++) {
-    const Column *c = cols[i];
-    Writer w;
-    if (c->type == kStr) {
-      uint32_t off = 0;
-      w.put(off);
-      for (uint32_t r : rows) { off += c->off(r + 1) - c->off(r); w.put(off); }
-      for (uint32_t r : rows) w.bytes(c->data + c->off(r), c->off(r + 1) - c->off(r));
-    } else {
-      for (uint32_t r : rows) w.bytes(c->data + 8ull * r, 8);
-    }
-    data[i] = std::move(w.out);
-  }
   uint64_t header = 12;
   for (const Column *c : cols) header += 1 + 1 + c->name.size() + 16;
-  Writer w;
-  w.bytes("DFC1", 4);
-  w.put(static_cast<uint32_t>(rows.size()));
-  w.put(static_cast<uint32_t>(cols.size()));
+  std::vector<uint64_t> sizes(cols.size());
+  uint64_t total = header;
+  for (size_t i = 0; i < cols.size(); i++) {
+    const Column *c = cols[i];
+    uint64_t n = 0;
+    if (c->type == kStr) {
+      n = 4ull * (rows.size() + 1);
+      for (uint32_t r : rows) n += c->off(r + 1) - c->off(r);
+    } else {
+      n = 8ull * rows.size();
+    }
+    sizes[i] = n;
+    total += n;
+  }
+  std::string out(total, '\0');
+  uint8_t *p = reinterpret_cast<uint8_t *>(&out[0]);
+  auto put = [&p](const void *v, size_t k) { memcpy(p, v, k); p += k; };
+  put("DFC1", 4);
+  uint32_t nrows = static_cast<uint32_t>(rows.size()), ncols = static_cast<uint32_t>(cols.size());
+  put(&nrows, 4);
+  put(&ncols, 4);
   uint64_t off = header;
   for (size_t i = 0; i < cols.size(); i++) {
-    w.put(cols[i]->type);
-    w.put(static_cast<uint8_t>(cols[i]->name.size()));
-    w.bytes(cols[i]->name.data(), cols[i]->name.size());
-    w.put(off);
-    w.put(static_cast<uint64_t>(data[i].size()));
-    off += data[i].size();
+    uint8_t type = cols[i]->type, len = static_cast<uint8_t>(cols[i]->name.size());
+    put(&type, 1);
+    put(&len, 1);
+    put(cols[i]->name.data(), len);
+    put(&off, 8);
+    put(&sizes[i], 8);
+    off += sizes[i];
   }
-  for (const auto &d : data) w.out += d;
-  return w.out;
+  for (const Column *c : cols) {
+    if (c->type == kStr) {
+      uint32_t o = 0;
+      put(&o, 4);
+      for (uint32_t r : rows) { o += c->off(r + 1) - c->off(r); put(&o, 4); }
+      for (uint32_t r : rows) put(c->data + c->off(r), c->off(r + 1) - c->off(r));
+    } else {
+      for (uint32_t r : rows) put(c->data + 8ull * r, 8);
+    }
+  }
+  return out;
 }
 
 struct Key {
@@ -259,6 +334,69 @@ std::string encode_groups(const std::map<Key, std::vector<Partial>> &groups, siz
   return w.out;
 }
 
+uint64_t key_bytes(std::string_view key) { return 2 * key.size(); }  // in the index's map, then in the answer
+uint64_t key_bytes(int64_t) { return 0; }
+uint64_t key_bytes(const Key &key) { return 2 * key.s.size(); }
+
+// Each selected row's group number (gid, parallel to rows) and one row of each group. Strings
+// and integers are grouped by hash on the values in place; doubles by their ordered key, which
+// puts every NaN in one group. False when the groups would take more than kMaxAnswer.
+template <typename Map, typename KeyOf>
+bool group_by(const std::vector<uint32_t> &rows, uint64_t per_group, KeyOf key_of_row, std::vector<uint32_t> *gid,
+              std::vector<uint32_t> *first_row) {
+  Map index;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < rows.size(); i++) {
+    auto key = key_of_row(rows[i]);
+    auto found = index.emplace(key, static_cast<uint32_t>(first_row->size()));
+    if (found.second) {
+      bytes += per_group + key_bytes(key);
+      if (bytes > kMaxAnswer) return false;
+      first_row->push_back(rows[i]);
+    }
+    (*gid)[i] = found.first->second;
+  }
+  return true;
+}
+
+bool assign_groups(const Column *group, const std::vector<uint32_t> &rows, uint64_t per_group, std::vector<uint32_t> *gid,
+                   std::vector<uint32_t> *first_row) {
+  gid->assign(rows.size(), 0);
+  if (!group) {
+    if (!rows.empty()) first_row->push_back(rows[0]);
+    return true;
+  }
+  if (group->type == kStr) {
+    auto key = [group](uint32_t r) {
+      return std::string_view(reinterpret_cast<const char *>(group->data) + group->off(r), group->off(r + 1) - group->off(r));
+    };
+    return group_by<std::unordered_map<std::string_view, uint32_t>>(rows, per_group + 4, key, gid, first_row);
+  }
+  if (group->type == kI64)
+    return group_by<std::unordered_map<int64_t, uint32_t>>(rows, per_group, [group](uint32_t r) { return group->i64(r); },
+                                                           gid, first_row);
+  return group_by<std::map<Key, uint32_t>>(rows, per_group, [group](uint32_t r) { return key_of(group, r); }, gid, first_row);
+}
+
+// One aggregate over the selected rows into its partials (parts[g * stride + a]); count(*) and
+// string columns count with value 0, as before.
+void accumulate(const Column *c, const std::vector<uint32_t> &rows, const std::vector<uint32_t> &gid, size_t a, size_t stride,
+                std::vector<Partial> *parts) {
+  auto add = [&](auto value_of) {
+    for (size_t i = 0; i < rows.size(); i++) {
+      Partial &p = (*parts)[gid[i] * stride + a];
+      double v = value_of(rows[i]);
+      if (p.count == 0) p.min = p.max = v;
+      else { if (v < p.min) p.min = v; if (v > p.max) p.max = v; }
+      p.sum += v;
+      p.count++;
+    }
+  };
+  if (c && c->type == kF64) add([c](uint32_t r) { return LoadF64()(c->data, r); });
+  else if (c && c->type == kI64) add([c](uint32_t r) { return LoadI64AsF64()(c->data, r); });
+  else add([](uint32_t) { return 0.0; });
+}
+
 int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *answer) {
   if (inlen < 0) return -EINVAL;
   Reader q(in, static_cast<size_t>(inlen));
@@ -305,10 +443,10 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
   int got = 0;
   int r = cls_read(ctx, 0, static_cast<int>(object_len), &buf, &got);
   if (r < 0) return r;
-  std::string object(buf ? buf : "", buf ? static_cast<size_t>(got) : 0);
-  free(buf);
+  // The OSD's buffer is scanned where it is (no copy); freed however this call returns.
+  std::unique_ptr<char, decltype(&free)> object(buf, &free);
   Table t;
-  if (!parse_table(reinterpret_cast<const uint8_t *>(object.data()), object.size(), &t)) return -EIO;
+  if (!buf || got < 0 || !parse_table(reinterpret_cast<const uint8_t *>(buf), static_cast<size_t>(got), &t)) return -EIO;
 
   if (first > t.nrows) return -EINVAL;
   uint32_t end = (count > t.nrows - first) ? t.nrows : first + count;
@@ -323,12 +461,7 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
     if (b.col->type == kStr && p.op < 4) return -EINVAL;  // strings: = and != only
     bound.push_back(b);
   }
-  std::vector<uint32_t> rows;
-  for (uint32_t row = first; row < end; row++) {
-    bool keep = true;
-    for (const auto &p : bound) if (!(keep = matches(p, row))) break;
-    if (keep) rows.push_back(row);
-  }
+  std::vector<uint32_t> rows = select_rows(bound, first, end);
 
   if (aggs.empty()) {
     std::vector<const Column *> cols;
@@ -353,24 +486,17 @@ int run_query(cls_method_context_t ctx, const char *in, int inlen, std::string *
   }
   const Column *group = nullptr;
   if (!groupby.empty() && !(group = t.find(groupby))) return -ENOENT;
-  uint64_t groups_max = group ? slice : 1;
-  uint64_t need = 9 + groups_max * (kGroupOverhead + 9 + 32 * bound_aggs.size())
-                  + (group && group->type == kStr ? 4 * slice + 2 * str_bytes(group) : 0);
-  if (need > kMaxAnswer) return -E2BIG;
+  // What one call may allocate is bounded as groups appear (each costs its key, its partials and
+  // a map node); the client asks again for smaller slices on E2BIG.
+  uint64_t per_group = kGroupOverhead + 9 + 32 * bound_aggs.size();
+  std::vector<uint32_t> gid;
+  std::vector<uint32_t> first_row;  // a row of each group, for its key
+  if (!assign_groups(group, rows, per_group, &gid, &first_row)) return -E2BIG;
+  std::vector<Partial> parts(first_row.size() * bound_aggs.size());
+  for (size_t a = 0; a < bound_aggs.size(); a++) accumulate(bound_aggs[a].col, rows, gid, a, bound_aggs.size(), &parts);
   std::map<Key, std::vector<Partial>> groups;
-  for (uint32_t row : rows) {
-    auto &parts = groups[key_of(group, row)];
-    if (parts.empty()) parts.resize(bound_aggs.size());
-    for (size_t i = 0; i < bound_aggs.size(); i++) {
-      Partial &p = parts[i];
-      const Column *c = bound_aggs[i].col;
-      double v = (c && c->type != kStr) ? c->num(row) : 0;
-      if (p.count == 0) p.min = p.max = v;
-      else { if (v < p.min) p.min = v; if (v > p.max) p.max = v; }
-      p.sum += v;
-      p.count++;
-    }
-  }
+  for (size_t g = 0; g < first_row.size(); g++)
+    groups[key_of(group, first_row[g])].assign(parts.begin() + g * bound_aggs.size(), parts.begin() + (g + 1) * bound_aggs.size());
   *answer = encode_groups(groups, bound_aggs.size());
   return 0;
 }

@@ -171,6 +171,22 @@ class ProcessTable:
         return killed
 
 
+def cpu_seconds(procs: list[TrackedProcess], prefix: str) -> float | None:
+    """CPU seconds (user + system, all threads) the running processes named `prefix`* have used
+    since they started; None when none is running or none could be read."""
+    total, read = 0.0, False
+    for proc in procs:
+        if not proc.name.startswith(prefix) or not proc.alive():
+            continue
+        try:
+            times = psutil.Process(proc.pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+        read = True
+    return total if read else None
+
+
 def is_marked(pid: int, cluster: str) -> bool:
     """The process carries cluster's DFSLAB_CLUSTER mark (its own or inherited, e.g. a brick glusterd started)."""
     try:

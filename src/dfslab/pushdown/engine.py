@@ -46,13 +46,15 @@ def run_query(ioctx, sql: str, where: str, limit: int | None = None, max_reply: 
     manifest = ds.read_manifest(ioctx, query.table)
     schema = {n: int(t) for n, t in manifest["schema"].items()}
     bind(query, schema)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()  # process_time: every thread's CPU
 
     def call(obj: dict[str, Any], first: int, count: int) -> list[tuple[int, Any]]:
         """The class's answers for rows [first, first+count) of one object, in row order. An
         answer too big for one call (the class says E2BIG) is asked for again in two halves."""
         request = encode_request(query, obj["size"], (first, count))
         length = reply_bound(query, schema, count, obj["size"])
+        if query.aggregate:  # groups, not rows, size the answer: a buffer of max_reply, split on ERANGE
+            length = min(length, max_reply)
         try:
             ret, out = ioctx.execute(obj["name"], CLASS, "query", request, length=length)
         except Exception as exc:  # rados.Error: the class refused, or is not loadable
@@ -65,9 +67,12 @@ def run_query(ioctx, sql: str, where: str, limit: int | None = None, max_reply: 
         return [(len(request) + len(out), decode_partials(out) if query.aggregate else decode(out))]
 
     def storage(obj: dict[str, Any]):
-        # Slices of at most max_reply answer bytes each (GROUP BY id, repeated projections).
+        # Selected rows: slices of at most max_reply answer bytes each (repeated projections).
+        # Aggregates: the whole object in one call (each call reads the whole object); the answer
+        # is as large as its groups, unknown until the scan: a call whose groups overflow the
+        # buffer (ERANGE) or the class's bound (E2BIG) is split in two.
         rows = obj["rows"]
-        per_call = max(1, int(max_reply // max(row_bytes(query, schema, rows, obj["size"]), 1)))
+        per_call = rows if query.aggregate else max(1, int(max_reply // max(row_bytes(query, schema, rows, obj["size"]), 1)))
         parts = [p for first in range(0, max(rows, 1), per_call) for p in call(obj, first, min(per_call, rows - first) or 1)]
         return sum(n for n, _ in parts), [piece for _, piece in parts]
 
@@ -80,8 +85,9 @@ def run_query(ioctx, sql: str, where: str, limit: int | None = None, max_reply: 
         results = list(pool.map(work, manifest["objects"]))
     moved = sum(n for n, _ in results)
     answer: Answer = merge(query, [piece for _, pieces in results for piece in pieces], schema, limit)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     return {"columns": answer.columns, "rows": answer.rows, "nrows": answer.nrows, "where": where, "seconds": seconds,
+            "client_cpu_seconds": cpu,
             "bytes_moved": moved, "dataset_bytes": manifest["bytes"], "objects": len(manifest["objects"]),
             "dataset_rows": manifest["rows"]}
 

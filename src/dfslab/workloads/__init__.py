@@ -103,6 +103,9 @@ class Runner:
     # The cluster's backend: what only the filesystem knows (Backend.fio_target, confine,
     # pool_free_bytes). None for work on this machine alone (baselines).
     storage: Any = None
+    # prefix -> CPU seconds the cluster's daemons of that name (osd., mds.) have used so far, as
+    # this machine sees their processes; None where it cannot (a cluster it did not make).
+    daemon_cpu: Callable[[str], float | None] = lambda prefix: None
     # The tools of the step now running (`run`, `popen(watched=True)`): what `stop_tools` stops
     # when the cluster can no longer serve the step (dfslab.watch).
     live: set = field(default_factory=set)

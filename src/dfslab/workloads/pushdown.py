@@ -61,19 +61,30 @@ class Pushdown(Workload):
                 engine.call(op="load", dataset=dataset, rows=params.rows, objects=params.objects, seed=1)
                 self.loaded.add((params.rows, params.objects))
             sql = QUERIES[params.query].format(ds=dataset, s=params.selectivity / 100)
+            osd_cpu_before = runner.daemon_cpu("osd.")
             # limit 0: the answer is complete on the client (columnar), but not sent back as JSON rows.
             answer = engine.call(op="query", sql=sql, where=params.where, limit=0 if params.query == "select" else None)
+            osd_cpu_after = runner.daemon_cpu("osd.")
         except QueryError as exc:
             raise WorkloadError(f"pushdown {params.where}: {exc}") from None
+        osd_cpu = None if osd_cpu_before is None or osd_cpu_after is None else osd_cpu_after - osd_cpu_before
         runner.keep(runner.raw_name(f"pushdown-{params.query}-{params.selectivity:g}-{params.where}-r{repetition}"), [sql],
-                    f"{answer['seconds']:.6f} s, {answer['bytes_moved']} bytes, {len(answer['rows'])} rows\n", "")
+                    f"{answer['seconds']:.6f} s, {answer['bytes_moved']} bytes, {len(answer['rows'])} rows, "
+                    f"client CPU {answer['client_cpu_seconds']:.3f} s, OSDs' CPU "
+                    f"{'not counted' if osd_cpu is None else f'{osd_cpu:.2f} s'}\n", "")
         labels = params.model_dump(mode="python")
         rows = sum(r[1] for r in answer["rows"]) if params.query == "aggregate" else answer["nrows"]
-        return [Measurement(self.name, "time", answer["seconds"], "s", labels, repetition),
+        out = [Measurement(self.name, "time", answer["seconds"], "s", labels, repetition),
                 Measurement(self.name, "bytes_moved", answer["bytes_moved"] / 1e6, "MB", labels, repetition),
                 Measurement(self.name, "rows_selected", rows, "rows", labels, repetition),
                 Measurement(self.name, "scan_rate", answer["dataset_bytes"] / 1e6 / answer["seconds"], "MB/s",
-                            labels, repetition)]
+                            labels, repetition),
+                # What SkyhookDM's argument rests on: the client's CPU per query (the engine
+                # process, every thread), and the OSDs' (their processes, read before and after).
+                Measurement(self.name, "client_cpu", answer["client_cpu_seconds"], "s", labels, repetition)]
+        if osd_cpu is not None:
+            out.append(Measurement(self.name, "osd_cpu", osd_cpu, "s", labels, repetition))
+        return out
 
     def start(self, runner: Runner) -> Engine:
         if self.engine is None:
