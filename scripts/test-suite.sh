@@ -7,7 +7,8 @@
 #   unit         tests without a cluster, on both cores (pytest-xdist), a file's tests in one worker:
 #                a file's tests share a cluster name, and dfslab finds a cluster's processes by it
 #   cluster-a    the cluster tests that use the docker engine or compare the root namespace's
-#                links before and after (test_docker, test_crash_cleanup, test_cluster): alone
+#                links before and after (test_docker, test_crash_cleanup, test_cluster), or make a
+#                loop device (test_blockdev): alone
 #   kubernetes   once the build is there, in the background: the cluster tests on runtime
 #                kubernetes, beside
 #   cluster-b    the other cluster tests on the local runtime
@@ -24,7 +25,8 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 shift || true
 PYTEST=(.venv/bin/python -m pytest -ra -p no:cacheprovider "$@")
-SERIAL_A=(tests/test_cluster.py tests/test_crash_cleanup.py tests/test_docker.py)
+# test_blockdev makes a loop device: not beside the Kubernetes phase, whose pods make theirs.
+SERIAL_A=(tests/test_cluster.py tests/test_crash_cleanup.py tests/test_docker.py tests/test_blockdev.py)
 out=$(mktemp -d /tmp/dfslab-suite-XXXXXX)
 start=$(date +%s)
 export DFSLAB_SUITE_MACHINE_CHECK=outside

@@ -293,6 +293,7 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
                              f"it offers: {', '.join(sorted(offered)) or 'nothing'}"))
         elif refused := workload_refusal(step.workload, need, spec):
             problems.append((f"workloads[{step.index}].{field}", refused))
+        problems += [(f"workloads[{step.index}].{name}", why) for name, why in step.workload.host_problems(step.params)]
     if exp.file.faults and (refused := integrity_refusal(spec)):
         problems.append(("faults", f"every fault run checks what held with checksummed writes, and here {refused}"))
     for i, entry in enumerate(exp.file.faults):

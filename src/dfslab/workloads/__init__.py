@@ -287,6 +287,11 @@ class Workload(ABC):
         known ahead (the workload bounds itself)."""
         return None
 
+    def host_problems(self, params: Any) -> list[tuple[str, str]]:
+        """(field, why) for what this machine's own devices refuse of `params` (e.g. O_DIRECT
+        sizes its disk's logical block does not divide), found before anything starts."""
+        return []
+
     def prepare(self, runner: Runner, params: Any) -> None:
         """Set-up a run needs that is not part of what it measures (an RBD image written end to
         end once): done before the step's byte ledger starts counting. Default: none."""

@@ -7,7 +7,9 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
+from ..blockdev import direct_io_problem
 from ..fields import Bytes
+from ..state import clusters_root
 from ..registry import TARGETS
 from . import FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fioclients import run_on_clients
@@ -122,6 +124,13 @@ class Fio(Workload):
 
     def streams(self, params: FioParams) -> bool:
         return params.target != "local"
+
+    def host_problems(self, params: FioParams) -> list[tuple[str, str]]:
+        # target local runs in the cluster's scratch directory, on this machine's own disk: its
+        # logical block (4096 B on 4Kn disks) may ask more than the 512 B every device allows.
+        if params.target == "local" and params.direct and (problem := direct_io_problem(params.bs, clusters_root())):
+            return [("bs", problem)]
+        return []
 
     def estimate(self, params: FioParams) -> float:
         # Laying out files before a read: about 400 MB/s on ceph-small (quickstart steps: 4.3-5.2 s for 4 s)
