@@ -3,6 +3,7 @@ client-side ones and DuckDB's for random queries; malformed input never takes an
 the class never changes the data it reads."""
 
 import base64
+import csv
 import errno
 import json
 import random
@@ -11,7 +12,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conftest import cluster_up, dfslab, small_spec, status_json, write_spec
+from conftest import cluster_up, dfslab, run_against, small_spec, status_json, write_spec
 from dfslab import cluster
 from dfslab.pushdown import ENGINE, Engine
 from dfslab.pushdown.columnar import encode
@@ -176,3 +177,24 @@ def test_limit_reaches_the_engine_and_names_are_checked_at_load(engine):
     assert len(res["rows"]) == 5 and res["nrows"] == ROWS
     res = dfslab("data", "load", NAME, "--rows", "10", "--objects", "1", "--name", "my-ds", check=False)
     assert res.returncode == 2 and "dataset name 'my-ds'" in res.stderr
+
+
+def test_the_workload_records_the_clients_cpu_and_the_osds(engine, tmp_path):
+    """SkyhookDM's measure beside time and bytes: each pushdown row has the client's CPU seconds
+    and the OSDs' for its query; in the OSDs the client does a fraction of the work."""
+    write_spec(tmp_path, small_spec(NAME, cephfs=False))
+    exp = tmp_path / "push.yaml"
+    exp.write_text("name: t-push-cpu\ncluster: spec.yaml\nrepetitions: 2\nbaselines: {network: false, disk: false}\n"
+                   "workloads:\n  - {type: pushdown, query: aggregate, selectivity: 1, where: [storage, client], "
+                   "rows: 200000, objects: 4}\n")
+    run, _ = run_against(exp, NAME)
+    cpu: dict[tuple[str, str], list[float]] = {}
+    for row in csv.DictReader((run / "results.csv").open()):
+        if row["metric"] in ("client_cpu", "osd_cpu"):
+            cpu.setdefault((json.loads(row["params"])["where"], row["metric"]), []).append(float(row["value"]))
+    assert all(len(cpu.get((where, metric), [])) == 2 for where in ("storage", "client")
+               for metric in ("client_cpu", "osd_cpu")), cpu
+    assert all(v > 0 for values in cpu.values() for v in values), cpu  # the OSDs read 10 MB either way
+    assert max(cpu[("storage", "client_cpu")]) < min(cpu[("client", "client_cpu")]), cpu
+    raw = run / "raw" / "pushdown-aggregate-1-storage-r0.txt"
+    assert "client CPU" in raw.read_text() and "OSDs' CPU" in raw.read_text()
