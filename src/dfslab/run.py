@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 import time
 import socket
-import traceback
-from contextlib import nullcontext
+from contextlib import ExitStack, closing, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -14,17 +13,15 @@ from typing import Any, Callable
 import psutil
 
 from . import cluster, report
-from .backends import Progress, backend_class, backend_for
+from .backends import Progress, backend_class
 from .capabilities import integrity_refusal, workload_refusal
 from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies, fault_class
-from .chaos.faultrun import FaultRun
 from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
-from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
+from .phases import (FaultPhase, RunInterrupted, RunOutcome, RunRecord, Watch, WorkloadUse,  # noqa: F401 (RunInterrupted:
+                     _with_scrapes)  # the CLI's, _with_scrapes: tests')
 from .results import RunDir
-from .runtime import runtime_of
-from .fields import field_units
 from . import ledger
 from .spec import ClusterSpec, SpecError
 from .state import ClusterState
@@ -34,39 +31,6 @@ from .workloads import Measurement, Runner, WorkloadError, baseline
 
 
 AfterRep = Callable[[Step, int, list[Measurement]], bool]
-
-
-@dataclass
-class RunOutcome:
-    path: Path
-    report: Path
-    failures: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    not_as_asked: list[str] = field(default_factory=list)  # steps measured, but not as the experiment asked
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) during a run, raised once the run has put things away: what it kept and
-    what it removed, for the terminal to tell the truth about (cli.run)."""
-
-    def __init__(self, run: Path, cluster: str, removed: bool, measured: int, faults: bool):
-        super().__init__(str(run))
-        self.run, self.cluster, self.removed, self.measured, self.faults = run, cluster, removed, measured, faults
-
-    def lines(self) -> list[str]:
-        here = f"runs/{self.run.name}/" if self.run.parent == Path("runs").absolute() else f"{self.run}/"
-        said = [f"interrupted: run {self.run.name} keeps the {self.measured} step(s) measured before it, with its "
-                f"report ({here})",
-                f"cluster {self.cluster}, made for this run, was removed" if self.removed else
-                f"cluster {self.cluster} was kept, as it was given (--cluster); faults in effect were undone"]
-        if self.faults and self.removed:
-            said.append("the integrity check did not run, and the checksummed data went with the cluster")
-        elif self.faults:
-            said.append(f"the integrity check did not run: dfslab verify {self.cluster} {here}integrity/manifest.json "
-                        f"{here}integrity/journal-*.jsonl checks it now")
-        said.append("runs with faults cannot be resumed yet: run the experiment again" if self.faults else
-                    f"dfslab run --resume {here} runs the remaining steps on a fresh cluster")
-        return said
 
 
 class _Clock:
@@ -253,14 +217,6 @@ def _wire_counter(runtime, clients: list[str]) -> Callable[[], int | None]:
     return total
 
 
-def _counter_windows(attached) -> list[str]:
-    """An idle process in every client node that has none of dfslab's, so that the sampler counts
-    each client's link from the run's first second (client2 mounts only for a parallel step)."""
-    busy = {p.node for p in attached.runtime.sampled_processes() if p.alive()}
-    return [w for node in attached.spec.client_names() if node not in busy
-            and (w := attached.runtime.counter_window(node))]
-
-
 def step_id(step: Step, rep: int) -> str:
     """What names a step in results.csv and intervals.json, the same for every load of the experiment."""
     return _step_name(step.label, rep)
@@ -333,184 +289,111 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
                    after_rep: AfterRep | None = None) -> RunOutcome:
     """One run; with `resume` (a run directory of this experiment), only the steps not yet in its
     results, on a fresh cluster, appended to that directory. `after_rep(step, rep, rows)` is told
-    each repetition's rows; True stops that step's remaining repetitions (a tuner pruning)."""
+    each repetition's rows; True stops that step's remaining repetitions (a tuner pruning).
+    The phases (phases.py) are entered in order and put away in reverse, whatever happens."""
     owned = cluster_name is None
     name = cluster_name or exp.cluster.name
     spec = exp.cluster if owned else cluster.load(name)[1]
     check_against_cluster(exp, spec)
-    client = exp.client_kind(spec)
     if resume is not None:
         run_dir, done, intervals, attempt = _resumed(resume, exp, name, progress)
     else:
-        run_dir = RunDir.create(label or exp.name, runs_root)
-        run_dir.write_spec(exp.raw, "experiment.yaml")
-        spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
-        backend_kind = backend_class(spec)
-        run_dir.start(spec_hash, backend_kind.versions(spec),
-                      [c.as_json() for c in backend_kind.charts] + list(runtime_of(spec).charts),
-                      {"servers": backend_kind.metadata_servers, "path": backend_kind.metadata_path,
-                       "client_write_ack": backend_kind.client_write_ack})
-        run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
-        done, intervals, attempt = set(), [], 1
-    first_new = len(intervals)
-    outcome = RunOutcome(run_dir.path, run_dir.path / "report.html")
-    sampler = endpoint = sampler_backend = attached = runner = faults = None
-    windows: list[str] = []
-    interrupted = False
+        run_dir, done, intervals, attempt = RunRecord.create(exp, spec, label, runs_root), set(), [], 1
+    record = RunRecord(exp, progress, name, exp.client_kind(spec), run_dir, done, intervals, attempt,
+                       removes_cluster=owned and not keep, settings=settings)
     if owned:
         cluster.up(exp.cluster, progress)
-    try:
-        attached = cluster.attach(name)
+    with ExitStack() as stack:
+        stack.enter_context(record)  # provenance, results and the report: last out
+        stack.push(record.note_failure)  # an exception is said in the outcome before the report
+        stack.callback(record.tear_down)
+        attached = stack.enter_context(closing(cluster.attach(name)))
         if not owned:
             run_dir.write_spec(attached.spec.model_dump(mode="json"))
-        progress("starting the sampler", f"every {exp.file.sampler.interval:g} s")
-        try:
-            run_dir.write_json("metrics.json", {"exporter": attached.backend.enable_metrics()})
-        except Exception as exc:  # metrics are a convenience, not the experiment
-            run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
-        sampler_backend = backend_for(attached.spec, attached.runtime)  # its own connection: a thread of its own
-        sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(sampler_backend, attached.runtime), exp.file.sampler.interval,
-                                  extra_pids=lambda: {k: v for k, v in {"client": sampler_backend.client_pid()}.items() if v},
-                                  platform=attached.runtime.platform)
-        windows = _counter_windows(attached)
-        sampler.start()
-        if exp.file.sampler.prometheus_port:
-            endpoint = PrometheusEndpoint(sampler, name, exp.file.sampler.prometheus_port).start()
-            progress("warning", f"live metrics: http://127.0.0.1:{endpoint.port}/metrics")
-        runner = attached.runner(run_dir.raw_dir, client=client)
-        count = _ledger_counter(attached.runtime, runner.clients)
-        wire = _wire_counter(attached.runtime, runner.clients)
-        outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done, attempt)
-
-        faults = FaultRun(exp.file.faults, exp.file.integrity, attached, runner, run_dir) if exp.file.faults else None
-        if faults:
-            progress("integrity", f"seeding {exp.file.integrity.seed_objects} checksummed objects or files on each target with a store")
-            faults.seed()
-        reps = exp.file.repetitions
-        plan = [(step, rep) for step in exp.steps for rep in range(reps)]
-        clock = _Clock(sum(step.workload.estimate(step.params) for step, _ in plan))
-        budget_end = time.monotonic() + exp.file.time_budget if exp.file.time_budget else None
-        stopped: set[int] = set()
-        halted = False  # a step failed and the experiment says on_failure: stop
-        for i, (step, rep) in enumerate(plan, 1):
-            planned = step.workload.estimate(step.params)
-            if step_id(step, rep) in done:  # measured by an earlier attempt of this run
-                clock.advance(planned)
-                continue
-            if halted:
-                outcome.skipped.append(f"{step.label} rep {rep} (not run: an earlier step failed and on_failure is stop)")
-                clock.advance(planned)
-                continue
-            if id(step) in stopped:
-                outcome.skipped.append(f"{step.label} rep {rep} (stopped early: the tuner pruned this setting)")
-                clock.advance(planned)
-                continue
-            if budget_end and time.monotonic() + planned > budget_end:
-                outcome.skipped.append(f"{step.label} rep {rep} (time budget reached)")
-                clock.advance(planned)
-                continue
-            progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {clock_text(clock.eta())}")
-            timed = faults.start(step.index) if faults else []
-            interval, rows = _run_step(step, rep, runner, run_dir, intervals, attempt, count, exp.file.server_cache,
-                                       None if timed else _step_alarms(sampler_backend, attached.runtime, runner.clients),
-                                       None if timed else sampler_backend.warnings, wire,
-                                       faults.probe_sent if timed else None,
-                                       " + ".join(f"{f.entry.kind} {f.entry.target}" for f, _ in timed) or None)
-            for warning in interval.get("warnings", []):
-                progress("warning", f"{step.label} rep {rep + 1}: the cluster said {warning}")
-            if interval["error"]:  # said before the next phase, so that the step's own line carries it
-                outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
-                halted = exp.file.on_failure == "stop"
-                progress("step failed", interval["error"])
-            elif interval.get("not_as_asked"):
-                outcome.not_as_asked.append(f"{step.label} rep {rep}: {interval['not_as_asked']}")
-                progress("step not as asked", interval["not_as_asked"])
-            if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
-                stopped.add(id(step))
-            if timed:
-                progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {exp.file.integrity.recovery_timeout:.0f} s)")
-                faults.finish(timed, sampler.rows if sampler else [])
-                for event in faults.events[-len(timed):]:
-                    progress("note", fault_line(event))
-            clock.advance(planned)
-        if outcome.skipped:
-            progress("warning", f"{len(outcome.skipped)} step(s) skipped: " + "; ".join(outcome.skipped)[:300])
-        if faults:
-            progress("integrity", "reading back every seeded and every acknowledged object")
-            try:
-                outcome.failures += faults.verify()
-                checked = run_dir.read_json("integrity.json")
-                progress("note", f"integrity: {checked['checked']} checksummed objects and files read back: "
-                                 f"{checked['lost']} lost, {checked['corrupt']} corrupt")
-            except Exception as exc:  # an unverified run must not pass as a clean one
-                outcome.failures.append(f"integrity: could not verify: {str(exc)[-500:]}")
+        watch = stack.enter_context(Watch(record, attached))
+        runner = stack.enter_context(WorkloadUse(record, attached))
+        record.outcome.skipped += _baselines(exp, runner, run_dir, progress, intervals, done, attempt)
+        faults = FaultPhase(record, attached, runner)
+        stack.enter_context(faults)
+        run_steps(record, runner, watch, faults.faults, after_rep)
+        faults.verify()
         progress("collecting status", name)
         run_dir.write_json("status.json", cluster.status(name))
-    except BaseException as exc:
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        outcome.failures.append(f"run aborted: {exc!r}")
-        (run_dir.path / "error.txt").write_text(traceback.format_exc())
-        raise
-    finally:
-        if faults is not None:  # interrupted mid-fault: undo what is in effect, stop the writer
-            faults.abort()
-        if runner is not None:  # servers a workload kept (MariaDB) stop before the cluster goes
-            for wl in {id(step.workload): step.workload for step in exp.steps}.values():
-                try:
-                    wl.finish(runner)
-                except Exception as exc:
-                    outcome.failures.append(f"{wl.name}: could not stop cleanly: {exc}")
-        if sampler is not None:
-            sampler.stop()
-            sampler.write_csv(run_dir.path / "timeseries.csv", append=attempt > 1)
-        for window in windows:
-            attached.runtime.procs.stop(window)
-        if endpoint is not None:
-            endpoint.stop()
-        for handle in (sampler_backend, attached):
-            if handle is not None:
-                handle.close()
-        if owned and not keep:
-            progress("tearing down", name)
-            cluster.down(name, missing_ok=True)
-        attempts = run_dir.read_json("provenance.json").get("attempts", [])
-        attempts.append({"attempt": attempt, "end": time.time(), "steps": len(intervals) - first_new})
-        run_dir.finish(failures=outcome.failures, skipped=outcome.skipped, not_as_asked=outcome.not_as_asked, cluster=name, experiment=exp.name,
-                       attempts=attempts, client=client, interrupted=interrupted,
-                       **({"settings": settings} if settings else {}))
-        run_dir.write_parquet()
-        progress("writing report", str(run_dir.path))
-        report.build(run_dir.path)
-        if interrupted:  # raised here, once everything above is done, with what it did
-            measured = sum(1 for iv in intervals if iv["workload"] != "baseline" and not iv["error"])
-            raise RunInterrupted(run_dir.path, name, owned and not keep, measured, bool(exp.file.faults)) from None
-    return outcome
+    return record.outcome
 
 
-def _with_scrapes(backend, runtime) -> Any:
-    """The backend's own samples, the Prometheus endpoints it names (URLs an external spec lists,
-    Rook's MGR) and what the runtime measures where this machine cannot see the daemons (the
-    kubelets of a Kubernetes you run). Each part on its own: one that fails loses only its series."""
-    urls, sources = backend.scrape_urls(), backend.scrape_sources()
-    parts = [backend.sample]
-    if urls or sources:
-        parts.append(PrometheusScraper(urls, sources=sources).sample)
-    if (measured := runtime.resource_sampler()) is not None:
-        parts.append(measured)
-    if len(parts) == 1:
-        return backend.sample
+def run_steps(record: RunRecord, runner: Runner, watch: Watch, faults: Any, after_rep: AfterRep | None) -> None:
+    """Every step x repetition the plan asks (each with its sampler window, byte ledger and
+    watch; a fault's steps with the fault), in order, skipping what is done, pruned or over
+    budget; the outcome says what failed, what ran not as asked and what was skipped."""
+    exp, progress, outcome = record.exp, record.progress, record.outcome
+    runtime = watch.attached.runtime
+    count, wire = _ledger_counter(runtime, runner.clients), _wire_counter(runtime, runner.clients)
+    reps = exp.file.repetitions
+    plan = [(step, rep) for step in exp.steps for rep in range(reps)]
+    clock = _Clock(sum(step.workload.estimate(step.params) for step, _ in plan))
+    skips = _Skips(record, time.monotonic() + exp.file.time_budget if exp.file.time_budget else None)
+    for i, (step, rep) in enumerate(plan, 1):
+        planned = step.workload.estimate(step.params)
+        if (why := skips.reason(step, rep, planned)) is not None:
+            if why:
+                outcome.skipped.append(f"{step.label} rep {rep} ({why})")
+            clock.advance(planned)
+            continue
+        progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {clock_text(clock.eta())}")
+        timed = faults.start(step.index) if faults else []
+        interval, rows = _run_step(step, rep, runner, record.run_dir, record.intervals, record.attempt, count,
+                                   exp.file.server_cache,
+                                   None if timed else _step_alarms(watch.backend, runtime, runner.clients),
+                                   None if timed else watch.backend.warnings, wire,
+                                   faults.probe_sent if timed else None,
+                                   " + ".join(f"{f.entry.kind} {f.entry.target}" for f, _ in timed) or None)
+        _tell_step(record, step, rep, interval, skips)
+        if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
+            skips.pruned.add(id(step))
+        if timed:
+            progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {exp.file.integrity.recovery_timeout:.0f} s)")
+            faults.finish(timed, watch.sampler.rows if watch.sampler else [])
+            for event in faults.events[-len(timed):]:
+                progress("note", fault_line(event))
+        clock.advance(planned)
+    if outcome.skipped:
+        progress("warning", f"{len(outcome.skipped)} step(s) skipped: " + "; ".join(outcome.skipped)[:300])
 
-    def sample() -> dict[str, tuple[float, str]]:
-        out, failed = {}, None
-        for part in parts:
-            try:
-                out.update(part())
-            except Exception as exc:  # noqa: BLE001 (the sampler counts it; the other parts still count)
-                failed = exc
-        if failed is not None and not out:
-            raise failed
-        return out
-    return sample
+
+@dataclass
+class _Skips:
+    """Why a step x repetition does not run now ("" for done by an earlier attempt, None: it runs)."""
+    record: RunRecord
+    budget_end: float | None
+    pruned: set[int] = field(default_factory=set)
+    halted: bool = False  # a step failed and the experiment says on_failure: stop
+
+    def reason(self, step: Step, rep: int, planned: float) -> str | None:
+        if step_id(step, rep) in self.record.done:  # measured by an earlier attempt of this run
+            return ""
+        if self.halted:
+            return "not run: an earlier step failed and on_failure is stop"
+        if id(step) in self.pruned:
+            return "stopped early: the tuner pruned this setting"
+        if self.budget_end and time.monotonic() + planned > self.budget_end:
+            return "time budget reached"
+        return None
+
+
+def _tell_step(record: RunRecord, step: Step, rep: int, interval: dict[str, Any], skips: _Skips) -> None:
+    """A step's warnings, failure or shortfall, said before the next phase (so that the step's own
+    line carries it) and kept in the outcome."""
+    progress, outcome = record.progress, record.outcome
+    for warning in interval.get("warnings", []):
+        progress("warning", f"{step.label} rep {rep + 1}: the cluster said {warning}")
+    if interval["error"]:
+        outcome.failures.append(f"{step.label} rep {rep}: {interval['error']}")
+        skips.halted = record.exp.file.on_failure == "stop"
+        progress("step failed", interval["error"])
+    elif interval.get("not_as_asked"):
+        outcome.not_as_asked.append(f"{step.label} rep {rep}: {interval['not_as_asked']}")
+        progress("step not as asked", interval["not_as_asked"])
 
 
 class ResumeError(ValueError):
