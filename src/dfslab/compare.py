@@ -15,7 +15,7 @@ from scipy import special
 from .analysis import mean_ci95
 from .ledger import FROM_STORAGE_FLOOR
 from .labels import SUMMARY_METRICS, params_label, varying_keys
-from .ratios import geometric_mean, ratio_test, run_values
+from .ratios import ALPHA, geometric_mean, ratio_test, run_values
 from .results import RunDir
 from .workloads import MIN_PHASE_SECONDS
 
@@ -55,7 +55,8 @@ def not_from_storage(shares: dict[str, float | None]) -> list[str]:
     return [side for side, share in shares.items() if share is not None and share < FROM_STORAGE_FLOOR]
 
 
-def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.10) -> list[dict[str, Any]]:
+def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.10,
+                 alpha: float = ALPHA) -> list[dict[str, Any]]:
     """Every metric both sides measured: B/A with its interval and verdict (see dfslab.ratios:
     over runs where a side has 2 or more, within one run otherwise), and each side's byte-ledger
     share (`from_storage_a/b`, `not_from_storage`: the sides under the floor)."""
@@ -64,7 +65,7 @@ def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.1
     ga, gb = _per_run(rows_a, varying), _per_run(rows_b, varying)
     out = []
     for key in sorted(set(ga) & set(gb)):
-        test = ratio_test(ga[key], gb[key], margin)
+        test = ratio_test(ga[key], gb[key], margin, alpha)
         workload, params, metric, unit = key
         shares = {"A": storage_share(ga, key), "B": storage_share(gb, key)}
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit,

@@ -78,15 +78,18 @@ def run_values(runs: Sequence[Sequence[float]]) -> list[float]:
     return [geometric_mean(run) for run in runs]
 
 
-def ratio_test(runs_a: Sequence[Sequence[float]], runs_b: Sequence[Sequence[float]], margin: float = 0.10) -> RatioTest:
-    """B against A, each a list of runs, each run a list of repetitions (see the module's doc)."""
+def ratio_test(runs_a: Sequence[Sequence[float]], runs_b: Sequence[Sequence[float]], margin: float = 0.10,
+               alpha: float = ALPHA) -> RatioTest:
+    """B against A, each a list of runs, each run a list of repetitions (see the module's doc).
+    `alpha`: the error of each test (a sequential comparison spends a share of ALPHA per look)."""
     values = [v for run in (*runs_a, *runs_b) for v in run]
     if min(values) <= 0:
         return RatioTest(None, None, None, "", "can't tell", "a value is 0 or below: a ratio of geometric means "
                                                              "needs positive values")
     if len(runs_a) == 1 and len(runs_b) == 1:
         return _within_one_run(runs_a[0], runs_b[0])
-    return _over_runs([math.log(v) for v in run_values(runs_a)], [math.log(v) for v in run_values(runs_b)], margin)
+    return _over_runs([math.log(v) for v in run_values(runs_a)], [math.log(v) for v in run_values(runs_b)], margin,
+                      alpha)
 
 
 def _within_one_run(a: Sequence[float], b: Sequence[float]) -> RatioTest:
@@ -133,13 +136,13 @@ def _pooled(la: Sequence[float], lb: Sequence[float]) -> tuple[float, float, flo
     return statistics.fmean(lb) - statistics.fmean(la), se, df
 
 
-def _over_runs(la: list[float], lb: list[float], margin: float) -> RatioTest:
+def _over_runs(la: list[float], lb: list[float], margin: float, alpha: float = ALPHA) -> RatioTest:
     diff, se, df = (_welch if len(la) >= 2 and len(lb) >= 2 else _pooled)(la, lb)
     ratio = math.exp(diff)
     counted = f"over runs ({len(la)} and {len(lb)})"
     if se == 0:
         return RatioTest(ratio, None, None, "", "can't tell", f"every run gave the same value: no spread to test {counted}")
-    half95, half90 = t_quantile(1 - ALPHA / 2, df) * se, t_quantile(1 - ALPHA, df) * se
+    half95, half90 = t_quantile(1 - alpha / 2, df) * se, t_quantile(1 - alpha, df) * se
     bound = math.log1p(margin)
     detectable = math.exp((t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * se)
     low, high = math.exp(diff - half95), math.exp(diff + half95)
@@ -148,16 +151,21 @@ def _over_runs(la: list[float], lb: list[float], margin: float) -> RatioTest:
     if abs(diff) > half95:  # "different" is what the interval excluding 1 means, even inside the margin
         both = f", and within ±{margin * 100:g} % (two one-sided tests)" if within else ""
         return RatioTest(ratio, low, high, "runs", "different",
-                         f"{abs(ratio - 1) * 100:.0f} % {'higher' if diff > 0 else 'lower'} (95 % interval "
+                         f"{abs(ratio - 1) * 100:.0f} % {'higher' if diff > 0 else 'lower'} ({_level(alpha)} interval "
                          f"{low:.3f}-{high:.3f} excludes 1){both} {counted}", detectable, **tested)
     if within:
-        return RatioTest(ratio, low, high, "runs", "same", f"same within ±{margin * 100:g} % (90 % interval "
+        return RatioTest(ratio, low, high, "runs", "same", f"same within ±{margin * 100:g} % ({_level(2 * alpha)} interval "
                          f"{math.exp(diff - half90):.3f}-{math.exp(diff + half90):.3f}, two one-sided tests) {counted}",
                          detectable, **tested)
     needed = runs_to_decide(abs(diff), _run_sd(la, lb), bound)
     more = f"about {needed} runs per side would decide it" if needed else f"more than {MAX_RUNS} runs per side would be needed"
     return RatioTest(ratio, low, high, "runs", "can't tell", f"{more} (±{margin * 100:g} % margin) {counted}",
                      detectable, needed, **tested)
+
+
+def _level(alpha: float) -> str:
+    """An interval's confidence: "95 %", or "99.44 %" for a sequential look's share of the error."""
+    return f"{100 * (1 - alpha):.4g} %"
 
 
 # A standard deviation from 2-3 runs per side is often far too small; sizing on it, the runs a

@@ -115,13 +115,16 @@ see run-to-run variation; <code>runs: 3</code> gives each setting runs). <code>s
 <p>The same experiment on a fresh cluster of each {{ comparison.what or "runtime" }}; B = run(s) <code>{{ comparison.runs|join(', ') }}</code>
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code>.
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>.
-The table shows the headline metrics; <code>comparison.json</code> has every one.</p>
+The table shows the headline metrics; <code>comparison.json</code> has every one.{% if comparison.sequential %}
+Runs were added until decided (<code>--until-decided</code>): after each pair of runs every undecided metric was tested
+again, each look at {{ '%.4g' % (100 * (1 - comparison.sequential.alpha_per_look)) }} % (the 5 % error shared by up to
+{{ comparison.sequential.looks }} looks), and a metric keeps the verdict and interval of the look that decided it.{% endif %}</p>
 <div class="wide"><table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
-<th>B ({{ comparison.runtime }})</th><th>B/A</th><th>95 % interval</th><th class="l">verdict</th></tr>
+<th>B ({{ comparison.runtime }})</th><th>B/A</th><th>{{ 'interval' if comparison.sequential else '95 % interval' }}</th><th class="l">verdict</th></tr>
 {% for r in comparison.headline %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>
 <td>{{ '%.4g' % r.mean_a }}</td><td>{{ '%.4g' % r.mean_b }}</td><td>{{ '%.3f' % r.ratio if r.ratio is not none else '-' }}</td>
 <td>{% if r.low is not none %}{{ '%.3f' % r.low }} – {{ '%.3f' % r.high }}{% if r.over == 'one run' %} (within one run){% endif %}{% else %}none{% endif %}</td>
-<td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}{% if r.not_from_storage %} <span class="warn">· not from the storage on {{ r.not_from_storage|join(' and ') }} (byte ledger: {{ '%.2f' % r.from_storage_a if r.from_storage_a is not none else '?' }} / {{ '%.2f' % r.from_storage_b if r.from_storage_b is not none else '?' }} of its bytes on the wire)</span>{% endif %}</td></tr>{% endfor %}
+<td class="l {{ 'warn' if r.significant else '' }}">{{ r.verdict }}: {{ r.why }}{% if r.decided_at %} · decided after {{ r.decided_at }} runs per side{% elif comparison.sequential %} · not decided{% endif %}{% if r.not_from_storage %} <span class="warn">· not from the storage on {{ r.not_from_storage|join(' and ') }} (byte ledger: {{ '%.2f' % r.from_storage_a if r.from_storage_a is not none else '?' }} / {{ '%.2f' % r.from_storage_b if r.from_storage_b is not none else '?' }} of its bytes on the wire)</span>{% endif %}</td></tr>{% endfor %}
 </table></div>{% if comparison.forest %}<figure>{{ comparison.forest }}<figcaption>B/A of each headline metric with its 95 % interval (log scale): the grey band is the margin of "same" (±{{ '%.0f' % (comparison.margin * 100) }} %); a bar wholly outside 1 is "different", wholly inside the band "same"; hollow: within one run, no verdict of difference</figcaption></figure>{% endif %}{% endif %}
 <h2>Summary</h2>
 <p>Mean ± 95 % interval over repetitions (n). Every metric of every tool is in <code>results.csv</code>.</p>

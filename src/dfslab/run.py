@@ -19,6 +19,7 @@ from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies, fault_class
 from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
+from .sequential import FIRST_LOOK, Decisions, looks
 from .phases import (FaultPhase, RunInterrupted, RunOutcome, RunRecord, Watch, WorkloadUse,  # noqa: F401 (RunInterrupted:
                      _with_scrapes)  # the CLI's, _with_scrapes: tests')
 from .results import RunDir
@@ -472,6 +473,68 @@ def run_across_settings(exp: Experiment, progress: Progress, runs_root: Path | N
     cluster (forward, then backward too with `mirrored: true`), each compared with the first."""
     return _run_across(exp, [(v.label, replace(exp, cluster=v.cluster, variants=[]), v.settings) for v in settings_order(exp)],
                        "settings", progress, runs_root)
+
+
+def decision_sides(exp: Experiment) -> list[tuple[str, Experiment]]:
+    """The sides `--until-decided` adds runs to, each compared with the first: the runtimes of
+    `runtimes:`, or the values of the cluster's swept settings (each run on a fresh cluster);
+    an experiment with one side is refused, saying what it takes."""
+    if len(exp.file.runtimes) >= 2:
+        return [(rt, exp.on_runtime(rt)) for rt in exp.file.runtimes]
+    if len(exp.variants) >= 2 and not exp.file.runtimes:
+        return [(v.label, replace(exp, cluster=v.cluster, variants=[])) for v in exp.variants]
+    raise SpecError([("runtimes", "--until-decided compares two sides or more: list two runtimes (runtimes: "
+                                  "[local, docker]) or sweep a cluster setting over two values (ceph: {replica_size: "
+                                  "[2, 3]})")], exp.name)
+
+
+def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_runs: int,
+                      runs_root: Path | None = None) -> tuple[list[RunOutcome], dict[str, Decisions], list[dict[str, Any]]]:
+    """Runs of every side (forward, then backward: A B B A), until every headline metric of every
+    side against the first is decided (the looks share the error: sequential.py), `max_runs`
+    per side, or a round would pass `budget` seconds. Returns the runs, each later side's
+    decisions and the last look's rows of every side (each with its side and decided_at); each
+    later side's last run gets comparison.json and its report."""
+    sides = decision_sides(exp)
+    base = sides[0][0]
+    decisions = {label: Decisions(max_runs) for label, _ in sides[1:]}
+    paths: dict[str, list[Path]] = {label: [] for label, _ in sides}
+    outcomes: list[RunOutcome] = []
+    last: dict[str, list[dict[str, Any]]] = {}
+    started, round_took = time.monotonic(), 0.0
+    for n in range(1, max_runs + 1):
+        if n > FIRST_LOOK and time.monotonic() - started + round_took > budget:
+            progress("warning", f"budget: the next round would pass {clock_text(budget)}; stopping at {n - 1} runs per side")
+            break
+        round_start = time.monotonic()
+        for label, variant in (sides if n % 2 else sides[::-1]):
+            progress(f"run {n}", f"{label}: run {n} of at most {max_runs} per side")
+            outcomes.append(run_experiment(variant, progress, runs_root=runs_root, label=f"{exp.name}-{label}"))
+            paths[label].append(outcomes[-1].path)
+        round_took = time.monotonic() - round_start
+        if n < FIRST_LOOK:
+            continue
+        left = 0
+        for label, decided in decisions.items():
+            last[label] = compare_runs(paths[base], paths[label], alpha=decided.alpha)
+            left += len(decided.look(last[label], n))
+        progress("decided", f"{sum(len(d.decided) for d in decisions.values())} headline metrics decided, {left} not, "
+                            f"after {n} runs per side")
+        if not left:
+            break
+    rows = []
+    for label, decided in decisions.items():
+        if label not in last:
+            continue
+        final = [{**r, "side": label} for r in decided.final_rows(last[label])]
+        RunDir(paths[label][-1]).write_json("comparison.json", {
+            "what": "until decided", "baseline_runtime": base, "runtime": label,
+            "baseline_runs": [p.name for p in paths[base]], "runs": [p.name for p in paths[label]],
+            "sequential": {"max_runs": max_runs, "looks": looks(max_runs), "alpha_per_look": decided.alpha},
+            "rows": final})
+        report.build(paths[label][-1])
+        rows += final
+    return outcomes, decisions, rows
 
 
 def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]], what: str, progress: Progress,

@@ -30,6 +30,14 @@ def run(
     runs: Optional[int] = typer.Option(None, "--runs", min=1, max=20,
                                        help="the whole experiment N times on fresh clusters (the experiment's `runs:`); "
                                             "swept runtimes or settings interleaved A B B A..., compared over runs"),
+    until_decided: bool = typer.Option(False, "--until-decided", help="add runs to both sides of the comparison (two "
+                                       "runtimes, or one cluster setting's two values), A B then B A, until every "
+                                       "headline metric is decided (different, or the same within ±10 %), --max-runs, "
+                                       "or --budget; the looks share the 5 % error (Bonferroni over the looks)"),
+    budget: Optional[str] = typer.Option(None, "--budget", help="with --until-decided: no pair of runs starts past "
+                                         "this much time (e.g. 30min, 2h); default: no limit but --max-runs"),
+    max_runs: int = typer.Option(10, "--max-runs", min=2, max=50, help="with --until-decided: runs per side at most "
+                                 "(the error each look may spend is 5 % / (max-runs - 1))"),
     as_json: bool = typer.Option(False, "--json", help="at the end, one JSON object on stdout (each run's directory, "
                                  "report, failures and results table) instead of the table and report lines"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (each phase and step with its expected time, "
@@ -76,6 +84,8 @@ def run(
         too_big = fill_problems(exp, running or exp.cluster)
         if too_big:
             raise SpecError(too_big, str(experiment))
+        if until_decided:
+            _until_decided(exp, budget, max_runs, cluster_name or (runs is not None and "--runs") or None)
         across = exp.file.runtimes and runtime is None
         if (across or exp.variants or exp.file.runs > 1) and cluster_name:
             fail(ValueError(f"{experiment}: swept runtimes or cluster settings, or runs: {exp.file.runs}, make a fresh "
@@ -133,6 +143,37 @@ def run(
         print(f"report: {outcome.report.resolve()}")
     if failed:
         raise typer.Exit(1)
+
+
+def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | None) -> None:
+    """--until-decided: runs of both sides until every headline metric is decided; each metric's
+    verdict with the runs it took, or why it was not decided; exit 0 when every one was."""
+    from ..run import decision_sides, run_until_decided
+    from ..units import parse_duration
+    if conflicting:
+        fail(ValueError(f"--until-decided makes a fresh cluster for each run and decides how many: drop {conflicting}"))
+    decision_sides(exp)  # two sides, or refused before anything starts
+    seconds = parse_duration(budget) if budget else float("inf")
+    with LiveProgress() as progress:
+        outcomes, decisions, rows = run_until_decided(exp, progress, seconds, max_runs)
+    from ..compare import headline
+    top = headline(rows)
+    for row in top:
+        took = f"after {row['decided_at']} runs per side" if row.get("decided_at") else "not decided"
+        console.print(f"{row['side']}: {row['workload']} {row['params']} {row['metric']}: [bold]{row['verdict']}[/] "
+                      f"{took} ({row['why']})", highlight=False, soft_wrap=True)
+    left = [r for r in top if not r.get("decided_at")]
+    alpha = next(iter(decisions.values())).alpha
+    console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; each look tested at "
+                  f"{alpha:.4f} (5 % over at most {max_runs - 1} looks)", highlight=False)
+    if not top:
+        console.print("[yellow]no headline metric could be compared (every phase too short to time, or failed)[/]")
+    for outcome in outcomes:
+        for problem in outcome.failures + outcome.not_as_asked:
+            console.print(f"[yellow]{outcome.path.name}:[/] {problem}", highlight=False, soft_wrap=True)
+        print(f"report: {outcome.report.resolve()}")
+    # 1: a step failed or ran not as asked; 3: measured as asked, but not every metric was decided
+    raise typer.Exit(1 if any(o.failures or o.not_as_asked for o in outcomes) else 3 if left or not top else 0)
 
 
 def _print_plan(exp, running) -> None:

@@ -1,0 +1,87 @@
+"""Runs until decided (dfslab.sequential) keeps each verdict's error rate although it looks again
+after every pair of runs: simulated through its own `sequential_test` (and so through
+ratios.ratio_test) with a run effect as large as the repetition noise, 2000 trials each, bound
+5 % + 2 binomial standard errors. Looking at 5 % each time, as a plain re-test would, breaks
+that bound on the same simulated runs, which is why the looks share the error."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from dfslab.ratios import ratio_test
+from dfslab.sequential import Decisions, first_decision, look_alpha, sequential_test
+
+TRIALS = 2000
+BOUND = 0.05 + 2 * math.sqrt(0.05 * 0.95 / TRIALS)
+MAX = 10  # runs per side: 9 looks
+
+
+def runs(rng: random.Random, n: int, factor: float = 1.0, run_sd: float = 0.1, rep_sd: float = 0.1, reps: int = 3):
+    out = []
+    for _ in range(n):
+        shift = rng.gauss(0, run_sd)
+        out.append([100 * factor * math.exp(shift + rng.gauss(0, rep_sd)) for _ in range(reps)])
+    return out
+
+
+def outcomes(seed: int, factor: float, **kw) -> list[tuple[str, int | None]]:
+    rng = random.Random(seed)
+    return [sequential_test(runs(rng, MAX, **kw), runs(rng, MAX, factor, **kw), MAX) for _ in range(TRIALS)]
+
+
+def share(found: list[tuple[str, int | None]], verdict: str) -> float:
+    return sum(v == verdict for v, _ in found) / len(found)
+
+
+def test_different_when_nothing_differs_at_most_5_percent_over_every_look():
+    assert share(outcomes(1, 1.0), "different") <= BOUND
+
+
+def test_same_at_the_margin_at_most_5_percent_over_every_look():
+    # B exactly 1.1x A (the margin) with little noise: "same" is the error here.
+    assert share(outcomes(2, 1.1, run_sd=0.02, rep_sd=0.02), "same") <= BOUND
+
+
+def test_looking_at_5_percent_each_time_would_break_the_bound():
+    """The same null runs, each look at the plain 5 %: a metric is called different at some look
+    far more often than 5 % (the reason the looks share the error)."""
+    rng = random.Random(1)
+    naive = 0
+    for _ in range(TRIALS):
+        a, b = runs(rng, MAX), runs(rng, MAX)
+        verdict, _ = first_decision(lambda n: ratio_test(a[:n], b[:n]), MAX)
+        naive += verdict == "different"
+    assert naive / TRIALS > 2 * BOUND
+
+
+def test_what_differs_or_agrees_is_decided_within_the_runs_and_says_when():
+    big = outcomes(3, 1.3)
+    assert share(big, "different") > 0.8
+    agree = outcomes(4, 1.0, run_sd=0.02, rep_sd=0.02)
+    assert share(agree, "same") > 0.8
+    took = sorted(n for v, n in agree if n)
+    assert took[0] >= 2 and took[len(took) // 2] <= MAX
+    print(f"B = 1.3 A: decided different in {share(big, 'different'):.1%}; agreeing runs: same in "
+          f"{share(agree, 'same'):.1%}, median {took[len(took) // 2]} runs per side")
+
+
+def test_decisions_keep_the_look_that_decided_each_metric():
+    rows = [{"workload": "fio", "params": "{}", "metric": m, "unit": "MB/s", "verdict": v, "too_short": False}
+            for m, v in (("bandwidth", "different"), ("iops", "can't tell"))]
+    decisions = Decisions(MAX)
+    assert decisions.alpha == look_alpha(MAX) == 0.05 / 9
+    assert [r["metric"] for r in decisions.look(rows, 2)] == ["iops"]
+    later = [{**rows[0], "verdict": "can't tell"}, {**rows[1], "verdict": "same"}]
+    assert decisions.look(later, 3) == []
+    final = {r["metric"]: (r["verdict"], r["decided_at"]) for r in decisions.final_rows(later)}
+    assert final == {"bandwidth": ("different", 2), "iops": ("same", 3)}
+
+
+def test_until_decided_needs_two_sides_and_says_so_before_anything_starts():
+    from conftest import dfslab
+    res = dfslab("run", "examples/quickstart.yaml", "--until-decided", check=False)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "runtimes" in res.stderr and "two sides" in res.stderr and "report:" not in res.stdout
+    res = dfslab("run", "examples/containerized-vs-host.yaml", "--until-decided", "--runs", "3", check=False)
+    assert res.returncode == 2 and "drop --runs" in res.stderr, res.stderr
