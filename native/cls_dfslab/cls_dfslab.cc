@@ -404,7 +404,7 @@ void accumulate(const Column *c, const std::vector<uint32_t> &rows, const std::v
 // kReadPiece come from the allocator's reused memory instead. Objects above kKeepBuffer are read
 // into a buffer of their own, freed after the call, so no thread keeps more than that.
 const uint32_t kReadPiece = 1u << 20;
-const size_t kKeepBuffer = 64u << 20;
+const size_t kKeepBuffer = 16u << 20;
 
 int read_object(cls_method_context_t ctx, uint32_t object_len, std::vector<char> *own, std::string_view *object) {
   thread_local std::vector<char> kept;
