@@ -484,8 +484,8 @@ def decision_sides(exp: Experiment) -> list[tuple[str, Experiment]]:
     if len(exp.variants) >= 2 and not exp.file.runtimes:
         return [(v.label, replace(exp, cluster=v.cluster, variants=[])) for v in exp.variants]
     raise SpecError([("runtimes", "--until-decided compares two sides or more: list two runtimes (runtimes: "
-                                  "[local, docker]) or sweep a cluster setting over two values (ceph: {replica_size: "
-                                  "[2, 3]})")], exp.name)
+                                  "[local, docker]) or sweep a setting of the cluster over two values (a list of two "
+                                  "at its path in the cluster spec)")], exp.name)
 
 
 def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_runs: int,
