@@ -12,7 +12,7 @@ import pytest
 from dfslab.analysis import busiest_cpu
 from dfslab.monitor import PrometheusScraper
 from dfslab.rates import CounterRates
-from dfslab.run import _with_scrapes
+from dfslab.phases import _with_scrapes
 from dfslab.backends.ceph.rook import RookCephBackend
 from dfslab.runtime.kubernetes.stats import KubeletStats, cpu_cores, pod_series_name, summary_sample
 

@@ -81,7 +81,7 @@ def test_runs_says_how_each_run_ended_and_report_takes_a_bare_id(tmp_path):
 
 def test_ctrl_c_says_what_was_kept_removed_and_checked():
     from dfslab.results import runs_root
-    from dfslab.run import RunInterrupted
+    from dfslab.phases import RunInterrupted
     run = runs_root() / "20261127-061500-quick"
     made = RunInterrupted(run, "small", removed=True, measured=3, faults=False).lines()
     assert made[0].startswith("interrupted: run 20261127-061500-quick keeps the 3 step(s) measured")

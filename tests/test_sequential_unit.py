@@ -9,20 +9,13 @@ from __future__ import annotations
 import math
 import random
 
-from dfslab.ratios import ratio_test
-from dfslab.sequential import Decisions, first_decision, look_alpha, sequential_test
+from dfslab.ratios import ALPHA
+from dfslab.sequential import Decisions, look_alpha, sequential_test
+from simulated_runs import runs
 
 TRIALS = 2000
 BOUND = 0.05 + 2 * math.sqrt(0.05 * 0.95 / TRIALS)
 MAX = 10  # runs per side: 9 looks
-
-
-def runs(rng: random.Random, n: int, factor: float = 1.0, run_sd: float = 0.1, rep_sd: float = 0.1, reps: int = 3):
-    out = []
-    for _ in range(n):
-        shift = rng.gauss(0, run_sd)
-        out.append([100 * factor * math.exp(shift + rng.gauss(0, rep_sd)) for _ in range(reps)])
-    return out
 
 
 def outcomes(seed: int, factor: float, **kw) -> list[tuple[str, int | None]]:
@@ -50,7 +43,7 @@ def test_looking_at_5_percent_each_time_would_break_the_bound():
     naive = 0
     for _ in range(TRIALS):
         a, b = runs(rng, MAX), runs(rng, MAX)
-        verdict, _ = first_decision(lambda n: ratio_test(a[:n], b[:n]), MAX)
+        verdict, _ = sequential_test(a, b, MAX, alpha=ALPHA)
         naive += verdict == "different"
     assert naive / TRIALS > 2 * BOUND
 

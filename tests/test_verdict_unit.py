@@ -9,16 +9,9 @@ import math
 import random
 
 from dfslab.ratios import ratio_test
+from simulated_runs import runs
 
 TRIALS = 1000
-
-
-def runs(rng: random.Random, n: int, factor: float = 1.0, run_sd: float = 0.1, rep_sd: float = 0.1, reps: int = 3):
-    out = []
-    for _ in range(n):
-        shift = rng.gauss(0, run_sd)
-        out.append([100 * factor * math.exp(shift + rng.gauss(0, rep_sd)) for _ in range(reps)])
-    return out
 
 
 def rate(rng: random.Random, verdict: str, n_a: int, n_b: int, factor: float, **kw) -> float:

@@ -73,6 +73,11 @@ struct Reader {
   }
 };
 
+// A row's value of a numeric column (unaligned: memcpy): f64, i64, or an i64 read as double.
+struct LoadF64 { double operator()(const uint8_t *d, uint32_t r) const { double v; memcpy(&v, d + 8ull * r, 8); return v; } };
+struct LoadI64 { int64_t operator()(const uint8_t *d, uint32_t r) const { int64_t v; memcpy(&v, d + 8ull * r, 8); return v; } };
+struct LoadI64AsF64 { double operator()(const uint8_t *d, uint32_t r) const { return static_cast<double>(LoadI64()(d, r)); } };
+
 struct Column {
   std::string name;
   uint8_t type = 0;
@@ -80,11 +85,8 @@ struct Column {
   const uint32_t *offsets = nullptr;  // strings: nrows+1 (unaligned reads via memcpy)
   uint64_t length = 0;
 
-  double num(uint32_t row) const {
-    if (type == kF64) { double v; memcpy(&v, data + 8ull * row, 8); return v; }
-    int64_t v; memcpy(&v, data + 8ull * row, 8); return static_cast<double>(v);
-  }
-  int64_t i64(uint32_t row) const { int64_t v; memcpy(&v, data + 8ull * row, 8); return v; }
+  double num(uint32_t row) const { return type == kF64 ? LoadF64()(data, row) : LoadI64AsF64()(data, row); }
+  int64_t i64(uint32_t row) const { return LoadI64()(data, row); }
   uint32_t off(uint32_t i) const { uint32_t v; memcpy(&v, reinterpret_cast<const uint8_t *>(offsets) + 4ull * i, 4); return v; }
   std::string str(uint32_t row) const {
     uint32_t a = off(row), b = off(row + 1);
@@ -157,11 +159,6 @@ struct Greater { template <typename T> bool operator()(T a, T b) const { return 
 struct GreaterEq { template <typename T> bool operator()(T a, T b) const { return a >= b; } };
 struct Equal { template <typename T> bool operator()(T a, T b) const { return a == b; } };
 struct NotEqual { template <typename T> bool operator()(T a, T b) const { return a != b; } };
-
-// Loads a row's value as the comparison's type: f64, i64, or an i64 column compared as double.
-struct LoadF64 { double operator()(const uint8_t *d, uint32_t r) const { double v; memcpy(&v, d + 8ull * r, 8); return v; } };
-struct LoadI64 { int64_t operator()(const uint8_t *d, uint32_t r) const { int64_t v; memcpy(&v, d + 8ull * r, 8); return v; } };
-struct LoadI64AsF64 { double operator()(const uint8_t *d, uint32_t r) const { return static_cast<double>(LoadI64()(d, r)); } };
 
 // rows == nullptr: test every row of [first, end); else the n rows listed. Survivors go to out.
 template <typename Load, typename T, typename Cmp>

@@ -8,7 +8,7 @@ enters them in order on one ExitStack, so they are undone in reverse whatever ha
     FaultPhase    the checksummed writer and faults: seeded before the steps, undone if cut
                   short, every acknowledged object read back after them
 
-The steps themselves (each with its sampler window, byte ledger and watch) are `steps.run_steps`."""
+The steps themselves (each with its sampler window, byte ledger and watch) are `run.run_steps`."""
 
 from __future__ import annotations
 
@@ -62,6 +62,20 @@ class RunInterrupted(KeyboardInterrupt):
         return said
 
 
+def new_run_dir(exp: Experiment, spec: ClusterSpec, label: str | None, runs_root: Path | None) -> RunDir:
+    """A new run directory with what was asked: the experiment, the cluster, versions, charts, units."""
+    run_dir = RunDir.create(label or exp.name, runs_root)
+    run_dir.write_spec(exp.raw, "experiment.yaml")
+    spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
+    backend_kind = backend_class(spec)
+    run_dir.start(spec_hash, backend_kind.versions(spec),
+                  [c.as_json() for c in backend_kind.charts] + list(runtime_of(spec).charts),
+                  {"servers": backend_kind.metadata_servers, "path": backend_kind.metadata_path,
+                   "client_write_ack": backend_kind.client_write_ack})
+    run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
+    return run_dir
+
+
 @dataclass
 class RunRecord:
     """The run directory and what one attempt of the run adds to it."""
@@ -81,20 +95,6 @@ class RunRecord:
     def __post_init__(self) -> None:
         self.outcome = RunOutcome(self.run_dir.path, self.run_dir.path / "report.html")
         self.first_new = len(self.intervals)
-
-    @classmethod
-    def create(cls, exp: Experiment, spec: ClusterSpec, label: str | None, runs_root: Path | None) -> RunDir:
-        """A new run directory with what was asked: the experiment, the cluster, versions, charts, units."""
-        run_dir = RunDir.create(label or exp.name, runs_root)
-        run_dir.write_spec(exp.raw, "experiment.yaml")
-        spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
-        backend_kind = backend_class(spec)
-        run_dir.start(spec_hash, backend_kind.versions(spec),
-                      [c.as_json() for c in backend_kind.charts] + list(runtime_of(spec).charts),
-                      {"servers": backend_kind.metadata_servers, "path": backend_kind.metadata_path,
-                       "client_write_ack": backend_kind.client_write_ack})
-        run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
-        return run_dir
 
     def __enter__(self) -> "RunRecord":
         return self

@@ -142,22 +142,23 @@ def _over_runs(la: list[float], lb: list[float], margin: float, alpha: float = A
     counted = f"over runs ({len(la)} and {len(lb)})"
     if se == 0:
         return RatioTest(ratio, None, None, "", "can't tell", f"every run gave the same value: no spread to test {counted}")
-    half95, half90 = t_quantile(1 - alpha / 2, df) * se, t_quantile(1 - alpha, df) * se
+    # Half-widths of the difference test's interval (95 % at ALPHA) and of TOST's (90 %).
+    half_diff, half_same = t_quantile(1 - alpha / 2, df) * se, t_quantile(1 - alpha, df) * se
     bound = math.log1p(margin)
-    detectable = math.exp((t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * se)
-    low, high = math.exp(diff - half95), math.exp(diff + half95)
+    detectable = math.exp((t_quantile(1 - alpha / 2, df) + t_quantile(POWER, df)) * se)
+    low, high = math.exp(diff - half_diff), math.exp(diff + half_diff)
     tested = {"log_ratio": diff, "se": se, "df": df}
-    within = abs(diff) + half90 < bound  # two one-sided tests: the 90 % interval inside ±margin
-    if abs(diff) > half95:  # "different" is what the interval excluding 1 means, even inside the margin
+    within = abs(diff) + half_same < bound  # two one-sided tests: the 90 % interval inside ±margin
+    if abs(diff) > half_diff:  # "different" is what the interval excluding 1 means, even inside the margin
         both = f", and within ±{margin * 100:g} % (two one-sided tests)" if within else ""
         return RatioTest(ratio, low, high, "runs", "different",
                          f"{abs(ratio - 1) * 100:.0f} % {'higher' if diff > 0 else 'lower'} ({_level(alpha)} interval "
                          f"{low:.3f}-{high:.3f} excludes 1){both} {counted}", detectable, **tested)
     if within:
         return RatioTest(ratio, low, high, "runs", "same", f"same within ±{margin * 100:g} % ({_level(2 * alpha)} interval "
-                         f"{math.exp(diff - half90):.3f}-{math.exp(diff + half90):.3f}, two one-sided tests) {counted}",
+                         f"{math.exp(diff - half_same):.3f}-{math.exp(diff + half_same):.3f}, two one-sided tests) {counted}",
                          detectable, **tested)
-    needed = runs_to_decide(abs(diff), _run_sd(la, lb), bound)
+    needed = runs_to_decide(abs(diff), _run_sd(la, lb), bound, alpha)
     more = f"about {needed} runs per side would decide it" if needed else f"more than {MAX_RUNS} runs per side would be needed"
     return RatioTest(ratio, low, high, "runs", "can't tell", f"{more} (±{margin * 100:g} % margin) {counted}",
                      detectable, needed, **tested)
@@ -181,19 +182,19 @@ def _run_sd(la: Sequence[float], lb: Sequence[float]) -> float:
     return math.sqrt(_within_ss(la, lb) / special.chdtri(df, SD_UPPER))  # stats.chi2.ppf(1 - SD_UPPER, df)
 
 
-def runs_to_decide(diff: float, sd: float, bound: float) -> int | None:
+def runs_to_decide(diff: float, sd: float, bound: float, alpha: float = ALPHA) -> int | None:
     """Runs per side at which, were the difference `diff` (log scale) and the run-to-run spread
     `sd` what they seem, an interval would exclude 1 or lie inside ±bound with 80 % power: the
     usual sample size, (t_alpha + t_power) x sd x sqrt(2/n) below the larger of the two gaps."""
     gap = max(diff, bound - diff)
     for n in range(2, MAX_RUNS + 1):
-        if _sizing_factor(n) * sd < gap:
+        if _sizing_factor(n, alpha) * sd < gap:
             return n
     return None
 
 
 @functools.cache
-def _sizing_factor(n: int) -> float:
+def _sizing_factor(n: int, alpha: float = ALPHA) -> float:
     """(t_alpha + t_power) x sqrt(2/n) at n runs per side (2n - 2 degrees of freedom)."""
     df = 2 * n - 2
-    return (t_quantile(1 - ALPHA / 2, df) + t_quantile(POWER, df)) * math.sqrt(2 / n)
+    return (t_quantile(1 - alpha / 2, df) + t_quantile(POWER, df)) * math.sqrt(2 / n)

@@ -20,8 +20,7 @@ from .chaos import FaultError, check_applies, fault_class
 from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
 from .sequential import FIRST_LOOK, Decisions, looks
-from .phases import (FaultPhase, RunInterrupted, RunOutcome, RunRecord, Watch, WorkloadUse,  # noqa: F401 (RunInterrupted:
-                     _with_scrapes)  # the CLI's, _with_scrapes: tests')
+from .phases import FaultPhase, RunOutcome, RunRecord, Watch, WorkloadUse, new_run_dir
 from .results import RunDir
 from . import ledger
 from .spec import ClusterSpec, SpecError
@@ -299,7 +298,7 @@ def run_experiment(exp: Experiment, progress: Progress, cluster_name: str | None
     if resume is not None:
         run_dir, done, intervals, attempt = _resumed(resume, exp, name, progress)
     else:
-        run_dir, done, intervals, attempt = RunRecord.create(exp, spec, label, runs_root), set(), [], 1
+        run_dir, done, intervals, attempt = new_run_dir(exp, spec, label, runs_root), set(), [], 1
     record = RunRecord(exp, progress, name, exp.client_kind(spec), run_dir, done, intervals, attempt,
                        removes_cluster=owned and not keep, settings=settings)
     if owned:
@@ -471,8 +470,22 @@ def run_across_runtimes(exp: Experiment, progress: Progress, runs_root: Path | N
 def run_across_settings(exp: Experiment, progress: Progress, runs_root: Path | None = None) -> list[RunOutcome]:
     """The experiment once per combination of the cluster's swept settings, each on a fresh
     cluster (forward, then backward too with `mirrored: true`), each compared with the first."""
-    return _run_across(exp, [(v.label, replace(exp, cluster=v.cluster, variants=[]), v.settings) for v in settings_order(exp)],
+    return _run_across(exp, [(v.label, _with_settings(exp, v), v.settings) for v in settings_order(exp)],
                        "settings", progress, runs_root)
+
+
+def _with_settings(exp: Experiment, variant: Any) -> Experiment:
+    """The experiment on one combination of its cluster's swept settings."""
+    return replace(exp, cluster=variant.cluster, variants=[])
+
+
+def _write_comparison(what: str, base: str, label: str, runs_a: list[Path], runs_b: list[Path],
+                      rows: list[dict[str, Any]], **extra: Any) -> None:
+    """comparison.json (B = `label`'s runs against A = `base`'s) in B's last run, and its report again."""
+    RunDir(runs_b[-1]).write_json("comparison.json", {
+        "what": what, "baseline_runtime": base, "baseline_runs": [p.name for p in runs_a],
+        "runtime": label, "runs": [p.name for p in runs_b], **extra, "rows": rows})
+    report.build(runs_b[-1])
 
 
 def decision_sides(exp: Experiment) -> list[tuple[str, Experiment]]:
@@ -482,19 +495,19 @@ def decision_sides(exp: Experiment) -> list[tuple[str, Experiment]]:
     if len(exp.file.runtimes) >= 2:
         return [(rt, exp.on_runtime(rt)) for rt in exp.file.runtimes]
     if len(exp.variants) >= 2 and not exp.file.runtimes:
-        return [(v.label, replace(exp, cluster=v.cluster, variants=[])) for v in exp.variants]
+        return [(v.label, _with_settings(exp, v)) for v in exp.variants]
     raise SpecError([("runtimes", "--until-decided compares two sides or more: list two runtimes (runtimes: "
                                   "[local, docker]) or sweep a setting of the cluster over two values (a list of two "
                                   "at its path in the cluster spec)")], exp.name)
 
 
 def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_runs: int,
-                      runs_root: Path | None = None) -> tuple[list[RunOutcome], dict[str, Decisions], list[dict[str, Any]]]:
+                      runs_root: Path | None = None) -> tuple[list[RunOutcome], list[dict[str, Any]]]:
     """Runs of every side (forward, then backward: A B B A), until every headline metric of every
     side against the first is decided (the looks share the error: sequential.py), `max_runs`
-    per side, or a round would pass `budget` seconds. Returns the runs, each later side's
-    decisions and the last look's rows of every side (each with its side and decided_at); each
-    later side's last run gets comparison.json and its report."""
+    per side, or a round would pass `budget` seconds. Returns the runs and the last look's rows of
+    every side (each with its side and decided_at); each later side's last run gets
+    comparison.json and its report."""
     sides = decision_sides(exp)
     base = sides[0][0]
     decisions = {label: Decisions(max_runs) for label, _ in sides[1:]}
@@ -527,14 +540,10 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
         if label not in last:
             continue
         final = [{**r, "side": label} for r in decided.final_rows(last[label])]
-        RunDir(paths[label][-1]).write_json("comparison.json", {
-            "what": "until decided", "baseline_runtime": base, "runtime": label,
-            "baseline_runs": [p.name for p in paths[base]], "runs": [p.name for p in paths[label]],
-            "sequential": {"max_runs": max_runs, "looks": looks(max_runs), "alpha_per_look": decided.alpha},
-            "rows": final})
-        report.build(paths[label][-1])
+        _write_comparison("until decided", base, label, paths[base], paths[label], final,
+                          sequential={"max_runs": max_runs, "looks": looks(max_runs), "alpha_per_look": decided.alpha})
         rows += final
-    return outcomes, decisions, rows
+    return outcomes, rows
 
 
 def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]], what: str, progress: Progress,
@@ -553,10 +562,7 @@ def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]]
                                                                "settings": {label: s for label, _, s in plan},
                                                                "ranking": rank_settings(by_label)})
     for base, label, runs_a, runs_b in runtime_pairs([p[0] for p in plan], [o.path for o in outcomes]):
-        RunDir(runs_b[-1]).write_json("comparison.json", {
-            "what": what, "baseline_runtime": base, "baseline_runs": [p.name for p in runs_a],
-            "runtime": label, "runs": [p.name for p in runs_b], "rows": compare_runs(runs_a, runs_b)})
-        report.build(runs_b[-1])
+        _write_comparison(what, base, label, runs_a, runs_b, compare_runs(runs_a, runs_b))
     return outcomes
 
 

@@ -10,15 +10,16 @@ difference test and each one-sided test of the equivalence), so that the chance 
 ever wrongly decided stays at ALPHA whatever look decides it. It is conservative (a
 group-sequential boundary such as O'Brien-Fleming spends less early), and it needs no
 assumption about when the runs stop: the budget may end the runs at any look.
-tests/test_sequential_unit.py simulates it through `first_decision` and ratios.ratio_test."""
+tests/test_sequential_unit.py simulates it through `sequential_test`, which drives `Decisions` and
+ratios.ratio_test as `run.run_until_decided` does."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from .compare import headline
-from .ratios import ALPHA, RatioTest, ratio_test
+from .ratios import ALPHA, ratio_test
 
 MAX_RUNS = 10  # runs per side at most, unless --max-runs says otherwise
 FIRST_LOOK = 2  # runs per side before the first look: an interval over runs needs two
@@ -34,22 +35,19 @@ def look_alpha(max_runs: int) -> float:
     return ALPHA / looks(max_runs)
 
 
-def first_decision(tests: Callable[[int], RatioTest], max_runs: int) -> tuple[str, int | None]:
-    """("different" | "same", runs per side) at the first look that decides, or ("can't tell",
-    None): `tests(n)` is the metric's test over the first n runs per side at look_alpha."""
-    for n in range(FIRST_LOOK, max_runs + 1):
-        verdict = tests(n).verdict
-        if verdict in ("different", "same"):
-            return verdict, n
-    return "can't tell", None
-
-
 def sequential_test(runs_a: Sequence[Sequence[float]], runs_b: Sequence[Sequence[float]], max_runs: int,
-                    margin: float = 0.10) -> tuple[str, int | None]:
-    """first_decision over runs already made (each side's first n at look n)."""
-    alpha = look_alpha(max_runs)
-    last = min(len(runs_a), len(runs_b), max_runs)
-    return first_decision(lambda n: ratio_test(runs_a[:n], runs_b[:n], margin, alpha), last)
+                    margin: float = 0.10, alpha: float | None = None) -> tuple[str, int | None]:
+    """One metric through the looks `run_until_decided` makes (the first n runs per side at look
+    n, each tested at the look's alpha and taken by `Decisions`): ("different" | "same", the runs
+    that decided it), or ("can't tell", None). `alpha` overrides each look's (a plain re-test)."""
+    decisions = Decisions(max_runs)
+    each = decisions.alpha if alpha is None else alpha
+    metric = {"workload": "simulated", "params": "", "metric": "bandwidth", "unit": "MB/s", "too_short": False}
+    for n in range(FIRST_LOOK, min(len(runs_a), len(runs_b), max_runs) + 1):
+        if not decisions.look([{**metric, **ratio_test(runs_a[:n], runs_b[:n], margin, each).fields()}], n):
+            decided = decisions.decided[metric_key(metric)]
+            return decided["verdict"], decided["decided_at"]
+    return "can't tell", None
 
 
 def metric_key(row: dict[str, Any]) -> tuple:

@@ -50,7 +50,8 @@ def run(
     results.csv, timeseries.csv and report.html. Exits 1 if any workload failed.
     """
     from ..experiment import load_experiment, load_run
-    from ..run import (ResumeError, RunInterrupted, provenance_changes, run_across_runtimes, run_experiment,
+    from ..phases import RunInterrupted
+    from ..run import (ResumeError, provenance_changes, run_across_runtimes, run_experiment,
                       run_repeated, runtime_order, settings_order)
     original = experiment if experiment.is_dir() else None
     if runs is not None and (resume or cluster_name):
@@ -149,13 +150,14 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
     """--until-decided: runs of both sides until every headline metric is decided; each metric's
     verdict with the runs it took, or why it was not decided; exit 0 when every one was."""
     from ..run import decision_sides, run_until_decided
+    from ..sequential import look_alpha
     from ..units import parse_duration
     if conflicting:
         fail(ValueError(f"--until-decided makes a fresh cluster for each run and decides how many: drop {conflicting}"))
     decision_sides(exp)  # two sides, or refused before anything starts
     seconds = parse_duration(budget) if budget else float("inf")
     with LiveProgress() as progress:
-        outcomes, decisions, rows = run_until_decided(exp, progress, seconds, max_runs)
+        outcomes, rows = run_until_decided(exp, progress, seconds, max_runs)
     from ..compare import headline
     top = headline(rows)
     for row in top:
@@ -163,9 +165,8 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
         console.print(f"{row['side']}: {row['workload']} {row['params']} {row['metric']}: [bold]{row['verdict']}[/] "
                       f"{took} ({row['why']})", highlight=False, soft_wrap=True)
     left = [r for r in top if not r.get("decided_at")]
-    alpha = next(iter(decisions.values())).alpha
     console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; each look tested at "
-                  f"{alpha:.4f} (5 % over at most {max_runs - 1} looks)", highlight=False)
+                  f"{look_alpha(max_runs):.4f} (5 % over at most {max_runs - 1} looks)", highlight=False)
     if not top:
         console.print("[yellow]no headline metric could be compared (every phase too short to time, or failed)[/]")
     for outcome in outcomes:

@@ -161,8 +161,7 @@ def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = l
     cluster = place(layout)
     plans = {p.name: p for p in pool_plans(cluster)}
     added = {o: 0.0 for o in cluster.osds(added=True)}
-    for failure in layout.failures:
-        failed_osds(cluster, failure)  # a bad name is refused before any tool runs
+    lost_by_failure = [failed_osds(cluster, f) for f in layout.failures]  # a bad name is refused before any tool runs
     workdir.mkdir(parents=True, exist_ok=True)
     n = len(cluster.osds())
     progress("building maps", f"{len(cluster.hosts)} hosts, {n} OSDs, {sum(p.pg_num for p in plans.values())} PGs "
@@ -192,8 +191,8 @@ def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = l
         # The failures' maps (osdmaptool, one call per OSD out) are made beside the balancer:
         # they start from the same unbalanced map and do not depend on it.
         failing = [pool.submit(_failure_mapping, planning, prepared, workdir / f"osdmap.failure{i}",
-                               {o: cluster.crush_weight(o) for o in failed_osds(cluster, f)})
-                   for i, f in enumerate(layout.failures)]
+                               {o: cluster.crush_weight(o) for o in lost})
+                   for i, lost in enumerate(lost_by_failure)]
         upmaps: dict[str, list[tuple[int, int]]] = {}
         for name, eligible in ours.items():
             upmaps.update(balance_pool(_pool_members(cluster, base, ids, name, eligible)))
@@ -205,8 +204,7 @@ def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = l
                                     "balancer": balancers}
         result["per_osd_balanced"] = {str(o): balanced_use[o] for o in cluster.osds(added=False)}
         result["failures"] = []
-        for failure, job in zip(layout.failures, failing):
-            lost = failed_osds(cluster, failure)
+        for failure, lost, job in zip(layout.failures, lost_by_failure, failing):
             progress("failure", f"{failure.label()}: {len(lost)} OSD(s) out")
             after = job.result()
             result["failures"].append({"failure": failure.label(), "osds": sorted(lost),

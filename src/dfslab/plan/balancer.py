@@ -56,14 +56,13 @@ def balance_pool(pool: PoolMembers, deviation: int = 5, max_changes: int = 1_000
     stuck: set[int] = set()  # OSDs no move can help, left out of further picks
 
     def top(heap: list, sign: int) -> int | None:
-        """The OSD at the heap's head, dropping entries that are stale or stuck."""
+        """The OSD at the heap's head, dropping entries that are stale (every move pushes its two
+        OSDs' current entries) or stuck."""
         while heap:
             key, osd = heap[0]
             if osd not in stuck and key == sign * dev(osd):
                 return osd
             heapq.heappop(heap)
-            if osd not in stuck:
-                heapq.heappush(heap, (sign * dev(osd), osd))
         return None
 
     def fits(pgid: str, src: int, dst: int) -> bool:
