@@ -89,12 +89,17 @@ def test_a_spec_your_cluster_cannot_hold_is_refused_before_anything_is_made(host
     assert not ClusterState(NAME).dir.exists()
 
 
+def _with_cephfs() -> dict:
+    spec = _spec()
+    return {**spec, "ceph": {**spec["ceph"], "cephfs": True}}
+
+
 def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_what_it_made(host):
     from kubernetes import client
     _, api = _host_api()
     before = _cluster_scoped_names(api)
     spec = host / "yours.yaml"
-    spec.write_text(yaml.safe_dump(_spec()))
+    spec.write_text(yaml.safe_dump(_with_cephfs()))
     cluster_up(spec, NAME, "--timeout", "900", timeout=1500)
     try:
         status = json.loads(dfslab("status", NAME, "--json").stdout)
@@ -112,11 +117,15 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
 
         exp = host / "exp.yaml"
         exp.write_text(yaml.safe_dump({
-            "name": "t-k8s-yours-exp", "cluster": _spec(), "repetitions": 1,
+            "name": "t-k8s-yours-exp", "cluster": _with_cephfs(), "repetitions": 1,
             "baselines": {"network": True, "disk": True, "seconds": 2},
             "workloads": [{"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 8},
                           {"type": "fio", "target": ["rbd", "rados"], "rw": ["write"], "bs": "1MiB", "size": "32MiB",
-                           "seconds": 2}]}))
+                           "seconds": 2},
+                          # CephFS mounted by ceph-fuse in each Job's pod, its directories made there
+                          {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
+                           "numjobs": 2, "iodepth": 1, "seconds": 2},
+                          {"type": "metadata", "procs": 2, "files_per_proc": 100}]}))
         run, out = run_against(exp, NAME)
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
@@ -125,6 +134,19 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         assert {("radosbench", "bandwidth", "write"), ("radosbench", "bandwidth", "seq"),
                 ("fio", "bandwidth", "rbd"), ("fio", "bandwidth", "rados")} <= metrics, (sorted(metrics), out)
         assert all(float(r["value"]) > 0 for r in rows if r["metric"] == "bandwidth")
+        fs = {p["rw"]: float(r["value"]) for r, p in zip(rows, params)
+              if r["workload"] == "fio" and p.get("target") == "fs" and r["metric"] == "bandwidth"}
+        assert set(fs) == {"write", "randread"} and all(v > 0 for v in fs.values()), (fs, out)
+        ops = {p["phase"] for r, p in zip(rows, params) if r["workload"] == "metadata" and r["metric"] == "ops"}
+        assert ops == {"create", "stat", "read", "unlink"}, out
+        # the byte ledger read the client node's link (through the toolbox pod on it): what fio
+        # moved on CephFS crossed it, the read too (each Job's ceph-fuse is a new, cold client)
+        shares = {(p.get("target"), p.get("rw")): float(r["value"]) for r, p in zip(rows, params)
+                  if r["workload"] == "fio" and r["metric"] == "from_storage"}
+        assert {("fs", "write"), ("fs", "randread"), ("rbd", "write")} <= set(shares), shares
+        assert all(0.9 <= shares[k] <= 1.3 for k in (("fs", "write"), ("fs", "randread"), ("rbd", "write"))), shares
+        # nothing of CephFS was made on this machine: the mount point is only a name here
+        assert not (ClusterState(NAME).dir / "mnt").exists()
         # baselines on your nodes: iperf3 between every pair (servers as Deployments), fio on each
         # node's own disk (a Job's emptyDir there), each row naming its node
         base = [(r["metric"], p) for r, p in zip(rows, params) if r["workload"] == "baseline"]

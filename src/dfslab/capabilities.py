@@ -57,6 +57,9 @@ def workload_refusal(work: Workload, target: str | None, spec: ClusterSpec) -> s
     if target and target not in backend.targets_for(spec):
         return backend.target_refusal(spec, target)
     runtime = runtime_of(spec)
+    if work.sets_up_here and target == "fs" and not runtime.mounts_here:
+        return (f"{work.name} prepares its server's files on the cluster's mount from this machine, and on "
+                f"{runtime.where} only the client Jobs' pods mount it")
     for module in work.workers:
         if not runtime.runs_module(module):
             return (f"{work.name} runs dfslab's own {module.rsplit('.', 1)[-1]} on the clients, and on "
@@ -108,7 +111,7 @@ def cells(cluster: str, spec: ClusterSpec) -> list[Cell]:
         except FaultError as exc:
             problem = refused or str(exc)
         cell(f"fault {kind}", problem)
-    cell("ledger", refused or (None if runtime.client_wire_counted else runtime.uncounted_why),
+    cell("ledger", refused or (None if runtime.counts_wire(spec.client_names()) else runtime.uncounted_why),
          "the client's link bytes at each step's start and end")
     ok, said = _watch(backend, spec)
     cell("watch", refused or (None if ok else said), said)

@@ -14,7 +14,7 @@ from .backends import Backend, BackendError, PreflightError, Progress, backend_c
 from .backends.fuse import unmount
 from .procs import ENV_MARK, cpu_seconds, marked_pids, stray_tools, terminate
 from .safety import UnsafeRemoval, inside, mounts_under
-from .runtime import RUN_DIR_ENV, Runtime, RuntimeError_, attach_runtime, select_runtime
+from .runtime import POD_DIRS_ENV, RUN_DIR_ENV, Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
 from . import deps
 from .state import ClusterState, dfslab_home, list_clusters
@@ -236,7 +236,7 @@ class Attached:
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
                       clients=self.spec.client_names(), disk_per_node=self.runtime.disk_per_node,
                       fresh_client=None if client == "job" else self.backend.fresh_client,
-                      storage=self.backend,
+                      storage=self.backend, pod_dirs_env=None if self.runtime.mounts_here else POD_DIRS_ENV,
                       daemon_cpu=lambda prefix: cpu_seconds(self.runtime.sampled_processes(), prefix))
 
     def close(self) -> None:

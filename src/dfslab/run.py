@@ -199,7 +199,7 @@ def _why_it_ended(log: str) -> str:
 def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot]:
     """The byte ledger's snapshot for this cluster: its clients' links (where the runtime counts
     them) and the block-layer bytes of every daemon on its servers."""
-    wire = runtime.command if runtime.client_wire_counted else None
+    wire = runtime.wire_command(clients)
 
     def servers() -> list[int]:
         return [p.pid for p in runtime.sampled_processes() if p.node not in clients and p.alive()]
@@ -209,7 +209,7 @@ def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot
 def _wire_counter(runtime, clients: list[str]) -> Callable[[], int | None]:
     """Bytes the clients' links have received and sent so far (None where the runtime does not
     count them): the ledger's wire counters alone, cheap enough for the step watch's 2 s looks."""
-    command = runtime.command if runtime.client_wire_counted else None
+    command = runtime.wire_command(clients, often=True)
 
     def total() -> int | None:
         snap = ledger.snapshot(command, clients, list)

@@ -15,9 +15,9 @@ import os
 from ..registry import RUNTIMES, runtime_class, runtime_of
 from ..spec import ClusterSpec
 from ..state import ClusterState
-from .base import CLIENT, RUN_DIR_ENV, Runtime, RuntimeError_
+from .base import CLIENT, POD_DIRS_ENV, RUN_DIR_ENV, Runtime, RuntimeError_
 
-__all__ = ["CLIENT", "RUN_DIR_ENV", "Runtime", "RuntimeError_", "RUNTIMES", "runtime_class", "runtime_of",
+__all__ = ["CLIENT", "POD_DIRS_ENV", "RUN_DIR_ENV", "Runtime", "RuntimeError_", "RUNTIMES", "runtime_class", "runtime_of",
            "select_runtime", "attach_runtime"]
 
 

@@ -17,6 +17,9 @@ CLIENT = "client"
 # Set for a workload's tools: the run directory they write their output into. A runtime whose
 # tools run elsewhere (kubernetes: in a pod) makes it visible there at the same path.
 RUN_DIR_ENV = "DFSLAB_RUN_DIR"
+# Directories a workload asked for on a mount that is not on this machine (`mounts_here` False):
+# the client Jobs make them in their pods once the filesystem is mounted there (os.pathsep-joined).
+POD_DIRS_ENV = "DFSLAB_POD_DIRS"
 
 
 class RuntimeError_(RuntimeError):
@@ -33,6 +36,9 @@ class Runtime(ABC):
     # through `command` (dfslab.ledger): not where every daemon shares one `lo` (loopback), nor
     # where the client node also carries Kubernetes' control plane.
     client_wire_counted: bool = False
+    # The filesystem's client mounts are on this machine (a workload's directories are made here);
+    # False: only in the client Jobs' pods on nodes this machine does not reach (POD_DIRS_ENV).
+    mounts_here: bool = True
     # Report figures of this runtime's own processes' sampler series, as a backend's charts
     # ({match, unit, title, faults_only}): what the runtime itself costs beside the workload.
     charts: tuple[dict[str, Any], ...] = ()
@@ -133,6 +139,16 @@ class Runtime(ABC):
         """What of this runtime's resources still exists (for tests and `down` checks)."""
 
     # -- running things ---------------------------------------------------------
+    @classmethod
+    def counts_wire(cls, clients: list[str], often: bool = False) -> bool:
+        """Whether the byte ledger can read the links of `clients`; `often`: for the step watch's
+        looks every 2 s, where only a cheap read will do."""
+        return cls.client_wire_counted
+
+    def wire_command(self, clients: list[str], often: bool = False) -> Callable[[str, list[str]], list[str]] | None:
+        """How the byte ledger reads /proc/net/dev on each of `clients` (None: not counted here)."""
+        return self.command if self.counts_wire(clients, often) else None
+
     @abstractmethod
     def command(self, node: str, argv: list[str]) -> list[str]:
         """`argv` wrapped so that it runs on `node`."""

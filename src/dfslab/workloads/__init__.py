@@ -9,6 +9,7 @@ registered in `WORKLOADS`.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -114,6 +115,10 @@ class Runner:
     # overwrote the first's raw output.
     entry: int = 0
     raw_owners: dict = field(default_factory=dict)
+    # Where the filesystem is mounted only in the tools' pods (a Kubernetes you run), the
+    # environment variable through which the directories asked for are made there, after the
+    # pod's mount and before its tool; None: they are made here, on this machine's mount.
+    pod_dirs_env: str | None = None
 
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
         """A directory a file workload writes in: on the cluster's POSIX mount on `node`
@@ -123,6 +128,8 @@ class Runner:
                 raise WorkloadError("this cluster offers no POSIX mount (target fs; `dfslab run --dry-run` says what "
                                     "its filesystem needs for one)")
             path = self.mount(node) / subdir
+            if self.pod_dirs_env:
+                return self._in_pods(path)
         else:
             path = (self.scratch or Path("/tmp")) / subdir
         path.mkdir(parents=True, exist_ok=True)
@@ -131,8 +138,19 @@ class Runner:
     def workdir_at(self, path: str) -> Path:
         """A directory by its path (inside a workdir already made), made if missing."""
         made = Path(path)
+        if self.pod_dirs_env and self.mount is not None and any(
+                made.is_relative_to(self.mount(c)) for c in self.clients):
+            return self._in_pods(made)
         made.mkdir(parents=True, exist_ok=True)
         return made
+
+    def _in_pods(self, path: Path) -> Path:
+        """`path` on a mount that only the tools' pods have: each pod makes it (mkdir -p) before
+        its tool starts; nothing is made on this machine, where the path is only a name."""
+        asked = [d for d in self.env.get(self.pod_dirs_env, "").split(os.pathsep) if d]
+        if str(path) not in asked:
+            self.env[self.pod_dirs_env] = os.pathsep.join([*asked, str(path)])
+        return path
 
     def fio_servers(self) -> list[str]:
         """Hosts running `fio --server` that fio workloads fan out to (external clusters)."""
@@ -220,6 +238,9 @@ class Workload(ABC):
     # dfslab's own modules its tools run on the clients (`python -m MODULE`): where a runtime's
     # clients cannot run them (Runtime.runs_module), the workload is refused before a run starts.
     workers: tuple[str, ...] = ()
+    # It prepares files on the cluster's mount from this machine (a server's data directory), so it
+    # needs a runtime whose mounts are here (Runtime.mounts_here); refused before a run elsewhere.
+    sets_up_here: bool = False
 
     @classmethod
     def cluster_targets(cls) -> dict[str, str]:

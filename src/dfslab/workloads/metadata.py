@@ -42,7 +42,7 @@ class Metadata(Workload):
     def run(self, runner: Runner, params: MetadataParams, repetition: int) -> list[Measurement]:
         base = runner.workdir(params.target, "dfslab-metadata")
         tag = runner.raw_name(f"metadata-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}")
-        (base / tag).mkdir(parents=True, exist_ok=True)
+        runner.workdir_at(str(base / tag))
         with fresh_directory(runner, base / tag) if params.target != "local" else nullcontext(base / tag) as later:
             argv = [sys.executable, "-m", WORKER, str(base / tag), str(params.procs),
                     str(params.files_per_proc), str(params.file_size), str(later)]

@@ -96,6 +96,7 @@ class MariaDB:
 class Sql(Workload):
     name = "sql"
     Params = SqlParams
+    sets_up_here = True  # the datadir is made and removed here, the server's socket waited for here
 
     def __init__(self) -> None:
         self.servers: dict[str, MariaDB] = {}

@@ -24,11 +24,11 @@ import yaml
 
 from .. import BackendError, PodSelector, PreflightError, Progress, table
 from ..kube_tables import nodes_table, pods_table
-from . import health, pools, rgw
+from . import client as cephfs_client, health, pools, rgw
 from .conf import box_tuning, conf_text
 from .backend import CephBackend
 from ... import deps
-from ...runtime.kubernetes.job import CLIENT_SECRET
+from ...runtime.kubernetes.job import CLIENT_SECRET, POD_MOUNTS_KEY
 from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
 from ...polling import poll, wait_until
 
@@ -248,17 +248,13 @@ class RookCephBackend(CephBackend):
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
         targets = super().targets_for(spec)
-        # CephFS is mounted on this machine for fio's directory set-up: not where your nodes are;
-        # the s3 worker is dfslab's own Python, which the pods there do not hold.
+        # The s3 worker is dfslab's own Python, which the pods on your nodes do not hold. CephFS
+        # is there: each client Job's pod mounts it and makes the directories its tool asks for.
         targets = targets - {"objclass"}  # Rook's OSD pods run Ceph's own image: no cls_dfslab in it
-        return targets - {"fs", "s3"} if spec.kubernetes.user_cluster else targets
+        return targets - {"s3"} if spec.kubernetes.user_cluster else targets
 
     @classmethod
     def target_refusal(cls, spec, target: str) -> str:
-        if target == "fs" and spec.kubernetes.user_cluster and spec.ceph.cephfs:
-            return ("a POSIX mount: on a Kubernetes you run, file workloads' directories are set up through a CephFS "
-                    "mount on this machine, which has no route to your nodes (client Jobs that set up their own "
-                    "are not built yet)")
         if target == "objclass":
             return ("dfslab's object class: Rook's OSD pods load classes from their image's rados-classes, which "
                     "holds no cls_dfslab; the query runs on the client (pushdown where: client)")
@@ -310,6 +306,15 @@ class RookCephBackend(CephBackend):
     def existing(self) -> bool:
         """A Kubernetes you run (kubeconfig), not the local one dfslab starts."""
         return self.spec.kubernetes.user_cluster
+
+    def mount(self, node: str = "client") -> Path:
+        """On a Kubernetes you run: where each client Job's pod mounts CephFS (job.py), a path
+        that is only a name on this machine, which has no route to your nodes."""
+        if not self.existing:
+            return super().mount(node)
+        if not self.spec.ceph.cephfs:
+            raise BackendError("this cluster has no CephFS; set ceph.cephfs: true in the spec")
+        return cephfs_client.mount_point(self.ctx, node)[1]
 
     def deploy(self, progress: Progress, timeout: float) -> None:
         if self.existing:
@@ -546,6 +551,8 @@ class RookCephBackend(CephBackend):
                          "stringData": {"conf": self.layout.conf.read_text(), "keyring": self.layout.admin_keyring.read_text()}}])
         # What a Job's pod needs to mount CephFS and run Ceph's tools (runtime/kubernetes/job.py).
         self.state.update(k8s_client_files=files, k8s_fuse=client_fuse(files), k8s_client_env={"CEPH_CONF": files["conf"]})
+        if self.existing and self.spec.ceph.cephfs:  # no client mount here: the Jobs' pods mount CephFS there
+            self.state.update(**{POD_MOUNTS_KEY: str(cephfs_client.mount_point(self.ctx, "client")[1].parent)})
 
 
 def newest_event(core, namespace: str) -> str:

@@ -45,7 +45,13 @@ class ExistingKubernetesRuntime(Runtime):
     one_host = False
     deploy_seconds = 80.0
     debian_groups = ("docker",)  # dfslab's image is built here, then pushed to your registry
-    uncounted_why = "the client Jobs run on your nodes, whose interfaces this machine does not read"
+    mounts_here = False  # the client Jobs' pods mount the filesystem on your nodes
+    # The toolbox pod shares the first client node's network (host network): its /proc/net/dev
+    # is that node's, which the client Jobs there use too. Other traffic of that node counts as
+    # well: a node that runs only dfslab's clients gives the client's bytes.
+    client_wire_counted = True
+    uncounted_why = ("with more than one client node only the first is read (through the toolbox pod on it); "
+                     "the others' interfaces are not read from here")
     capability_kind = "kubernetes-yours"
     sample = {"runtime": "kubernetes", "nodes": [{"name": f"worker{i}"} for i in (1, 2, 3)],
               "kubernetes": {"kubeconfig": "~/.kube/config", "image_registry": "registry.example.org:5000/storage",
@@ -223,6 +229,12 @@ class ExistingKubernetesRuntime(Runtime):
         return [o for o in objs if exists(api, o)]
 
     # -- running things ---------------------------------------------------------
+    @classmethod
+    def counts_wire(cls, clients: list[str], often: bool = False) -> bool:
+        # A read is an exec into the toolbox through the API server from a new Python process (about
+        # a second of this machine's CPU): at a step's start and end, not at the watch's 2 s looks.
+        return clients == [CLIENT] and not often
+
     def command(self, node: str, argv: list[str]) -> list[str]:
         """On the client: in the toolbox pod, through the API's exec (dfslab's self-contained
         modules go as source). Nothing else of dfslab's runs on your nodes."""

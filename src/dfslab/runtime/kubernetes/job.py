@@ -58,15 +58,21 @@ FILES_MARK = "--dfslab-job-files-8f3a--"
 # paths, the FUSE client and the environment its Jobs need in the state: k8s_client_files,
 # k8s_fuse, k8s_client_env).
 CLIENT_SECRET = "dfslab-client-files"
+# The state key of the directory under which a cluster's filesystem is mounted only in its Jobs'
+# pods (a Kubernetes you run: no client mount on this machine), one mount point per client node.
+POD_MOUNTS_KEY = "k8s_pod_mounts_under"
 
 
-def pod_script(mounts: list[str], fuse: list[str], carry_back: list[str] = ()) -> str:
-    """`fuse`: the FUSE client's command (it daemonizes once mounted), the mount point appended."""
+def pod_script(mounts: list[str], fuse: list[str], carry_back: list[str] = (), make: list[str] = ()) -> str:
+    """`fuse`: the FUSE client's command (it daemonizes once mounted), the mount point appended;
+    `make`: directories on those mounts the tool expects to find (made once mounted)."""
     lines = ["set -u"]
     for mnt in mounts:
         lines += [f"mkdir -p {shlex.quote(mnt)}",
                   f"{' '.join(shlex.quote(a) for a in [*fuse, mnt])} "
                   ">/tmp/fuse.log 2>&1 || { cat /tmp/fuse.log >&2; exit 97; }"]
+    if make:
+        lines.append(f"mkdir -p {' '.join(shlex.quote(d) for d in make)} || exit 96")
     # The tool runs in the background so that this shell (PID 1, which the kernel spares the
     # signals it does not trap) passes on the SIGTERM of the Job's deletion: a server (mariadbd,
     # iperf3 -s) stops at once and cleanly, and its FUSE mounts are released below.
@@ -128,6 +134,25 @@ def unpack_into(data: bytes, dirs: list[str]) -> list[str]:
     return written
 
 
+def pod_mounts(argv: list[str], root: str | None) -> list[str]:
+    """The mount points under `root` (where the filesystem is mounted only in pods, one mount
+    point per client directly under it) that the tool's arguments point into."""
+    if not root:
+        return []
+    prefix = root.rstrip("/") + "/"
+    found = set()
+    for arg in argv:
+        _, sep, rest = arg.partition(prefix)
+        if sep and rest.split("/", 1)[0]:
+            found.add(prefix + rest.split("/", 1)[0])
+    return sorted(found)
+
+
+def dirs_to_make(asked: str, mounts: list[str]) -> list[str]:
+    """The directories of `asked` (os.pathsep-joined, Runner's pod dirs) that lie on `mounts`."""
+    return [d for d in asked.split(os.pathsep) if d and any(Path(d).is_relative_to(m) for m in mounts)]
+
+
 def host_dirs(argv: list[str], cwd: Path, roots: list[Path], fuse_mounts: list[str]) -> list[str]:
     """The host directories a tool's path arguments point into (output files, bandwidth logs,
     a scratch directory), so the pod sees them at the same paths: for each argument (or
@@ -158,7 +183,7 @@ def client_files(files: dict[str, str]) -> tuple[list[dict], list[dict]]:
 
 def pod_template(name: str, node: str, image: str, argv: list[str], mounts: list[str], files: dict[str, str],
                  dirs: list[str] = (), cwd: str = "/", carry_back: bool = False, fuse: list[str] | None = None,
-                 restart: str = "Never", env: dict[str, str] | None = None) -> dict:
+                 restart: str = "Never", env: dict[str, str] | None = None, make: list[str] = ()) -> dict:
     """The pod that runs `argv` on `node`. carry_back: `dirs` are empty directories in the pod
     whose files come back in its log (a cluster you run); else the host's own directories
     (hostPath, the local Kubernetes). fuse: the filesystem's FUSE client command that mounts
@@ -174,7 +199,7 @@ def pod_template(name: str, node: str, image: str, argv: list[str], mounts: list
             "nodeSelector": {"kubernetes.io/hostname": node},
             "containers": [{
                 "name": "tool", "image": image, "imagePullPolicy": "IfNotPresent" if carry_back else "Never",
-                "command": ["sh", "-c", pod_script(mounts, fuse or [], list(dirs) if carry_back else []), "sh", *argv],
+                "command": ["sh", "-c", pod_script(mounts, fuse or [], list(dirs) if carry_back else [], make), "sh", *argv],
                 "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
                 "workingDir": cwd,  # relative paths of the tool's arguments mean what they mean here
                 "securityContext": {"privileged": bool(mounts)},  # FUSE needs /dev/fuse and mount
@@ -186,14 +211,14 @@ def pod_template(name: str, node: str, image: str, argv: list[str], mounts: list
 
 def job_manifest(name: str, namespace: str, node: str, image: str, argv: list[str], mounts: list[str],
                  files: dict[str, str], dirs: list[str] = (), cwd: str = "/", carry_back: bool = False,
-                 fuse: list[str] | None = None, env: dict[str, str] | None = None) -> dict:
+                 fuse: list[str] | None = None, env: dict[str, str] | None = None, make: list[str] = ()) -> dict:
     """A Job: work that ends (a benchmark run), its pod never restarted."""
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "dfslab"}},
         "spec": {"backoffLimit": 0,
                  "template": pod_template(name, node, image, argv, mounts, files, dirs, cwd, carry_back, fuse,
-                                          env=env)},
+                                          env=env, make=make)},
     }
 
 
@@ -318,14 +343,15 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     from kubernetes import client
 
     from ...state import ClusterState
-    from .. import RUN_DIR_ENV, attach_runtime
+    from .. import POD_DIRS_ENV, RUN_DIR_ENV, attach_runtime
     rt = attach_runtime(ClusterState(cluster))
     carry_back = rt.kind == "kubernetes-existing"  # the nodes are not this machine
     info = rt.state.read()
     namespace = rt.namespace
     files = info.get("k8s_client_files", {})
     mounts = sorted({p.meta["mount"] for p in rt.procs.all() if p.meta.get("kind") == "client" and p.meta.get("mount")
-                     and any(p.meta["mount"] in arg for arg in argv)})
+                     and any(p.meta["mount"] in arg for arg in argv)} | {*pod_mounts(argv, info.get(POD_MOUNTS_KEY))})
+    make = dirs_to_make(os.environ.get(POD_DIRS_ENV, ""), mounts)
     cwd = Path.cwd()
     run_dir = [Path(os.environ[RUN_DIR_ENV])] if os.environ.get(RUN_DIR_ENV) else []
     # the cluster's files a tool names (its conf) are in the pod already, from the Secret
@@ -343,7 +369,7 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
         return serve(rt, api, namespace, node, name, image, argv, pulled=carry_back)
     batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, image, argv, mounts, files, dirs,
                                                         str(cwd), carry_back, info.get("k8s_fuse"),
-                                                        info.get("k8s_client_env")))
+                                                        info.get("k8s_client_env"), make))
     on_stop(core, namespace, name, lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground"))
     pod = wait_pod(core, namespace, name, node, lambda p: p.status.phase in ("Succeeded", "Failed"),
                    lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Background"))
