@@ -74,7 +74,7 @@ DRY_RUN = {
 # What each costs is measured in docs/measurements.md; the tests named run the same commands' work.
 COSTLY = {
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
-    "dfslab run examples/quick-blocks.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
+    "dfslab run examples/quick-any.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab run examples/three-filesystems.yaml": "4 min 45 s here: six fresh clusters of three filesystems (its "
                                                   "numbers are on the page); test_moosefs runs MooseFS's file steps, "

@@ -249,3 +249,33 @@ def test_an_allowed_out_fault_is_undone_through_the_cluster_api_and_loses_nothin
     assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 20
     osds = json.loads(byhand.ceph("osd", "dump", "--format", "json"))["osds"]
     assert all(o["in"] == 1 for o in osds)  # marked in again
+
+
+def test_an_allowed_fill_is_undone_through_the_cluster_api_and_leaves_the_cluster_as_it_was(byhand, tmp_path):
+    """The owner consents (`allow_faults: [fill]`, the admin's keyring): osd.1 is filled until
+    OSD_FULL under lowered ratios while rados bench writes, then the ratios, its device class and
+    the fill's pool are as they were, and every acknowledged object reads back."""
+    def crush_and_ratios() -> tuple:
+        dump = json.loads(byhand.ceph("osd", "dump", "--format", "json"))
+        tree = json.loads(byhand.ceph("osd", "tree", "--format", "json"))["nodes"]
+        rules = json.loads(byhand.ceph("osd", "crush", "rule", "ls", "--format", "json"))
+        return ({k: dump[f"{k}_ratio"] for k in ("nearfull", "backfillfull", "full")},
+                sorted((n["id"], n.get("device_class")) for n in tree if n["type"] == "osd"),
+                sorted(p["pool_name"] for p in dump["pools"]), sorted(rules))
+    before = crush_and_ratios()
+    exp = {"name": "t-extfill", "cluster": {"name": "t-extfill", "filesystem": "external", "external": {
+               "ceph": {"conf": str(byhand.conf), "keyring": str(byhand.admin), "user": "client.admin"},
+               "allow_faults": ["fill"]}},
+           "baselines": {"network": False, "disk": False},
+           "integrity": {"seed_objects": 20, "recovery_timeout": "120s"},
+           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+           "faults": [{"kind": "fill", "target": "osd.1", "during": 0, "at": "1s", "duration": "3s",
+                       "options": {"headroom": "64MiB"}}]}
+    code, run, out = dfslab_run(tmp_path, exp)
+    assert code == 0, out[-3000:]
+    [event] = json.loads((run / "faults.json").read_text())
+    assert (event["kind"], event["target"], event["error"]) == ("fill", "osd.1", None), event
+    assert event["undo"] > event["inject"] and event["recover_s"] is not None
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 20, integrity
+    assert crush_and_ratios() == before  # ratios, device classes, pools and rules: the site's, untouched

@@ -76,7 +76,7 @@ def test_fill_trips_full_blocks_writes_and_restore_resumes_them(up):
     assert got == "full-test\n"
     assert "OSD_FULL" not in ceph_json("health", "detail")["checks"]
     pools = [p["pool_name"] for p in ceph_json("osd", "dump")["pools"]]
-    assert "dfslab-fill" not in pools
+    assert f"dfslab-fill-{NAME}" not in pools and not [p for p in pools if p.startswith("dfslab-fill")]
     assert ceph_json("osd", "dump")["full_ratio"] == pytest.approx(0.95)
     wait_for(healthy, 120, "HEALTH_OK after the fill is removed", interval=1)
 

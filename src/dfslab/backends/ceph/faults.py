@@ -15,7 +15,10 @@ until the target is reported full. Ceph then flags every pool with a PG on the t
 on replica 3 over 3 OSDs, 0 acknowledged writes while full (docs/faults.md). While the
 fault is still filling (10-20 s), client writes go on, slowed by the fill's own writes.
 Undo restores the ratios and the OSD's device class and deletes the fill pool; blocked writes
-resume.
+resume. The pool, its CRUSH rule and the device class are named after the cluster
+(`dfslab-fill-NAME`): on a Ceph dfslab did not make (`external.allow_faults: [fill]`) the fault
+refuses to start where one of those names is taken or where the MONs would refuse to delete the
+pool at the undo (`mon_allow_pool_delete` false), and it takes the CRUSH root that holds the OSD.
 """
 
 from __future__ import annotations
@@ -96,11 +99,39 @@ class FillOsd(CephFault):
         if osd not in known:
             raise FaultInputError(f"no osd.{osd}; OSDs: {', '.join(f'osd.{i}' for i in sorted(known))}")
         dump = self.json("osd", "dump")
+        self.check_room(dump)
         record = {"osd": osd, "ratios": {k: dump[f"{k}_ratio"] for k in ("nearfull", "backfillfull", "full")},
-                  "device_class": self.device_class(osd)}
-        self.pin_pool(osd)
-        record["full_ratio"] = self.fill_until_full(osd, gap, limit)
+                  "device_class": self.device_class(osd), "pool": self.pool}
+        try:
+            self.pin_pool(osd)
+            record["full_ratio"] = self.fill_until_full(osd, gap, limit)
+        except FaultError as exc:
+            # Undone here, with the cluster's own ratios and device class (an undo without this
+            # record would set Ceph's defaults, which a site's cluster may not use).
+            self.undo(target, record)
+            raise FaultInputError(f"{exc}; the fill was undone (ratios, device class and pool as they were)") from None
         return record
+
+    @property
+    def pool(self) -> str:
+        """The fill's pool, CRUSH rule and device class: the cluster's own name (never another's)."""
+        return f"{POOL}-{self.cluster.spec.name}"
+
+    def check_room(self, dump: dict[str, Any]) -> None:
+        """Refuse before anything changes what the undo could not take back: a pool, rule or
+        device class of the fill's name that is not this fault's, or pools the MONs will not delete."""
+        taken = [f"pool {self.pool}" for p in dump.get("pools", []) if p.get("pool_name") == self.pool]
+        taken += [f"CRUSH rule {self.pool}" for r in self.json("osd", "crush", "rule", "ls") if r == self.pool]
+        taken += [f"device class {self.pool}" for c in self.json("osd", "crush", "class", "ls") if c == self.pool]
+        if taken:
+            raise FaultInputError(f"fault fill: {', '.join(taken)} already exist(s); the fill makes and removes them "
+                                  f"itself (a leftover of an interrupted fill: `dfslab fault {self.cluster.spec.name} "
+                                  f"restore`)")
+        allowed = self.pool_delete_allowed()
+        if allowed not in ("true", "1"):
+            raise FaultInputError("fault fill: the MONs refuse to delete pools (mon_allow_pool_delete is "
+                                  f"{allowed or 'unset'}), so the fill's data could not be removed at the undo; "
+                                  "allow it for the run (ceph config set mon mon_allow_pool_delete true) or leave fill out")
 
     def device_class(self, osd: int) -> str:
         for item in self.json("osd", "tree")["nodes"]:
@@ -108,16 +139,37 @@ class FillOsd(CephFault):
                 return item.get("device_class", "hdd")
         raise FaultError(f"no osd.{osd} in the CRUSH tree")
 
+    def pool_delete_allowed(self) -> str:
+        """mon_allow_pool_delete as the leading MON runs with it (it decides a `pool rm`): the value
+        of its conf file or the config database (`config get mon` sees the database only)."""
+        leader = self.json("quorum_status")["quorum_leader_name"]
+        try:
+            return self.ceph("config", "show", f"mon.{leader}", "mon_allow_pool_delete").strip().lower()
+        except FaultError:  # a MGR too old or busy to report its MONs' running config
+            return self.ceph("config", "get", "mon", "mon_allow_pool_delete").strip().lower()
+
+    def root_of(self, osd: int) -> str:
+        """The CRUSH root whose tree holds `osd` (`default` on dfslab's clusters; a site's may differ)."""
+        nodes = {n["id"]: n for n in self.json("osd", "tree")["nodes"]}
+        parent = {c: n["id"] for n in nodes.values() for c in n.get("children", [])}
+        at = osd
+        while at in parent:
+            at = parent[at]
+        if nodes.get(at, {}).get("type") != "root":
+            raise FaultError(f"osd.{osd} is under no CRUSH root")
+        return nodes[at]["name"]
+
     def pin_pool(self, osd: int) -> None:
         """A size-1 pool whose only OSD is `osd`: a device class nobody else has."""
+        pool, root = self.pool, self.root_of(osd)
         self.ceph("osd", "crush", "rm-device-class", f"osd.{osd}")
-        self.ceph("osd", "crush", "set-device-class", POOL, f"osd.{osd}")
-        self.ceph("osd", "crush", "rule", "create-replicated", POOL, "default", "osd", POOL)
-        self.ceph("osd", "pool", "create", POOL, "8", "8", "replicated", POOL)
-        self.ceph("osd", "pool", "set", POOL, "size", "1", "--yes-i-really-mean-it")
+        self.ceph("osd", "crush", "set-device-class", pool, f"osd.{osd}")
+        self.ceph("osd", "crush", "rule", "create-replicated", pool, root, "osd", pool)
+        self.ceph("osd", "pool", "create", pool, "8", "8", "replicated", pool)
+        self.ceph("osd", "pool", "set", pool, "size", "1", "--yes-i-really-mean-it")
         # A cluster whose pools default to min_size 2 (replica 3) would leave size-1 PGs inactive.
-        self.ceph("osd", "pool", "set", POOL, "min_size", "1")
-        self.ceph("osd", "pool", "application", "enable", POOL, "rados")
+        self.ceph("osd", "pool", "set", pool, "min_size", "1")
+        self.ceph("osd", "pool", "application", "enable", pool, "rados")
 
     def fill_until_full(self, osd: int, gap: int, timeout: float) -> float:
         deadline = time.monotonic() + timeout
@@ -146,8 +198,8 @@ class FillOsd(CephFault):
     def write(self, objects: int, n: int, deadline: float) -> None:
         # Once any OSD is full, writes block: a write that hangs is cut off by timeout.
         seconds = max(5, int(min(30, deadline - time.monotonic())))
-        bench = ["timeout", "-s", "KILL", str(seconds), "rados", "-p", POOL, "bench", str(seconds), "write",
-                 "--no-cleanup", "-t", "4", "--max-objects", str(objects), "--run-name", f"{POOL}-{n}"]
+        bench = ["timeout", "-s", "KILL", str(seconds), "rados", "-p", self.pool, "bench", str(seconds), "write",
+                 "--no-cleanup", "-t", "4", "--max-objects", str(objects), "--run-name", f"{self.pool}-{n}"]
         self.cluster.runtime.run("client", bench, timeout=seconds + 30, check=False, env=self.cluster.env)
         time.sleep(1.5)  # the MGR's view of OSD use lags a little
 
@@ -161,7 +213,8 @@ class FillOsd(CephFault):
         # Raise full first so the order stays valid at every step.
         for key in ("full", "backfillfull", "nearfull"):
             self.ceph("osd", f"set-{key}-ratio", str(ratios[key]))
-        self.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
-        self.ceph("osd", "crush", "rule", "rm", POOL)
+        pool = record.get("pool", self.pool)
+        self.ceph("osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it")
+        self.ceph("osd", "crush", "rule", "rm", pool)
         self.ceph("osd", "crush", "rm-device-class", f"osd.{osd}")
         self.ceph("osd", "crush", "set-device-class", record.get("device_class", "hdd"), f"osd.{osd}")

@@ -9,7 +9,7 @@ IMAGE_PACKAGES: list[str] = []
 # What `dfslab capabilities` judges each kind of cluster you run on (no file is read: the spec only).
 SAMPLES = {
     "external-ceph": {"external": {"ceph": {"conf": "/etc/ceph/ceph.conf", "cephfs": True,
-                                            "keyring": "/etc/ceph/ceph.client.admin.keyring"}, "allow_faults": ["out"]}},
+                                            "keyring": "/etc/ceph/ceph.client.admin.keyring"}, "allow_faults": ["out", "fill"]}},
     "external-posix": {"external": {"posix": {"path": "/mnt/lustre"}}},
     "external-s3": {"external": {"s3": {"endpoint": "http://s3.example.org:7480", "access_key_env": "S3_ACCESS_KEY",
                                         "secret_key_env": "S3_SECRET_KEY"}}},

@@ -86,8 +86,9 @@ class ExternalBackend(Backend):
             out["posix mount"] = f"{mnt.get('type', '?')} {mnt.get('source', '?')} on {mnt.get('mountpoint', '?')} ({mnt.get('options', '')})"
         return out
 
-    # Ceph's `out`: `ceph osd out` with the user's credentials, undone by `ceph osd in`.
-    borrowed_faults = ("out",)
+    # Ceph's `out` (`ceph osd out`, undone by `ceph osd in`) and `fill` (an OSD filled under lowered
+    # full ratios, undone by the ratios, device class and pool as they were), with the user's credentials.
+    borrowed_faults = ("out", "fill")
 
     @classmethod
     def target_refusal(cls, spec, target: str) -> str:

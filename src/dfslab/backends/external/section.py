@@ -93,9 +93,12 @@ class ExternalSpec(Strict):
     prometheus: list[str] = Field(default_factory=list, max_length=64,
                                   description="Prometheus endpoints (http://host:port/metrics) the sampler scrapes")
 
-    allow_faults: list[Literal["out"]] = Field(
+    allow_faults: list[Literal["out", "fill"]] = Field(
         default_factory=list, description="faults dfslab may inject here, each undone through the cluster's own API: "
-                                          "out (ceph osd out N; undo ceph osd in N)")
+                                          "out (ceph osd out N; undo ceph osd in N); fill (an OSD written until "
+                                          "OSD_FULL under lowered full ratios, client writes to its pools block; "
+                                          "undo: the ratios, its device class and the fill's pool as they were; "
+                                          "needs mon_allow_pool_delete)")
 
     @field_validator("clients", "iperf")
     @classmethod
