@@ -268,7 +268,7 @@ def test_an_allowed_fill_is_undone_through_the_cluster_api_and_leaves_the_cluste
                "allow_faults": ["fill"]}},
            "baselines": {"network": False, "disk": False},
            "integrity": {"seed_objects": 20, "recovery_timeout": "120s"},
-           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 20, "threads": 4, "object_size": "1MiB"}],
+           "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 8, "threads": 2, "object_size": "1MiB"}],
            "faults": [{"kind": "fill", "target": "osd.1", "during": 0, "at": "1s", "duration": "3s",
                        "options": {"headroom": "64MiB"}}]}
     code, run, out = dfslab_run(tmp_path, exp)

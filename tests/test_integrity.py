@@ -2,7 +2,7 @@
 
 import json
 
-from dfslab.chaos.integrity import expected
+from dfslab.chaos.integrity import expected, journal_entries
 
 
 def journal(tmp_path, lines):
@@ -18,12 +18,12 @@ def entry(op, name, sha, size=10):
 def test_last_ack_wins_and_inflight_write_is_also_accepted(tmp_path):
     lines = [entry("intent", "a", "1"), entry("ack", "a", "1"), entry("intent", "a", "2"), entry("ack", "a", "2"),
              entry("intent", "a", "3")]  # the writer stopped with write 3 in flight
-    (obj,) = expected(journal(tmp_path, lines))
+    (obj,) = expected(journal_entries(journal(tmp_path, lines)))
     assert obj["sha256"] == "2" and [a[1] for a in obj["accept"]] == ["2", "3"]
 
 
 def test_never_acknowledged_objects_promise_nothing(tmp_path):
-    assert expected(journal(tmp_path, [entry("intent", "b", "9")])) == []
+    assert expected(journal_entries(journal(tmp_path, [entry("intent", "b", "9")]))) == []
 
 
 def test_write_latency_buckets_acks_per_second_and_counts_blocked_writes():
@@ -102,3 +102,33 @@ def test_clean_removes_what_the_seed_and_the_writer_wrote_and_nothing_else(tmp_p
     (store / "theirs").unlink()
     seed(str(manifest), 2, [f"fs:{store}"])
     assert clean(str(manifest), []) == {"removed": 2} and not store.exists()
+
+
+def test_the_files_travel_on_the_tools_streams_where_no_file_is_shared(tmp_path):
+    """The integrity tool as it runs in a pod reached through the API's exec: the seed's manifest
+    and the writer's journal on stdout, the writer stopped by stdin's end, the read-back given
+    both on stdin. The real tool (a subprocess), on a directory store."""
+    import subprocess
+    import sys
+    import time
+    tool = [sys.executable, "-m", "dfslab.chaos.integrity"]
+    store = f"fs:{tmp_path / 'files'}"
+    seeded = json.loads(subprocess.run([*tool, "seed", "-", "3", store], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert seeded["seeded"] == 3 and len(seeded["manifest"]) == 3 and not list(tmp_path.glob("*.json"))
+    writer = subprocess.Popen([*tool, "write", store, "-", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    assert writer.poll() is None  # it writes until told to stop
+    writer.stdin.close()
+    out = writer.stdout.read()
+    assert writer.wait(timeout=30) == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    acks = [e for e in lines if e.get("op") == "ack"]
+    assert acks and lines[-1] == {"written": len(acks)}
+    given = "\n".join(json.dumps(x) for x in [seeded["manifest"], *lines[:-1]]) + "\n"
+    result = json.loads(subprocess.run([*tool, "verify", "@-"], input=given, capture_output=True, text=True,
+                                       check=True).stdout)
+    assert (result["checked"], result["lost"], result["corrupt"]) == (3 + len({e["name"] for e in acks}), 0, 0)
+    (tmp_path / "files" / "integrity-seed-0").unlink()
+    result = json.loads(subprocess.run([*tool, "verify", "@-"], input=given, capture_output=True, text=True).stdout)
+    assert result["lost"] == 1

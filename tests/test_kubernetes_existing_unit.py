@@ -70,7 +70,8 @@ def test_rook_is_told_the_nodes_by_name_and_keeps_your_pod_network(kubeconfig):
     assert cluster["cephVersion"]["imagePullPolicy"] == "IfNotPresent"
     assert cluster["storage"]["nodes"] == [{"name": "n1", "devices": [{"name": "/dev/sdb"}]},
                                            {"name": "n2", "devices": [{"name": "/dev/sdb"}]}]
-    assert "fs" not in rook.RookCephBackend.targets_for(spec)  # CephFS would be mounted here, not on your nodes
+    # CephFS is offered: each client Job's pod mounts it; the s3 worker is not in the pods there
+    assert "fs" in rook.RookCephBackend.targets_for(spec) and "s3" not in rook.RookCephBackend.targets_for(spec)
     assert "faults run on" in rook.RookCephBackend.refuses_faults(spec, "pod")
 
 

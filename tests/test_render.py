@@ -86,7 +86,8 @@ def test_rook_on_your_cluster_renders_what_up_applies(tmp_path, monkeypatch):
     assert [p.stem for p in done.files] == ["00-namespace", "10-rook-crds", "11-rook-rbac", "12-rook-operator",
                                             "20-ceph-tuning", "30-ceph-cluster"]
     # Rook's kinds have no built-in schema: `up` (and render --kubeconfig) has the API server judge them
-    assert done.offline_skipped == ["ceph.rook.io/v1/CephBlockPool", "ceph.rook.io/v1/CephCluster"]
+    assert done.offline_skipped == ["ceph.rook.io/v1/CephBlockPool", "ceph.rook.io/v1/CephCluster",
+                                    "ceph.rook.io/v1/CephFilesystem"]
     objs = render.load_manifests(tmp_path / "rook")
     cluster = next(o for o in objs if o["kind"] == "CephCluster")
     assert cluster["metadata"]["namespace"] == "dfslab"

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..registry import TARGETS
 from ..workloads import WorkloadError
-from .integrity import sent_between
+from .integrity import FROM_STDIN, STREAM, sent_between
 from .schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
                        wait_recovered, write_latency)
 
@@ -49,9 +50,17 @@ class FaultRun:
         return self._stores
 
     def seed(self) -> None:
-        argv = [*INTEGRITY, "seed", str(self.dir / "manifest.json"), str(self.integrity.seed_objects),
-                *self.stores()]
-        self.runner.run(argv, "integrity-seed", timeout=600)
+        # The manifest comes back on the seeder's stdout (it may run where this machine's files are not).
+        argv = [*INTEGRITY, "seed", STREAM, str(self.integrity.seed_objects), *self.stores()]
+        seeded = json.loads(self.runner.run(argv, "integrity-seed", timeout=600))
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "manifest.json").write_text(json.dumps(seeded["manifest"]))
+
+    def _given(self) -> str:
+        """The manifest and every journal's entries, as the read-back and the clean-up take them on stdin."""
+        lines = [(self.dir / "manifest.json").read_text().strip()]
+        lines += [line for path in self.journals for line in Path(path).read_text().splitlines() if line.strip()]
+        return "\n".join(lines) + "\n"
 
     def start(self, workload_index: int) -> list[tuple[TimedFault, Writer]]:
         if workload_index in self.started:
@@ -131,15 +140,14 @@ class FaultRun:
             return f"status failed: {exc}"[:300]
 
     def verify(self) -> list[str]:
-        out = self.runner.run([*INTEGRITY, "verify", str(self.dir / "manifest.json"), *self.journals],
-                              "integrity-verify", timeout=1800)
+        out = self.runner.run([*INTEGRITY, "verify", FROM_STDIN], "integrity-verify", timeout=1800, stdin=self._given())
         result = json.loads(out)
         if result["lost"] or result["corrupt"]:
             result["left"] = self.stores()  # in place, to look into what went wrong
         else:  # the probe's data leaves the cluster as the run found it
             try:
-                result.update(json.loads(self.runner.run([*INTEGRITY, "clean", str(self.dir / "manifest.json"),
-                                                          *self.journals], "integrity-clean", timeout=600)))
+                result.update(json.loads(self.runner.run([*INTEGRITY, "clean", FROM_STDIN], "integrity-clean",
+                                                         timeout=600, stdin=self._given())))
             except WorkloadError as exc:  # the check held; what it wrote stays, and the report says where
                 result.update(left=self.stores(), clean_error=str(exc)[:300])
         self.run_dir.write_json("integrity.json", result)

@@ -13,6 +13,12 @@ holds the store class). Every write is journalled (and fsync'd) as an intent bef
 an ack after the store acknowledged it, so every ack line is a promise the filesystem made:
 the item holds that content (or, if a later write was still in flight, that one's). verify
 counts items that are gone or unreadable (lost) or whose bytes match neither (corrupt).
+
+Where the tool runs on a machine that does not share this one's files (a pod on a Kubernetes you
+run, reached through the API's exec), its files travel on its standard streams instead: a
+MANIFEST or JOURNAL of `-` is written to stdout (the journal's lines as they happen), a
+STOPFILE of `-` is stdin's end, and a MANIFEST of `@-` reads the manifest (first line) and the
+journals' entries (the lines after it) from stdin.
 """
 
 from __future__ import annotations
@@ -22,12 +28,15 @@ import json
 import os
 import random
 import sys
+import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..registry import TARGETS, store_class
 
 SIZES = [1024, 64 * 1024, 1 << 20, 4 << 20]
+STREAM = "-"  # a manifest or journal on stdout, a stop file as stdin's end
+FROM_STDIN = "@-"  # verify / clean: the manifest and the journals' entries on stdin
 
 
 def digest(data: bytes) -> str:
@@ -145,9 +154,25 @@ def seed(manifest: str, count: int, stores: list[str]) -> dict:
             store.put(name, data)
             entries.append({"store": spec, "name": name, "size": len(data), "sha256": digest(data)})
         store.close()
+    if manifest == STREAM:
+        return {"seeded": len(entries), "manifest": entries}
     with open(manifest, "w") as fh:
         json.dump(entries, fh)
     return {"seeded": len(entries)}
+
+
+def stop_signal(stopfile: str) -> Callable[[], bool]:
+    """Whether the writer was asked to stop: its stop file exists, or (STREAM) stdin has ended."""
+    if stopfile != STREAM:
+        return lambda: os.path.exists(stopfile)
+    ended = threading.Event()
+
+    def wait_for_end() -> None:
+        while sys.stdin.buffer.read(65536):
+            pass
+        ended.set()
+    threading.Thread(target=wait_for_end, daemon=True).start()
+    return ended.is_set
 
 
 def write(spec: str, journal: str, stopfile: str, ring: int = 128) -> dict:
@@ -155,13 +180,15 @@ def write(spec: str, journal: str, stopfile: str, ring: int = 128) -> dict:
     cluster). Each write is journalled twice: its intent before, its ack after."""
     store = open_store(spec)
     rng = random.Random(os.getpid())
+    stopped = stop_signal(stopfile)
     n = 0
-    with open(journal, "a") as fh:
+    with open(journal, "a") if journal != STREAM else open(os.dup(sys.stdout.fileno()), "w") as fh:
         def log(entry: dict) -> None:
             fh.write(json.dumps(entry) + "\n")
             fh.flush()
-            os.fsync(fh.fileno())
-        while not os.path.exists(stopfile):
+            if journal != STREAM:
+                os.fsync(fh.fileno())
+        while not stopped():
             data = rng.randbytes(rng.choice([4096, 65536, 262144, 1 << 20]))
             entry = {"store": spec, "name": f"integrity-live-{os.getpid()}-{n % ring}", "size": len(data),
                      "sha256": digest(data), "start": time.time()}
@@ -201,11 +228,20 @@ def journal_entries(journals: list[str]) -> Iterator[dict]:
                     yield json.loads(line)
 
 
-def expected(journals: list[str]) -> list[dict]:
+def inputs(manifest: str, journals: list[str]) -> tuple[list[dict], list[dict]]:
+    """(the seed's manifest, every journal entry): from the files, or (FROM_STDIN) from stdin."""
+    if manifest == FROM_STDIN:
+        lines = [json.loads(line) for line in sys.stdin if line.strip()]
+        return (lines[0] if lines else []), lines[1:]
+    seeded = json.load(open(manifest)) if manifest != STREAM else []
+    return seeded, list(journal_entries(journals))
+
+
+def expected(entries: Iterable[dict]) -> list[dict]:
     """Per item, what it must hold: its last acknowledged content; the content of a write
     still in flight after that ack (it may or may not have landed) is also accepted."""
     items: dict[tuple[str, str], dict] = {}
-    for entry in journal_entries(journals):
+    for entry in entries:
         key = (entry["store"], entry["name"])
         item = items.setdefault(key, {"store": entry["store"], "name": entry["name"], "acked": None, "inflight": []})
         if entry.get("op") == "ack":
@@ -224,8 +260,8 @@ def expected(journals: list[str]) -> list[dict]:
 
 
 def verify(manifest: str, journals: list[str]) -> dict:
-    entries = json.load(open(manifest)) if manifest != "-" else []
-    entries += expected(journals)
+    seeded, written = inputs(manifest, journals)
+    entries = seeded + expected(written)
     # A read that cannot complete (its only replica is gone) counts as lost, after a bounded wait.
     timeout = float(os.environ.get("DFSLAB_VERIFY_TIMEOUT", "30"))
     stores = {spec: open_store(spec, timeout) for spec in sorted({e["store"] for e in entries})}
@@ -252,8 +288,8 @@ def clean(manifest: str, journals: list[str]) -> dict:
     acknowledged or not), then each store's own container where it has one: after a verify, the
     run's probe data leaves the cluster as it found it (a later run's fill level and caches)."""
     names: dict[str, set[str]] = {}
-    seeded = json.load(open(manifest)) if manifest != "-" else []
-    for e in [*seeded, *journal_entries(journals)]:
+    seeded, written = inputs(manifest, journals)
+    for e in [*seeded, *written]:
         names.setdefault(e["store"], set()).add(e["name"])
     for spec, items in sorted(names.items()):
         store = open_store(spec)

@@ -16,6 +16,7 @@ from ..cluster import Attached
 from .entry import FaultEntry
 from ..workloads import Runner
 from . import inject, undo
+from .integrity import STREAM
 
 INTEGRITY = [sys.executable, "-m", "dfslab.chaos.integrity"]
 
@@ -63,36 +64,57 @@ class TimedFault:
 
 
 class Writer:
-    """The checksummed writer on the client node, with its journal of acknowledged writes."""
+    """The checksummed writer on the client node, with its journal of acknowledged writes. Its
+    journal comes back on its stdout and it stops at its stdin's end (integrity.STREAM): the same
+    where it runs in this machine's namespaces and where it runs in a pod reached through an exec."""
 
     def __init__(self, runner: Runner, directory: Path, store: str):
         self.runner, self.directory, self.store = runner, directory, store
         self.journal = directory / f"journal-{int(time.time() * 1000)}.jsonl"
-        self.stopfile = self.journal.with_suffix(".stop")
         self.proc: subprocess.Popen | None = None
+        self._copier: threading.Thread | None = None
 
     def start(self) -> "Writer":
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.proc = self.runner.popen([*INTEGRITY, "write", self.store, str(self.journal), str(self.stopfile)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with open(self.journal.with_suffix(".err"), "w") as err:
+            self.proc = self.runner.popen([*INTEGRITY, "write", self.store, STREAM, STREAM], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=err, text=True)
+        self._copier = threading.Thread(target=self._copy_journal, name="integrity-journal", daemon=True)
+        self._copier.start()
         return self
 
+    def _copy_journal(self) -> None:
+        """The writer's journal lines into the journal file as they come (read during the run for
+        the bytes it sent); its last line, what it wrote in all, is not the journal's."""
+        with open(self.journal, "a") as fh:
+            for line in self.proc.stdout:
+                if '"op"' in line:
+                    fh.write(line)
+                    fh.flush()
+
     def request_stop(self) -> None:
-        """No new write after the one in flight (the writer looks for the stop file between writes)."""
-        self.stopfile.touch()
+        """No new write after the one in flight (the writer stops at its stdin's end)."""
+        if self.proc is not None and self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:  # it has already exited
+                pass
 
     def stop(self, timeout: float = 300) -> None:
         self.request_stop()
-        if self.proc is not None:
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:  # a write still blocked: its ack never came, nothing was promised
+            self.proc.terminate()  # a Job's wrapper or an exec's relay passes it on
             try:
-                self.proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:  # a write still blocked: its ack never came, nothing was promised
-                self.proc.terminate()  # a Job's wrapper deletes its Job on SIGTERM
-                try:
-                    self.proc.communicate(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.communicate()
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._copier is not None:
+            self._copier.join(timeout=30)
 
     def acks(self) -> list[dict[str, Any]]:
         if not self.journal.exists():

@@ -164,12 +164,15 @@ class Runner:
             self.live.add(proc)
         return proc
 
-    def run(self, argv: list[str], name: str, node: str = "client", timeout: float = 600, check: bool = True) -> str:
+    def run(self, argv: list[str], name: str, node: str = "client", timeout: float = 600, check: bool = True,
+            stdin: str | None = None) -> str:
         """Run a tool, keep its output untouched in raw/<name>.txt, return it (check: raise on failure).
-        A tool still running at `timeout` is stopped and named: a step never waits on it forever."""
-        proc = self.popen(argv, node, watched=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        A tool still running at `timeout` is stopped and named: a step never waits on it forever.
+        `stdin`: what the tool reads on its standard input."""
+        proc = self.popen(argv, node, watched=True, stdin=subprocess.PIPE if stdin is not None else None,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            stdout, stderr = proc.communicate(timeout=timeout)
+            stdout, stderr = proc.communicate(input=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             stdout, stderr = proc.communicate()

@@ -127,7 +127,7 @@ class FillOsd(CephFault):
             raise FaultInputError(f"fault fill: {', '.join(taken)} already exist(s); the fill makes and removes them "
                                   f"itself (a leftover of an interrupted fill: `dfslab fault {self.cluster.spec.name} "
                                   f"restore`)")
-        allowed = self.pool_delete_allowed()
+        allowed = self.mon_setting("mon_allow_pool_delete")
         if allowed not in ("true", "1"):
             raise FaultInputError("fault fill: the MONs refuse to delete pools (mon_allow_pool_delete is "
                                   f"{allowed or 'unset'}), so the fill's data could not be removed at the undo; "
@@ -139,14 +139,14 @@ class FillOsd(CephFault):
                 return item.get("device_class", "hdd")
         raise FaultError(f"no osd.{osd} in the CRUSH tree")
 
-    def pool_delete_allowed(self) -> str:
-        """mon_allow_pool_delete as the leading MON runs with it (it decides a `pool rm`): the value
-        of its conf file or the config database (`config get mon` sees the database only)."""
+    def mon_setting(self, name: str) -> str:
+        """A MON option as the leading MON runs with it (it decides a pool's commands): the value of
+        its conf file or of the config database (`config get mon` sees the database only)."""
         leader = self.json("quorum_status")["quorum_leader_name"]
         try:
-            return self.ceph("config", "show", f"mon.{leader}", "mon_allow_pool_delete").strip().lower()
+            return self.ceph("config", "show", f"mon.{leader}", name).strip().lower()
         except FaultError:  # a MGR too old or busy to report its MONs' running config
-            return self.ceph("config", "get", "mon", "mon_allow_pool_delete").strip().lower()
+            return self.ceph("config", "get", "mon", name).strip().lower()
 
     def root_of(self, osd: int) -> str:
         """The CRUSH root whose tree holds `osd` (`default` on dfslab's clusters; a site's may differ)."""
@@ -166,8 +166,12 @@ class FillOsd(CephFault):
         self.ceph("osd", "crush", "set-device-class", pool, f"osd.{osd}")
         self.ceph("osd", "crush", "rule", "create-replicated", pool, root, "osd", pool)
         self.ceph("osd", "pool", "create", pool, "8", "8", "replicated", pool)
-        self.ceph("osd", "pool", "set", pool, "size", "1", "--yes-i-really-mean-it")
-        # A cluster whose pools default to min_size 2 (replica 3) would leave size-1 PGs inactive.
+        # Size 1 where the MONs allow it (dfslab's own clusters); elsewhere (a site's MONs refuse
+        # size 1 unless mon_allow_pool_size_one) the pool keeps its size, its PGs undersized on
+        # the one OSD of their class, which is all the fill needs: one copy, on that OSD.
+        if self.mon_setting("mon_allow_pool_size_one") in ("true", "1"):
+            self.ceph("osd", "pool", "set", pool, "size", "1", "--yes-i-really-mean-it")
+        # A cluster whose pools default to min_size 2 (replica 3) would leave the PGs inactive.
         self.ceph("osd", "pool", "set", pool, "min_size", "1")
         self.ceph("osd", "pool", "application", "enable", pool, "rados")
 
