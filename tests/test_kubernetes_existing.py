@@ -90,7 +90,8 @@ def test_a_spec_your_cluster_cannot_hold_is_refused_before_anything_is_made(host
 
 
 def _with_cephfs() -> dict:
-    spec = _spec()
+    """With CephFS, and the owner's consent to delete a daemon's pod."""
+    spec = _spec(allow_faults=["pod"])
     return {**spec, "ceph": {**spec["ceph"], "cephfs": True}}
 
 
@@ -125,7 +126,13 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                           # CephFS mounted by ceph-fuse in each Job's pod, its directories made there
                           {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
                            "numjobs": 2, "iodepth": 1, "seconds": 2},
-                          {"type": "metadata", "procs": 2, "files_per_proc": 100}]}))
+                          {"type": "metadata", "procs": 2, "files_per_proc": 100},
+                          {"type": "fio", "target": "rbd", "rw": "randwrite", "bs": "4KiB", "size": "32MiB",
+                           "iodepth": 4, "seconds": 12}],
+            # an OSD's pod deleted during 4 KiB RBD writes; the checksummed writer and its read-back
+            # run in the toolbox pod (dfslab's image holds them), their files on the exec's streams
+            "integrity": {"seed_objects": 20, "recovery_timeout": "300s"},
+            "faults": [{"kind": "pod", "target": "osd.1", "during": 4, "at": "2s", "duration": "4s"}]}))
         run, out = run_against(exp, NAME)
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
@@ -145,6 +152,13 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                   if r["workload"] == "fio" and r["metric"] == "from_storage"}
         assert {("fs", "write"), ("fs", "randread"), ("rbd", "write")} <= set(shares), shares
         assert all(0.9 <= shares[k] <= 1.3 for k in (("fs", "write"), ("fs", "randread"), ("rbd", "write"))), shares
+        [event] = json.loads((run / "faults.json").read_text())
+        assert (event["kind"], event["target"], event["error"]) == ("pod", "osd.1", None), event
+        assert event["undo"] > event["inject"] and event["recover_s"] is not None, event
+        assert event["acknowledged_writes"] > 0, event
+        integrity = json.loads((run / "integrity.json").read_text())
+        assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 20, integrity
+        assert json.loads((run / "integrity" / "manifest.json").read_text())  # came back on the seeder's stdout
         # nothing of CephFS was made on this machine: the mount point is only a name here
         assert not (ClusterState(NAME).dir / "mnt").exists()
         # baselines on your nodes: iperf3 between every pair (servers as Deployments), fio on each

@@ -72,7 +72,7 @@ def test_rook_is_told_the_nodes_by_name_and_keeps_your_pod_network(kubeconfig):
                                            {"name": "n2", "devices": [{"name": "/dev/sdb"}]}]
     # CephFS is offered: each client Job's pod mounts it; the s3 worker is not in the pods there
     assert "fs" in rook.RookCephBackend.targets_for(spec) and "s3" not in rook.RookCephBackend.targets_for(spec)
-    assert "faults run on" in rook.RookCephBackend.refuses_faults(spec, "pod")
+    assert "kubernetes.allow_faults" in rook.RookCephBackend.refuses_faults(spec, "pod")  # the owner consents first
 
 
 def test_the_pushed_image_keeps_dfslab_tag():
@@ -95,10 +95,16 @@ def test_control_commands_go_to_the_toolbox_and_tools_to_jobs(kubeconfig):
         assert rt.command(CLIENT, ["ceph", "-s"])[-2:] == ["ceph", "-s"]
         with pytest.raises(RuntimeError_, match="only as Jobs"):
             rt.command("n1", ["ceph", "-s"])
+        # dfslab's image holds the integrity checker: it runs in the toolbox with the image's Python
+        # (its streams go through the exec both ways); a module the image cannot run is refused
+        for wrap in (rt.command, rt.job_command):
+            checker = wrap(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity", "verify", "@-"])
+            assert checker[:3] == [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec"], checker
+            assert checker[-5:] == ["python3", "-m", "dfslab.chaos.integrity", "verify", "@-"], checker
         with pytest.raises(RuntimeError_, match="needs dfslab"):
-            rt.command(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity", "verify"])
+            rt.command(CLIENT, [sys.executable, "-m", "dfslab.workloads.s3_worker"])
         with pytest.raises(RuntimeError_, match="dfslab's own tool"):
-            rt.job_command(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity"])
+            rt.job_command(CLIENT, [sys.executable, "-m", "dfslab.workloads.s3_worker"])
         assert rt.job_command(CLIENT, ["fio", "--name=x"])[-3:] == ["--", "fio", "--name=x"]
         # Ceph's admin CLI takes the toolbox (no pod start per command), once the runtime knows the
         # filesystem's admin tools (Backend.admin_tools); a self-contained module is a Job

@@ -56,12 +56,13 @@ class _Offers(Backend):
 _Offers.__abstractmethods__ = frozenset()  # only the methods above are asked
 
 
-def _stores(offered: set[str]) -> list[str]:
+def _stores(offered: set[str], mount_is_here: bool = True) -> list[str]:
     from dfslab.chaos.faultrun import FaultRun
     backend = _Offers()
     backend.offered = frozenset(offered)
     run = FaultRun.__new__(FaultRun)
     run.attached, run._stores = SimpleNamespace(backend=backend, spec=None), None
+    run.runner = SimpleNamespace(mount_is_here=mount_is_here)
     return run.stores()
 
 
@@ -69,6 +70,9 @@ def test_the_writer_takes_the_first_offered_target_with_a_store():
     assert _stores({"fs", "rados", "rbd"}) == ["rados:bench", "fs:/mnt/client/dfslab-integrity"]
     assert _stores({"fs", "gfapi"}) == ["fs:/mnt/client/dfslab-integrity"]
     assert _stores({"rbd"}) == []
+    # where the checker runs without the mount (a Kubernetes you run: only the Jobs' pods have it),
+    # no files: they would land on its own disk, not the filesystem's
+    assert _stores({"fs", "rados"}, mount_is_here=False) == ["rados:bench"]
 
 
 def test_each_filesystems_series_are_exposed_as_its_package_declares():

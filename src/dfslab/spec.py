@@ -97,6 +97,12 @@ class KubernetesSection(Strict):
     image_registry: str | None = Field(None, description="kubeconfig: a registry dfslab pushes its image to "
                                                          "(e.g. registry.example.org:5000/storage)")
     data_dir_host_path: str = Field("/var/lib/rook", description="kubeconfig: Rook's dataDirHostPath on your nodes")
+    # The kinds injected and undone through the API alone (a pod deleted, Ceph's own commands in
+    # the toolbox); none by default: the cluster is the owner's.
+    allow_faults: list[Literal["pod", "out", "fill"]] = Field(
+        default_factory=list, description="kubeconfig: faults the owner permits, each undone through the API alone: "
+                                          "pod (a daemon's pod deleted, its controller makes it again); out and fill "
+                                          "(the filesystem's own, through its admin commands in the toolbox pod)")
     devices: dict[str, list[str]] = Field(default_factory=dict, description="kubeconfig: the OSD devices of each "
                                           "node in `nodes`, e.g. {node1: [/dev/sdb]}; Rook wipes them on down")
     clients: list[str] = Field(default_factory=list, description="kubeconfig: the Kubernetes nodes the client Jobs "
@@ -140,6 +146,9 @@ class KubernetesSection(Strict):
             if self.devices or self.clients:
                 raise ValueError("kubernetes.devices: the local Kubernetes makes its own loop disks; devices and "
                                  "clients are for kubernetes.kubeconfig")
+            if self.allow_faults:
+                raise ValueError("kubernetes.allow_faults: only for a cluster you run (kubernetes.kubeconfig); on the "
+                                 "local Kubernetes every fault kind is dfslab's to inject")
         elif not (self.image or self.image_registry):
             raise ValueError("kubernetes.image: your nodes must pull dfslab's image: set image_registry (dfslab "
                              "pushes it there) or image (already pushed)")

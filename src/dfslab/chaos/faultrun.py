@@ -15,6 +15,8 @@ from .integrity import FROM_STDIN, STREAM, sent_between
 from .schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
                        wait_recovered, write_latency)
 
+FS_TARGET_NAME = "fs"  # the POSIX mount's target (registry.TARGETS)
+
 if TYPE_CHECKING:
     from ..cluster import Attached
     from ..experiment import Integrity
@@ -45,7 +47,10 @@ class FaultRun:
         if self._stores is None:
             backend = self.attached.backend
             offered = backend.targets_for(self.attached.spec)
-            stores = [backend.integrity_store(t) for t, entry in TARGETS.items() if entry.store and t in offered]
+            # Files only where the checker sees the mount (not from the toolbox of a Kubernetes you
+            # run, whose CephFS is mounted in the Jobs' pods alone: files there would be its own disk's).
+            stores = [backend.integrity_store(t) for t, entry in TARGETS.items() if entry.store and t in offered
+                      and (t != FS_TARGET_NAME or self.runner.mount_is_here)]
             self._stores = [s for s in stores if s]
         return self._stores
 

@@ -120,6 +120,12 @@ class Runner:
     # pod's mount and before its tool; None: they are made here, on this machine's mount.
     pod_dirs_env: str | None = None
 
+    @property
+    def mount_is_here(self) -> bool:
+        """The cluster's POSIX mount is on this machine, where dfslab's own tools (the integrity
+        checker) run; not where only the tools' pods mount it."""
+        return self.pod_dirs_env is None
+
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
         """A directory a file workload writes in: on the cluster's POSIX mount on `node`
         (target fs) or on this machine's disk (target local)."""

@@ -265,11 +265,24 @@ class RookCephBackend(CephBackend):
                     "kubernetes.local")
         return super().target_refusal(spec, target)
 
+    # What dfslab injects on a Kubernetes you run with the owner's consent, through the API alone.
+    CONSENTED_FAULTS = ("pod", "out", "fill")
+    # ... and why not the rest there.
+    NOT_ON_YOURS = {"operator": "its operator may be the one your other Rook clusters use",
+                    "drain": "draining evicts every pod of your node, not only dfslab's",
+                    "kill": "signalling a daemon's processes needs the node's shell; use pod",
+                    "stop": "signalling a daemon's processes needs the node's shell; use pod"}
+
     @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:
         if spec.kubernetes.user_cluster:
-            return (f"fault {kind}: on a Kubernetes you run dfslab has no node of its own to check integrity from; "
-                    "faults run on runtime local, docker or kubernetes.local")
+            if kind in cls.CONSENTED_FAULTS:
+                return None if kind in spec.kubernetes.allow_faults else (
+                    f"fault {kind} on a Kubernetes you run needs the owner's consent: list it under "
+                    f"kubernetes.allow_faults")
+            why = cls.NOT_ON_YOURS.get(kind, "its undo needs the node's shell, which dfslab has only on nodes it runs")
+            return (f"fault {kind}: not on a Kubernetes you run ({why}); there: "
+                    f"{', '.join(cls.CONSENTED_FAULTS)} under kubernetes.allow_faults")
         if kind == "node":
             return (f"fault node: on runtime kubernetes a node is lost with fault nodeloss (its kubelet, containerd "
                     f"and pods die at once, e.g. dfslab fault {spec.name} nodeloss node2)")

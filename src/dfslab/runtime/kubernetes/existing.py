@@ -18,6 +18,7 @@ from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
 from ..base import CLIENT, Runtime, RuntimeError_
 from .objects import internal_ip, namespace_object, node_ready
+from .images import IMAGE_MODULES, image_module
 from .job import SHIPPED_MODULES, is_admin, ship, shipped_module
 
 TOOLBOX = "dfslab-toolbox"
@@ -55,7 +56,8 @@ class ExistingKubernetesRuntime(Runtime):
     capability_kind = "kubernetes-yours"
     sample = {"runtime": "kubernetes", "nodes": [{"name": f"worker{i}"} for i in (1, 2, 3)],
               "kubernetes": {"kubeconfig": "~/.kube/config", "image_registry": "registry.example.org:5000/storage",
-                             "devices": {f"worker{i}": ["/dev/sdb"] for i in (1, 2, 3)}, "clients": ["worker4"]}}
+                             "devices": {f"worker{i}": ["/dev/sdb"] for i in (1, 2, 3)}, "clients": ["worker4"],
+                             "allow_faults": ["pod", "out", "fill"]}}
 
     @classmethod
     def check_spec(cls, spec: ClusterSpec) -> None:
@@ -63,9 +65,9 @@ class ExistingKubernetesRuntime(Runtime):
 
     @classmethod
     def runs_module(cls, module: str) -> bool:
-        # Its clients are pods on your nodes, of an image that holds Python but not dfslab: only a
-        # self-contained module is shipped into them (job.py).
-        return module in SHIPPED_MODULES
+        # Its clients are pods on your nodes: a self-contained module is shipped into them as its
+        # source (job.py); dfslab's image holds the modules that need only its Python (images.py).
+        return module in SHIPPED_MODULES or module in IMAGE_MODULES
 
     @classmethod
     def client_refusal(cls, asked: str) -> str:
@@ -242,14 +244,19 @@ class ExistingKubernetesRuntime(Runtime):
             raise RuntimeError_(f"on a Kubernetes you run, dfslab runs commands on {node} only as Jobs "
                                 f"(dfslab exec NAME --node {node} -- CMD)")
         if argv and argv[0] == sys.executable:
-            if not shipped_module(argv):
+            if image_module(argv):
+                argv = ["python3", *argv[1:]]  # the image's own Python, dfslab's modules on its path
+            elif not shipped_module(argv):
                 raise RuntimeError_(f"{' '.join(argv[1:3])} needs dfslab, which your nodes do not have; it runs only "
                                     "on runtimes whose nodes are on this machine")
-            argv = ship(argv)
+            else:
+                argv = ship(argv)
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec", self.state.name, "--", *argv]
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
-        if is_admin(argv, self.admin_tools) and node == CLIENT:
+        # The integrity checker goes to the toolbox pod on the client node: its streams pass through
+        # the exec both ways (a Job's pod has no stdin, and the writer stops at stdin's end).
+        if (is_admin(argv, self.admin_tools) or image_module(argv)) and node == CLIENT:
             return self.command(node, argv)
         if argv and argv[0] == sys.executable and not shipped_module(argv):
             raise RuntimeError_(f"{' '.join(argv[:3])} is dfslab's own tool; on a Kubernetes you run it has no "

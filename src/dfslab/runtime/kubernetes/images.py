@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -45,13 +46,41 @@ SEED_DATABASES = ("io.containerd.metadata.v1.bolt/meta.db", "io.containerd.snaps
 SEED_TIMEOUT = 600
 
 
+# dfslab's own modules that run in its pods with the image's Python (Debian's, with python3-rados):
+# the integrity checker (seed, writer, read-back). The image holds dfslab's source at DFSLAB_PATH.
+IMAGE_MODULES = frozenset({"dfslab.chaos.integrity"})
+DFSLAB_PATH = "/opt/dfslab"
+
+
+def image_module(argv: list[str]) -> str | None:
+    """The module of `[sys.executable, -m, MODULE, ...]` if dfslab's image holds it."""
+    return argv[2] if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m" and argv[2] in IMAGE_MODULES \
+        else None
+
+
+def dfslab_sources() -> list[Path]:
+    """dfslab's Python source files, as the image carries them."""
+    root = Path(__file__).resolve().parents[2]
+    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def sources_digest() -> str:
+    """Which dfslab made the image: a hash of its source's paths and contents."""
+    root = Path(__file__).resolve().parents[3]
+    h = hashlib.sha256()
+    for path in dfslab_sources():
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:8]
+
+
 def ensure(progress) -> dict[str, str]:
     """{rook, sandbox, archive, seed}: image names, the docker-archive holding both, and the
-    containerd root they are imported and unpacked in."""
+    containerd root they are imported and unpacked in. The tag says which Ceph, Rook and dfslab
+    (its source's hash) made it."""
     base = storage_images.ensure(progress)
     rook = _rook_binary()
     digest = hashlib.sha256(rook.read_bytes()).hexdigest()[:8]
-    tag = f"{base.split(':', 1)[1]}-rook{digest}"
+    tag = f"{base.split(':', 1)[1]}-rook{digest}-dfslab{sources_digest()}"
     names = {"rook": f"{ROOK_REPO}:{tag}", "sandbox": f"{PAUSE_REPO}:{tag}"}
     archive = engine.engine_home() / f"k8s-images-{tag}.tar"
     if not archive.exists():
@@ -125,8 +154,14 @@ def _build(base: str, rook: Path, names: dict[str, str]) -> None:
     context = Path(tempfile.mkdtemp(prefix="dfslab-rook-image-", dir=engine.engine_home()))
     try:
         shutil.copy2(rook, context / "rook")
+        root = Path(__file__).resolve().parents[3]
+        for path in dfslab_sources():
+            dest = context / "dfslab-src" / path.relative_to(root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
         (context / "Dockerfile").write_text(
             f"FROM {base}\nCOPY rook /usr/local/bin/rook\n"
+            f"COPY dfslab-src {DFSLAB_PATH}\nENV PYTHONPATH={DFSLAB_PATH}\n"
             # Rook's image runs as root with the rook binary as entrypoint; its pods name commands.
             'ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/rook"]\n')
         engine.docker("build", "--network", "none", "-t", names["rook"], str(context), timeout=600)
@@ -135,6 +170,4 @@ def _build(base: str, rook: Path, names: dict[str, str]) -> None:
     except RuntimeError_:
         raise
     finally:
-        for child in context.iterdir():
-            child.unlink()
-        context.rmdir()
+        shutil.rmtree(context)  # dfslab's own temporary build context
