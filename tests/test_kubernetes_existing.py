@@ -23,7 +23,7 @@ HOST = "t-k8s-host"
 NAME = "t-k8s-yours"
 NAMESPACE = "dfslab-yours"
 
-HOST_SPEC = {"name": HOST, "runtime": "kubernetes", "kubernetes": {"local": {"rook": False}}, "nodes": 3,
+HOST_SPEC = {"name": HOST, "runtime": "kubernetes", "kubernetes": {"local": {"rook": False}}, "nodes": 3, "clients": 2,
              "network": {"subnet": "10.80.0.0/24"},
              "ceph": {"mons": 1, "osds_per_node": 1, "osd_size": "6GiB", "replica_size": 2, "cephfs": False}}
 
@@ -70,7 +70,8 @@ def host(tmp_path_factory):
 def test_the_local_kubernetes_alone_hands_over_an_admin_kubeconfig(host):
     status = json.loads(dfslab("status", HOST, "--json").stdout)
     nodes = next(t for t in status["tables"] if t["title"] == "Kubernetes nodes")
-    assert sorted((r[0], r[2]) for r in nodes["rows"]) == [(n, "Ready") for n in ("client", "node1", "node2", "node3")]
+    assert sorted((r[0], r[2]) for r in nodes["rows"]) == [(n, "Ready") for n in ("client", "client2", "node1", "node2",
+                                                                                 "node3")]
     from kubernetes import client
     _, api = _host_api()
     assert not client.ApiextensionsV1Api(api).list_custom_resource_definition().items  # no Rook in it
@@ -90,9 +91,9 @@ def test_a_spec_your_cluster_cannot_hold_is_refused_before_anything_is_made(host
 
 
 def _with_cephfs() -> dict:
-    """With CephFS, and the owner's consent to delete a daemon's pod."""
-    spec = _spec(allow_faults=["pod"])
-    return {**spec, "ceph": {**spec["ceph"], "cephfs": True}}
+    """With CephFS, two client nodes, and the owner's consent to delete a daemon's pod."""
+    spec = _spec(allow_faults=["pod"], clients=["client", "client2"])
+    return {**spec, "clients": 2, "ceph": {**spec["ceph"], "cephfs": True}}
 
 
 def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_what_it_made(host):
@@ -127,12 +128,15 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                           {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
                            "numjobs": 2, "iodepth": 1, "seconds": 2},
                           {"type": "metadata", "procs": 2, "files_per_proc": 100},
+                          # IOR's shape on both client nodes at once, each Job mounting CephFS anew
+                          {"type": "parallel", "clients": 2, "procs": 2, "block_size": "32MiB",
+                           "transfer_size": "1MiB"},
                           {"type": "fio", "target": "rbd", "rw": "randwrite", "bs": "4KiB", "size": "32MiB",
                            "iodepth": 4, "seconds": 12}],
             # an OSD's pod deleted during 4 KiB RBD writes; the checksummed writer and its read-back
             # run in the toolbox pod (dfslab's image holds them), their files on the exec's streams
             "integrity": {"seed_objects": 20, "recovery_timeout": "300s"},
-            "faults": [{"kind": "pod", "target": "osd.1", "during": 4, "at": "2s", "duration": "4s"}]}))
+            "faults": [{"kind": "pod", "target": "osd.1", "during": 5, "at": "2s", "duration": "4s"}]}))
         run, out = run_against(exp, NAME)
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
@@ -159,6 +163,13 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         integrity = json.loads((run / "integrity.json").read_text())
         assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 20, integrity
         assert json.loads((run / "integrity" / "manifest.json").read_text())  # came back on the seeder's stdout
+        # both client nodes wrote and read at once; the ledger read both nodes' links (a toolbox on each)
+        par = {(p["op"], r["metric"]): float(r["value"]) for r, p in zip(rows, params)
+               if r["workload"] == "parallel" and r["metric"] in ("bandwidth", "from_storage")}
+        assert {("write", "bandwidth"), ("read", "bandwidth")} <= set(par), (par, out)
+        assert all(0.9 <= par[(op, "from_storage")] <= 1.3 for op in ("write", "read")), par
+        jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
+        assert {"client", "client2"} <= {j["node"] for j in jobs if j["tool"] == "fio"}, jobs
         # nothing of CephFS was made on this machine: the mount point is only a name here
         assert not (ClusterState(NAME).dir / "mnt").exists()
         # baselines on your nodes: iperf3 between every pair (servers as Deployments), fio on each

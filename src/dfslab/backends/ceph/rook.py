@@ -439,13 +439,16 @@ class RookCephBackend(CephBackend):
 
     def _start_toolbox(self, api, image: str, progress: Progress) -> None:
         """A pod on the client node that dfslab's control commands exec into (Rook's toolbox)."""
-        from ...runtime.kubernetes.existing import TOOLBOX
+        from ...runtime.kubernetes.existing import toolbox_name
         from ...runtime.kubernetes.podexec import toolbox_pod
         from kubernetes import client
-        progress("starting toolbox", f"{TOOLBOX} on {self.spec.kubernetes.clients[0]}")
-        self._apply(api, [toolbox_deployment(self.namespace, image, self.spec.kubernetes.clients[0],
-                                             self.state.read()["k8s_client_files"])])
-        toolbox_pod(client.CoreV1Api(api), self.namespace, timeout=300)
+        # One on each client node: its exec reads that node's link for the byte ledger.
+        toolboxes = {toolbox_name(c): node for c, node in zip(self.spec.client_names(), self.spec.kubernetes.clients)}
+        progress("starting toolbox", ", ".join(f"{name} on {node}" for name, node in toolboxes.items()))
+        self._apply(api, [toolbox_deployment(self.namespace, image, node, self.state.read()["k8s_client_files"], name)
+                          for name, node in toolboxes.items()])
+        for name in toolboxes:
+            toolbox_pod(client.CoreV1Api(api), self.namespace, timeout=300, name=name)
 
     def _remove_rbd_images(self, ours: list[dict]) -> None:
         """Rook deletes no pool that holds RBD images; the pools (and dfslab-fio in rbd) are
@@ -611,15 +614,16 @@ def client_fuse(files: dict[str, str]) -> list[str]:
     return ["ceph-fuse", "-c", files["conf"], "-n", "client.admin", "-k", files["keyring"]]
 
 
-def toolbox_deployment(namespace: str, image: str, node: str, files: dict[str, str]) -> dict:
+def toolbox_deployment(namespace: str, image: str, node: str, files: dict[str, str], name: str | None = None) -> dict:
     """dfslab's image sleeping on `node` (host network, so it reaches the MONs as the daemons do),
     the cluster's conf and keyring at dfslab's paths."""
     from ...runtime.kubernetes.existing import TOOLBOX
     from ...runtime.kubernetes.job import client_files
+    name = name or TOOLBOX
     volumes, mounts = client_files(files)
-    labels = {"app": TOOLBOX, "app.kubernetes.io/managed-by": "dfslab"}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": TOOLBOX, "namespace": namespace, "labels": labels},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": TOOLBOX}}, "template": {
+    labels = {"app": name, "app.kubernetes.io/managed-by": "dfslab"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}}, "template": {
                 "metadata": {"labels": labels},
                 "spec": {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
                          "nodeSelector": {"kubernetes.io/hostname": node},

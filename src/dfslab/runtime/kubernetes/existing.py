@@ -24,6 +24,11 @@ from .job import SHIPPED_MODULES, is_admin, ship, shipped_module
 TOOLBOX = "dfslab-toolbox"
 
 
+def toolbox_name(client: str) -> str:
+    """The toolbox Deployment on a client node: dfslab-toolbox on the first, dfslab-toolbox-client2 ..."""
+    return TOOLBOX if client == CLIENT else f"{TOOLBOX}-{client}"
+
+
 def api_for(kubeconfig: str, context: str | None):
     from kubernetes import config
     return config.new_client_from_config(config_file=kubeconfig, context=context)
@@ -47,12 +52,10 @@ class ExistingKubernetesRuntime(Runtime):
     deploy_seconds = 80.0
     debian_groups = ("docker",)  # dfslab's image is built here, then pushed to your registry
     mounts_here = False  # the client Jobs' pods mount the filesystem on your nodes
-    # The toolbox pod shares the first client node's network (host network): its /proc/net/dev
-    # is that node's, which the client Jobs there use too. Other traffic of that node counts as
-    # well: a node that runs only dfslab's clients gives the client's bytes.
+    # Each client node's toolbox pod shares its network (host network): its /proc/net/dev is that
+    # node's, which the client Jobs there use too. Other traffic of the node counts as well: a
+    # node that runs only dfslab's clients gives the client's bytes.
     client_wire_counted = True
-    uncounted_why = ("with more than one client node only the first is read (through the toolbox pod on it); "
-                     "the others' interfaces are not read from here")
     capability_kind = "kubernetes-yours"
     sample = {"runtime": "kubernetes", "nodes": [{"name": f"worker{i}"} for i in (1, 2, 3)],
               "kubernetes": {"kubeconfig": "~/.kube/config", "image_registry": "registry.example.org:5000/storage",
@@ -233,14 +236,14 @@ class ExistingKubernetesRuntime(Runtime):
     # -- running things ---------------------------------------------------------
     @classmethod
     def counts_wire(cls, clients: list[str], often: bool = False) -> bool:
-        # A read is an exec into the toolbox through the API server from a new Python process (about
-        # a second of this machine's CPU): at a step's start and end, not at the watch's 2 s looks.
-        return clients == [CLIENT] and not often
+        # A read is an exec into a client's toolbox through the API server from a new Python process
+        # (about a second of this machine's CPU): at a step's start and end, not at the watch's looks.
+        return not often
 
     def command(self, node: str, argv: list[str]) -> list[str]:
-        """On the client: in the toolbox pod, through the API's exec (dfslab's self-contained
+        """On a client node: in its toolbox pod, through the API's exec (dfslab's self-contained
         modules go as source). Nothing else of dfslab's runs on your nodes."""
-        if node != CLIENT:
+        if node not in self.client_nodes():
             raise RuntimeError_(f"on a Kubernetes you run, dfslab runs commands on {node} only as Jobs "
                                 f"(dfslab exec NAME --node {node} -- CMD)")
         if argv and argv[0] == sys.executable:
@@ -251,12 +254,17 @@ class ExistingKubernetesRuntime(Runtime):
                                     "on runtimes whose nodes are on this machine")
             else:
                 argv = ship(argv)
-        return [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec", self.state.name, "--", *argv]
+        return [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec", self.state.name,
+                *([] if node == CLIENT else ["--client", node]), "--", *argv]
+
+    def client_nodes(self) -> list[str]:
+        """The spec's client nodes (client, client2, ...), each with a toolbox pod of its own."""
+        return [CLIENT] + [f"{CLIENT}{i}" for i in range(2, len(self.section.get("clients") or []) + 1)]
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
         # The integrity checker goes to the toolbox pod on the client node: its streams pass through
         # the exec both ways (a Job's pod has no stdin, and the writer stops at stdin's end).
-        if (is_admin(argv, self.admin_tools) or image_module(argv)) and node == CLIENT:
+        if (is_admin(argv, self.admin_tools) or image_module(argv)) and node in self.client_nodes():
             return self.command(node, argv)
         if argv and argv[0] == sys.executable and not shipped_module(argv):
             raise RuntimeError_(f"{' '.join(argv[:3])} is dfslab's own tool; on a Kubernetes you run it has no "

@@ -1,6 +1,6 @@
 """Run a command in the cluster's toolbox pod through the Kubernetes API's exec, as if it ran here.
 
-    python -m dfslab.runtime.kubernetes.podexec CLUSTER -- ARGV...
+    python -m dfslab.runtime.kubernetes.podexec CLUSTER [--client NODE] -- ARGV...
 
 On a Kubernetes you run (existing.py) this machine has no route to Ceph: the admin helper and
 `ceph ...` run in dfslab's toolbox pod instead (hostNetwork, the cluster's conf and keyring
@@ -18,26 +18,29 @@ import sys
 STDIN = 0
 
 
-def toolbox_pod(core, namespace: str, timeout: float = 120) -> str:
+def toolbox_pod(core, namespace: str, timeout: float = 120, name: str | None = None) -> str:
+    """The Running pod of the toolbox Deployment `name` (the first client node's by default)."""
     from .existing import TOOLBOX
     from ...polling import wait_until
+    name = name or TOOLBOX
 
     def running() -> str | None:
-        pods = core.list_namespaced_pod(namespace, label_selector=f"app={TOOLBOX}").items
+        pods = core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
         names = [p.metadata.name for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
         return names[0] if names else None
-    return wait_until(running, f"a Running {TOOLBOX} pod in namespace {namespace}", timeout, 1.0, SystemExit)
+    return wait_until(running, f"a Running {name} pod in namespace {namespace}", timeout, 1.0, SystemExit)
 
 
-def run(cluster: str, argv: list[str]) -> int:
+def run(cluster: str, argv: list[str], on: str = "client") -> int:
     from kubernetes import client
     from kubernetes.stream import stream
 
     from ...state import ClusterState
     from .. import attach_runtime
+    from .existing import toolbox_name
     rt = attach_runtime(ClusterState(cluster))
     core = client.CoreV1Api(rt.api())
-    pod = toolbox_pod(core, rt.namespace)
+    pod = toolbox_pod(core, rt.namespace, name=toolbox_name(on))
     ws = stream(core.connect_get_namespaced_pod_exec, pod, rt.namespace, command=argv, stdin=True, stdout=True,
                 stderr=True, tty=False, _preload_content=False)
     forward = not os.isatty(STDIN)
@@ -63,11 +66,14 @@ def run(cluster: str, argv: list[str]) -> int:
 
 def main() -> None:
     args = sys.argv[1:]
+    on = "client"
+    if len(args) >= 3 and args[1] == "--client":
+        on, args = args[2], [args[0], *args[3:]]
     if len(args) < 3 or args[1] != "--":
-        sys.exit("usage: python -m dfslab.runtime.kubernetes.podexec CLUSTER -- ARGV...")
+        sys.exit("usage: python -m dfslab.runtime.kubernetes.podexec CLUSTER [--client NODE] -- ARGV...")
     import warnings
     warnings.filterwarnings("ignore", message=r"urllib3 .* doesn't match a supported version")
-    sys.exit(run(args[0], args[2:]))
+    sys.exit(run(args[0], args[2:], on))
 
 
 if __name__ == "__main__":
