@@ -58,21 +58,37 @@ def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: lis
     root namespace's under nsenter --net)."""
     snap = Snapshot()
     if command is not None:
-        for node in clients:
-            res = subprocess.run(command(node, ["cat", "/proc/net/dev"]), capture_output=True, text=True, timeout=30)
-            if res.returncode == 0:
-                snap.wire[node] = net_dev_totals(res.stdout)
+        wire = {node: _read_wire(command, node) for node in clients}
+        # Every client's link or none: a link left out would count the step short, a share that
+        # reads like a client's cache where it is a counter that could not be read.
+        snap.wire = wire if all(v is not None for v in wire.values()) else {}
     for pid in servers():
         if (io := proc_io(pid)) is not None:
             snap.disk[pid] = io
     return snap
 
 
+WIRE_READS = 2  # a read through an exec (a Kubernetes you run) can fail once; a second try
+
+
+def _read_wire(command: Callable[[str, list[str]], list[str]], node: str) -> tuple[int, int] | None:
+    for _ in range(WIRE_READS):
+        try:
+            res = subprocess.run(command(node, ["cat", "/proc/net/dev"]), capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            continue
+        if res.returncode == 0 and ":" in res.stdout:
+            return net_dev_totals(res.stdout)
+    return None
+
+
 def delta(before: Snapshot, after: Snapshot) -> dict[str, int | None]:
     """Bytes moved between two snapshots: clients' received/sent, servers' disk read/written.
-    A side with nothing counted in both is None (not 0); a server that died between them counts
-    nothing (its counters went with it)."""
-    return {"client_rx": _moved(before.wire, after.wire, 0), "client_tx": _moved(before.wire, after.wire, 1),
+    A side with nothing counted in both is None (not 0); the clients' links count only where
+    both snapshots read the same links; a server that died between them counts nothing (its
+    counters went with it)."""
+    wire_before, wire_after = (before.wire, after.wire) if before.wire.keys() == after.wire.keys() else ({}, {})
+    return {"client_rx": _moved(wire_before, wire_after, 0), "client_tx": _moved(wire_before, wire_after, 1),
             "disk_read": _moved(before.disk, after.disk, 0), "disk_write": _moved(before.disk, after.disk, 1)}
 
 

@@ -275,6 +275,9 @@ class RookCephBackend(CephBackend):
 
     @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:
+        from ...chaos import FILESYSTEM_OF
+        if FILESYSTEM_OF.get(kind, spec.filesystem) != spec.filesystem:
+            return None  # another filesystem's kind: the fault check says whose
         if spec.kubernetes.user_cluster:
             if kind in cls.CONSENTED_FAULTS:
                 return None if kind in spec.kubernetes.allow_faults else (
