@@ -249,6 +249,10 @@ def test_an_allowed_out_fault_is_undone_through_the_cluster_api_and_loses_nothin
     assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 20
     osds = json.loads(byhand.ceph("osd", "dump", "--format", "json"))["osds"]
     assert all(o["in"] == 1 for o in osds)  # marked in again
+    # the MONs listen on this machine's loopback, which the ledger does not read: "not counted",
+    # never a share of 0 ("not from the storage") for bytes that crossed no interface it reads
+    rows = rows_of(run)
+    assert [r for r in rows if r["metric"] == "bytes"] and not [r for r in rows if r["metric"] == "from_storage"]
 
 
 def test_an_allowed_fill_is_undone_through_the_cluster_api_and_leaves_the_cluster_as_it_was(byhand, tmp_path):

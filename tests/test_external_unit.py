@@ -118,3 +118,16 @@ def test_a_server_that_is_down_is_named(fio_servers, tmp_path):
 def test_client_output_without_results_is_an_error():
     with pytest.raises(WorkloadError, match="no client results"):
         parse_clients("fio: connect: Connection refused\n", ["h,8765"], "fio", {}, 0)
+
+
+def test_the_ledger_counts_a_mount_only_where_its_traffic_crosses_a_network():
+    """A local disk's path or a server on this machine's loopback moves nothing over the links the
+    ledger reads: such a step is "not counted", not 0 % from the storage."""
+    from dfslab.backends.external.mounts import loopback, over_network
+    assert over_network({"type": "nfs4", "source": "10.0.0.5:/export"})
+    assert not over_network({"type": "nfs4", "source": "127.0.0.1:/export"})
+    assert over_network({"type": "lustre", "source": "10.0.0.1@tcp:/scratch"})
+    assert over_network({"type": "fuse.ceph-fuse", "source": "ceph-fuse"})
+    assert not over_network({"type": "ext4", "source": "/dev/sda1"}) and not over_network({"type": "tmpfs"})
+    assert loopback("::1") and loopback("[::1]") and loopback("127.0.0.2") and loopback("localhost")
+    assert not loopback("10.0.0.5") and not loopback("mon1.example.org") and not loopback(None)

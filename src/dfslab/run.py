@@ -196,20 +196,21 @@ def _why_it_ended(log: str) -> str:
     return (f": it ran out of space (ENOSPC in {log})" if OUT_OF_SPACE.search(tail) else f" (its log: {log})")
 
 
-def _ledger_counter(runtime, clients: list[str]) -> Callable[[], ledger.Snapshot]:
+def _ledger_counter(runtime, clients: list[str], visible: bool = True) -> Callable[[], ledger.Snapshot]:
     """The byte ledger's snapshot for this cluster: its clients' links (where the runtime counts
-    them) and the block-layer bytes of every daemon on its servers."""
-    wire = runtime.wire_command(clients)
+    them and the storage's traffic crosses them: `visible`) and the block-layer bytes of every
+    daemon on its servers."""
+    wire = runtime.wire_command(clients) if visible else None
 
     def servers() -> list[int]:
         return [p.pid for p in runtime.sampled_processes() if p.node not in clients and p.alive()]
     return lambda: ledger.snapshot(wire, clients, servers)
 
 
-def _wire_counter(runtime, clients: list[str]) -> Callable[[], int | None]:
+def _wire_counter(runtime, clients: list[str], visible: bool = True) -> Callable[[], int | None]:
     """Bytes the clients' links have received and sent so far (None where the runtime does not
     count them): the ledger's wire counters alone, cheap enough for the step watch's 2 s looks."""
-    command = runtime.wire_command(clients, often=True)
+    command = runtime.wire_command(clients, often=True) if visible else None
 
     def total() -> int | None:
         snap = ledger.snapshot(command, clients, list)
@@ -327,8 +328,8 @@ def run_steps(record: RunRecord, runner: Runner, watch: Watch, faults: Any, afte
     watch; a fault's steps with the fault), in order, skipping what is done, pruned or over
     budget; the outcome says what failed, what ran not as asked and what was skipped."""
     exp, progress, outcome = record.exp, record.progress, record.outcome
-    runtime = watch.attached.runtime
-    count, wire = _ledger_counter(runtime, runner.clients), _wire_counter(runtime, runner.clients)
+    runtime, visible = watch.attached.runtime, watch.attached.backend.client_wire_visible()
+    count, wire = _ledger_counter(runtime, runner.clients, visible), _wire_counter(runtime, runner.clients, visible)
     reps = exp.file.repetitions
     plan = [(step, rep) for step in exp.steps for rep in range(reps)]
     clock = _Clock(sum(step.workload.estimate(step.params) for step, _ in plan))

@@ -277,6 +277,11 @@ class Backend(ABC):
     def unmount_instance(self, node: str, instance: str) -> None:
         """Undo `mount_instance`."""
 
+    def client_wire_visible(self) -> bool:
+        """Whether the clients' traffic to this storage crosses the links the byte ledger reads
+        (False: a step's wire is "not counted" rather than a share of 0)."""
+        return True
+
     def client_env(self) -> dict[str, str]:
         """Environment for the backend's tools run on the client node."""
         return {}

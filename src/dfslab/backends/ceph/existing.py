@@ -61,6 +61,12 @@ class ExistingCeph:
                     else "")
             raise BackendError(f"{field}: {exc}{hint}") from None
 
+    def mon_hosts(self) -> list[str]:
+        """The MONs' addresses (hosts, no ports), as the monitor map gives them."""
+        mons = (self.cmd("mon", "dump", check=False) or {}).get("mons", [])
+        addrs = [a["addr"] for m in mons for a in m.get("public_addrs", {}).get("addrvec", [])]
+        return sorted({a.rsplit(":", 1)[0].strip("[]") for a in addrs})
+
     def versions(self) -> dict[str, str]:
         found = self.cmd("versions", check=False) or {}
         return {f"ceph {kind}": ", ".join(sorted(v)) for kind, v in found.items() if isinstance(v, dict)}

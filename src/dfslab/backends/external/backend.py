@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ... import s3api
 from ...runtime import CLIENT
@@ -18,7 +19,7 @@ from .. import Backend, BackendError, Chart, PreflightError, Progress, table
 from ..ceph import existing_cluster
 from ..fuse import fuse_mount, fuse_unmount, is_mounted
 from . import s3 as site_s3
-from .mounts import mount_of
+from .mounts import loopback, mount_of, over_network
 from .probe import FIO_PORT, IPERF_PORT, http_answers, split_endpoint, tcp_answers
 
 
@@ -120,6 +121,17 @@ class ExternalBackend(Backend):
                                "`dfslab images build` makes it, push it to your registry)")
         k = spec.kubernetes  # its namespace's default is Rook's: a fio DaemonSet has its own unless one is named
         return manifests(spec, k.namespace if "namespace" in k.model_fields_set else "dfslab", image)
+
+    def client_wire_visible(self) -> bool:
+        """This machine's interfaces carry the clients' traffic only where every part of the cluster
+        is reached over them: not where fio runs on other hosts (external.clients), nor where a part
+        is on this machine's loopback (MONs, the S3 endpoint) or a local disk (the posix path)."""
+        ext = self.ext
+        if ext.clients or (ext.posix and not over_network(mount_of(ext.posix.path))):
+            return False
+        if ext.s3 and loopback(urlparse(ext.s3.endpoint).hostname):
+            return False
+        return not (self.ceph and all(loopback(host) for host in self.ceph.mon_hosts()))
 
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
