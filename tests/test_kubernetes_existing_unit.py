@@ -209,6 +209,24 @@ def test_a_jobs_pod_mounts_with_its_filesystems_fuse_client_and_waits_for_it_to_
     assert ceph["volumes"] == [{"name": "client", "secret": {"secretName": job.CLIENT_SECRET}}]
 
 
+def test_a_pod_mounts_the_filesystem_where_only_pods_have_it_and_makes_the_directories_its_tool_names():
+    """A Kubernetes you run: CephFS only in the Jobs' pods, one mount point per client under the
+    state's mnt/; the directories a step asked for are made in the pod once mounted, those of
+    earlier steps (which their tools may have removed) are not."""
+    import os
+    root = "/st/mnt"
+    argv = ["fio", "--name=x", f"--directory={root}/cephfs-client2/dfslab-ior/client2", "--size=1M"]
+    assert job.pod_mounts(argv, root) == [f"{root}/cephfs-client2"]
+    assert job.pod_mounts(argv, None) == [] and job.pod_mounts(["fio", "--directory=/elsewhere/x"], root) == []
+    asked = os.pathsep.join([f"{root}/cephfs-client/dfslab-metadata/m-r0", f"{root}/cephfs-client2/dfslab-ior/client2",
+                             "/scratch/dfslab-fio"])
+    make = job.dirs_to_make(asked, job.pod_mounts(argv, root), argv)
+    assert make == [f"{root}/cephfs-client2/dfslab-ior/client2"]
+    script = job.pod_script(job.pod_mounts(argv, root), ["ceph-fuse"], make=make)
+    mounted, made = script.index(f"ceph-fuse {root}/cephfs-client2"), script.index(f"mkdir -p {make[0]}")
+    assert mounted < made < script.index('"$@"')  # after the mount, before the tool
+
+
 def test_a_measuring_server_is_a_deployment_that_kubernetes_keeps_running_on_its_node():
     assert job.is_server(["iperf3", "-s", "-B", "10.0.0.2", "-p", "5201"]) and job.is_server(["/usr/bin/iperf3", "--server"])
     assert not job.is_server(["iperf3", "-c", "10.0.0.2"]) and not job.is_server(["mariadbd", "-s"])

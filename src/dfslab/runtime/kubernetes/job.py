@@ -148,9 +148,12 @@ def pod_mounts(argv: list[str], root: str | None) -> list[str]:
     return sorted(found)
 
 
-def dirs_to_make(asked: str, mounts: list[str]) -> list[str]:
-    """The directories of `asked` (os.pathsep-joined, Runner's pod dirs) that lie on `mounts`."""
-    return [d for d in asked.split(os.pathsep) if d and any(Path(d).is_relative_to(m) for m in mounts)]
+def dirs_to_make(asked: str, mounts: list[str], argv: list[str]) -> list[str]:
+    """The directories of `asked` (os.pathsep-joined, Runner's pod dirs) that lie on `mounts` and
+    that the tool's arguments name (an earlier step's directory, which its tool may have removed,
+    is not made again)."""
+    return [d for d in asked.split(os.pathsep) if d and any(Path(d).is_relative_to(m) for m in mounts)
+            and any(d in arg for arg in argv)]
 
 
 def host_dirs(argv: list[str], cwd: Path, roots: list[Path], fuse_mounts: list[str]) -> list[str]:
@@ -351,7 +354,7 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
     files = info.get("k8s_client_files", {})
     mounts = sorted({p.meta["mount"] for p in rt.procs.all() if p.meta.get("kind") == "client" and p.meta.get("mount")
                      and any(p.meta["mount"] in arg for arg in argv)} | {*pod_mounts(argv, info.get(POD_MOUNTS_KEY))})
-    make = dirs_to_make(os.environ.get(POD_DIRS_ENV, ""), mounts)
+    make = dirs_to_make(os.environ.get(POD_DIRS_ENV, ""), mounts, argv)
     cwd = Path.cwd()
     run_dir = [Path(os.environ[RUN_DIR_ENV])] if os.environ.get(RUN_DIR_ENV) else []
     # the cluster's files a tool names (its conf) are in the pod already, from the Secret
