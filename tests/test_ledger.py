@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import sys
 
 import pytest
@@ -62,6 +63,11 @@ def test_counters_read_inside_a_namespace_see_a_known_transfer(veth_pair):
     assert SENT <= moved["client_rx"] <= SENT * 1.08, moved
     assert SENT <= moved["client_tx"] <= SENT * 1.08, moved
     assert moved["disk_read"] is None and moved["disk_write"] is None  # no servers counted: not 0
+    # each node's counters come with that node's clock at the read, the window the probe's
+    # bytes are taken out over (a read through an exec takes a second or more from here)
+    start, end = ledger.read_window(before, after, receiver)
+    assert before.read_at.keys() == {receiver, sender} and start < end <= time.time() + 1
+    assert ledger.read_window(before, ledger.Snapshot(), receiver) is None
     # a link that could not be read at one end: not counted, never the other link's bytes alone
     failing = lambda node, argv: ["false"] if node == sender else command(node, argv)  # noqa: E731
     partial = ledger.snapshot(failing, [receiver, sender], lambda: [])

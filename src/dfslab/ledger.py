@@ -48,6 +48,9 @@ def proc_io(pid: int) -> tuple[int, int] | None:
 @dataclass
 class Snapshot:
     wire: dict[str, tuple[int, int]] = field(default_factory=dict)  # client node -> (rx, tx)
+    # client node -> when its counters were read, by that node's clock (the same clock the
+    # integrity writer's journal stamps there): the window the probe's bytes are taken out over
+    read_at: dict[str, float] = field(default_factory=dict)
     disk: dict[int, tuple[int, int]] = field(default_factory=dict)  # server process -> (read, written)
 
 
@@ -58,10 +61,12 @@ def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: lis
     root namespace's under nsenter --net)."""
     snap = Snapshot()
     if command is not None:
-        wire = {node: _read_wire(command, node) for node in clients}
+        read = {node: _read_wire(command, node) for node in clients}
         # Every client's link or none: a link left out would count the step short, a share that
         # reads like a client's cache where it is a counter that could not be read.
-        snap.wire = wire if all(v is not None for v in wire.values()) else {}
+        if all(v is not None for v in read.values()):
+            snap.wire = {node: totals for node, (totals, _) in read.items()}
+            snap.read_at = {node: at for node, (_, at) in read.items()}
     for pid in servers():
         if (io := proc_io(pid)) is not None:
             snap.disk[pid] = io
@@ -71,14 +76,31 @@ def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: lis
 WIRE_READS = 2  # a read through an exec (a Kubernetes you run) can fail once; a second try
 
 
-def _read_wire(command: Callable[[str, list[str]], list[str]], node: str) -> tuple[int, int] | None:
+# The counters, then the node's clock at that moment: a read through an exec takes a second or
+# more from here, and the window the probe's bytes are taken out over must be the counters' own.
+READ_WIRE = ["sh", "-c", "cat /proc/net/dev; date +%s.%N"]
+
+
+def _read_wire(command: Callable[[str, list[str]], list[str]], node: str) -> tuple[tuple[int, int], float] | None:
+    """((received, sent), when they were read) on `node`, or None if it could not be read."""
     for _ in range(WIRE_READS):
         try:
-            res = subprocess.run(command(node, ["cat", "/proc/net/dev"]), capture_output=True, text=True, timeout=30)
+            res = subprocess.run(command(node, READ_WIRE), capture_output=True, text=True, timeout=30)
         except subprocess.TimeoutExpired:
             continue
-        if res.returncode == 0 and ":" in res.stdout:
-            return net_dev_totals(res.stdout)
+        lines = res.stdout.strip().splitlines()
+        if res.returncode == 0 and ":" in res.stdout and lines:
+            try:
+                return net_dev_totals(res.stdout), float(lines[-1])
+            except ValueError:
+                continue
+    return None
+
+
+def read_window(before: Snapshot, after: Snapshot, node: str) -> tuple[float, float] | None:
+    """When `node`'s counters were read at the step's start and end (None: not read at both)."""
+    if node in before.read_at and node in after.read_at:
+        return before.read_at[node], after.read_at[node]
     return None
 
 

@@ -125,9 +125,11 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         error = _stopped(watch, runner) or str(exc) or repr(exc)
         rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=error)
     else:
-        moved = ledger.delta(before, count())
-        if probe_sent is not None:
-            moved = ledger.without_probe(moved, probe_sent(counted_from, time.time()))
+        after = count()
+        moved = ledger.delta(before, after)
+        if probe_sent is not None:  # the writer runs on the client node: over that node's counters' own window
+            window = ledger.read_window(before, after, runner.clients[0]) or (counted_from, time.time())
+            moved = ledger.without_probe(moved, probe_sent(*window))
         rows += ledger.ledger_rows(rows, moved)
         interval = _interval(step.label, step.workload.name, rep, start, rows, step.workload.headlines(rows))
         interval["ledger"] = {**moved, **ledger.tool_bytes(rows)}
