@@ -63,6 +63,9 @@ class TimedFault:
         self.join(timeout)
 
 
+STOP_GRACE = 0.5  # s: a write that is not blocked by a fault ends well within it
+
+
 class Writer:
     """The checksummed writer on the client node, with its journal of acknowledged writes. Its
     journal comes back on its stdout and it stops at its stdin's end (integrity.STREAM): the same
@@ -93,12 +96,20 @@ class Writer:
                     fh.flush()
 
     def request_stop(self) -> None:
-        """No new write after the one in flight (the writer stops at its stdin's end)."""
+        """No new write after the one in flight (the writer stops at its stdin's end). A writer that
+        is not blocked ends within its write: waited for briefly, so that its journal lines still in
+        the pipe are in the journal file when this returns (a blocked one is left to `stop`)."""
         if self.proc is not None and self.proc.stdin is not None and not self.proc.stdin.closed:
             try:
                 self.proc.stdin.close()
             except OSError:  # it has already exited
                 pass
+            try:
+                self.proc.wait(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                return
+            if self._copier is not None:
+                self._copier.join(timeout=STOP_GRACE)
 
     def stop(self, timeout: float = 300) -> None:
         self.request_stop()
