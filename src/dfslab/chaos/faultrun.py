@@ -145,14 +145,15 @@ class FaultRun:
             return f"status failed: {exc}"[:300]
 
     def verify(self) -> list[str]:
-        out = self.runner.run([*INTEGRITY, "verify", FROM_STDIN], "integrity-verify", timeout=1800, stdin=self._given())
+        given = self._given()  # read once: the clean-up below takes the same
+        out = self.runner.run([*INTEGRITY, "verify", FROM_STDIN], "integrity-verify", timeout=1800, stdin=given)
         result = json.loads(out)
         if result["lost"] or result["corrupt"]:
             result["left"] = self.stores()  # in place, to look into what went wrong
         else:  # the probe's data leaves the cluster as the run found it
             try:
                 result.update(json.loads(self.runner.run([*INTEGRITY, "clean", FROM_STDIN], "integrity-clean",
-                                                         timeout=600, stdin=self._given())))
+                                                         timeout=600, stdin=given)))
             except WorkloadError as exc:  # the check held; what it wrote stays, and the report says where
                 result.update(left=self.stores(), clean_error=str(exc)[:300])
         self.run_dir.write_json("integrity.json", result)

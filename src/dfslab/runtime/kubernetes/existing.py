@@ -24,6 +24,13 @@ from .job import SHIPPED_MODULES, is_admin, ship, shipped_module
 TOOLBOX = "dfslab-toolbox"
 
 
+def client_number(node: str) -> int | None:
+    """1 for client, N for clientN; None for a server node."""
+    if node == CLIENT:
+        return 1
+    return int(node[len(CLIENT):]) if node.startswith(CLIENT) and node[len(CLIENT):].isdigit() else None
+
+
 def toolbox_name(client: str) -> str:
     """The toolbox Deployment on a client node: dfslab-toolbox on the first, dfslab-toolbox-client2 ..."""
     return TOOLBOX if client == CLIENT else f"{TOOLBOX}-{client}"
@@ -100,12 +107,8 @@ class ExistingKubernetesRuntime(Runtime):
 
     def kube_node(self, node: str) -> str:
         """The Kubernetes node a spec node runs on: servers by name, client, client2... in order."""
-        clients = self.section.get("clients") or []
-        if node == CLIENT:
-            return clients[0]
-        if node.startswith(CLIENT) and node[len(CLIENT):].isdigit():
-            return clients[int(node[len(CLIENT):]) - 1]
-        return node
+        number = client_number(node)
+        return node if number is None else (self.section.get("clients") or [])[number - 1]
 
     def resource_sampler(self):
         """Your nodes' processes are not this machine's: their kubelets measure them (stats.py)."""
@@ -258,8 +261,9 @@ class ExistingKubernetesRuntime(Runtime):
                 *([] if node == CLIENT else ["--client", node]), "--", *argv]
 
     def client_nodes(self) -> list[str]:
-        """The spec's client nodes (client, client2, ...), each with a toolbox pod of its own."""
-        return [CLIENT] + [f"{CLIENT}{i}" for i in range(2, len(self.section.get("clients") or []) + 1)]
+        """The spec's client nodes (client, client2, ... as ClusterSpec.client_names), each with a toolbox
+        pod of its own: the spec's `clients` of them (kubernetes.clients may name more nodes)."""
+        return [CLIENT] + [f"{CLIENT}{i}" for i in range(2, self.state.read()["spec"].get("clients", 1) + 1)]
 
     def job_command(self, node: str, argv: list[str]) -> list[str]:
         # The integrity checker goes to the toolbox pod on the client node: its streams pass through
