@@ -113,3 +113,13 @@ def test_abort_stops_a_writer_and_undoes_its_fault(tmp_path, recorder):
     run.abort()
     assert [c for c, _ in recorder.calls] == ["inject", "undo"]
     assert writer.proc.returncode is not None and run.active == []
+
+
+def test_the_writer_writes_to_the_faulted_steps_own_target_where_it_has_a_store(tmp_path):
+    """During an s3 step's gateway fault the checksummed writes go through that gateway (their PUTs
+    are what the fault may lose); a step on a target without a store (rbd) or none gets the first."""
+    run = faultrun.FaultRun([], Integrity(), SimpleNamespace(), None, RunDir(tmp_path))
+    run._stores = ["rados:dfslab", "fs:/mnt/c/dfslab-integrity", "s3:dfslab-s3-1,http://10.0.0.1:7480,/k.json,us-east-1"]
+    assert run.writer_store("s3").startswith("s3:dfslab-s3-1,")
+    assert run.writer_store("fs") == "fs:/mnt/c/dfslab-integrity"
+    assert run.writer_store("rbd") == run.writer_store(None) == "rados:dfslab"

@@ -90,9 +90,10 @@ def test_a_spec_your_cluster_cannot_hold_is_refused_before_anything_is_made(host
 
 
 def _with_cephfs() -> dict:
-    """With CephFS, two client nodes, and the owner's consent to delete a daemon's pod."""
+    """With CephFS, a RADOS gateway (Rook's CephObjectStore), two client nodes, and the owner's
+    consent to delete a daemon's pod."""
     spec = _spec(allow_faults=["pod"], clients=["client", "client2"])
-    return {**spec, "clients": 2, "ceph": {**spec["ceph"], "cephfs": True}}
+    return {**spec, "clients": 2, "ceph": {**spec["ceph"], "cephfs": True, "rgw": 1}}
 
 
 def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_what_it_made(host):
@@ -131,11 +132,16 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                           {"type": "parallel", "clients": 2, "procs": 2, "block_size": "32MiB",
                            "transfer_size": "1MiB"},
                           {"type": "fio", "target": "rbd", "rw": "randwrite", "bs": "4KiB", "size": "32MiB",
-                           "iodepth": 4, "seconds": 12}],
-            # an OSD's pod deleted during 4 KiB RBD writes; the checksummed writer and its read-back
-            # run in the toolbox pod (dfslab's image holds them), their files on the exec's streams
+                           "iodepth": 4, "seconds": 12},
+                          # dfslab's S3 load in the toolbox (dfslab's image), through Rook's gateway
+                          {"type": "s3", "object_size": "256KiB", "threads": 2, "seconds": 3},
+                          {"type": "s3", "object_size": "64KiB", "threads": 2, "seconds": 10, "ops": ["write"]}],
+            # an OSD's pod deleted during 4 KiB RBD writes, the gateway's during PUTs; the checksummed
+            # writer and its read-back run in the toolbox pod (dfslab's image holds them), their
+            # files on the exec's streams, their objects through the gateway in the second
             "integrity": {"seed_objects": 20, "recovery_timeout": "300s"},
-            "faults": [{"kind": "pod", "target": "osd.1", "during": 5, "at": "2s", "duration": "4s"}]}))
+            "faults": [{"kind": "pod", "target": "osd.1", "during": 5, "at": "2s", "duration": "4s"},
+                       {"kind": "pod", "target": "rgw.node1", "during": 7, "at": "2s", "duration": "3s"}]}))
         run, out = run_against(exp, NAME)
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
@@ -155,13 +161,26 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                   if r["workload"] == "fio" and r["metric"] == "from_storage"}
         assert {("fs", "write"), ("fs", "randread"), ("rbd", "write")} <= set(shares), shares
         assert all(0.9 <= shares[k] <= 1.3 for k in (("fs", "write"), ("fs", "randread"), ("rbd", "write"))), shares
-        [event] = json.loads((run / "faults.json").read_text())
-        assert (event["kind"], event["target"], event["error"]) == ("pod", "osd.1", None), event
-        assert event["undo"] > event["inject"] and event["recover_s"] is not None, event
-        assert event["acknowledged_writes"] > 0, event
+        events = json.loads((run / "faults.json").read_text())
+        assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "osd.1", None),
+                                                                            ("pod", "rgw.node1", None)], events
+        assert all(e["undo"] > e["inject"] and e["recover_s"] is not None for e in events), events
+        assert all(e["acknowledged_writes"] > 0 for e in events), events
         integrity = json.loads((run / "integrity.json").read_text())
-        assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 20, integrity
-        assert json.loads((run / "integrity" / "manifest.json").read_text())  # came back on the seeder's stdout
+        assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 40, integrity
+        manifest = json.loads((run / "integrity" / "manifest.json").read_text())  # came back on the seeder's stdout
+        assert {e["store"].split(":", 1)[0] for e in manifest} == {"rados", "s3"}, manifest
+        # during the gateway's fault the writer PUT its objects through that gateway, each read back
+        acked = [json.loads(line) for path in sorted((run / "integrity").glob("journal-*.jsonl"))
+                 for line in path.read_text().splitlines() if '"ack"' in line]
+        assert any(a["store"].startswith("s3:") for a in acked) and any(a["store"].startswith("rados:") for a in acked)
+        # the s3 load from the toolbox: PUTs and GETs, counted on the client node's link
+        s3 = {(p["mode"], p["object_size"], r["metric"]): float(r["value"]) for r, p in zip(rows, params)
+              if r["workload"] == "s3"}
+        assert s3[("write", 262144, "bandwidth")] > 0 and s3[("read", 262144, "bandwidth")] > 0, (s3, out)
+        assert 0.9 <= s3[("write", 262144, "from_storage")] <= 1.3, s3
+        assert 0.9 <= s3[("read", 262144, "from_storage")] <= 1.3, s3
+        assert s3[("write", 65536, "unanswered")] > 0, s3  # the PUTs while the gateway's pod was gone
         # both client nodes wrote and read at once; the ledger read both nodes' links (a toolbox on each)
         par = {(p["op"], r["metric"]): float(r["value"]) for r, p in zip(rows, params)
                if r["workload"] == "parallel" and r["metric"] in ("bandwidth", "from_storage")}

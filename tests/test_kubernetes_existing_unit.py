@@ -95,16 +95,18 @@ def test_control_commands_go_to_the_toolbox_and_tools_to_jobs(kubeconfig):
         assert rt.command(CLIENT, ["ceph", "-s"])[-2:] == ["ceph", "-s"]
         with pytest.raises(RuntimeError_, match="only as Jobs"):
             rt.command("n1", ["ceph", "-s"])
-        # dfslab's image holds the integrity checker: it runs in the toolbox with the image's Python
-        # (its streams go through the exec both ways); a module the image cannot run is refused
-        for wrap in (rt.command, rt.job_command):
-            checker = wrap(CLIENT, [sys.executable, "-m", "dfslab.chaos.integrity", "verify", "@-"])
-            assert checker[:3] == [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec"], checker
-            assert checker[-5:] == ["python3", "-m", "dfslab.chaos.integrity", "verify", "@-"], checker
+        # dfslab's image holds the integrity checker and the S3 load: they run in the toolbox with the
+        # image's Python (the checker's streams go through the exec both ways); a module the image
+        # cannot run (one that needs pydantic or typer) is refused
+        for module, args in (("dfslab.chaos.integrity", ["verify", "@-"]), ("dfslab.s3_worker", ["http://a:7480"])):
+            for wrap in (rt.command, rt.job_command):
+                checker = wrap(CLIENT, [sys.executable, "-m", module, *args])
+                assert checker[:3] == [sys.executable, "-m", "dfslab.runtime.kubernetes.podexec"], checker
+                assert checker[-3 - len(args):] == ["python3", "-m", module, *args], checker
         with pytest.raises(RuntimeError_, match="needs dfslab"):
-            rt.command(CLIENT, [sys.executable, "-m", "dfslab.workloads.s3_worker"])
+            rt.command(CLIENT, [sys.executable, "-m", "dfslab.cli"])
         with pytest.raises(RuntimeError_, match="dfslab's own tool"):
-            rt.job_command(CLIENT, [sys.executable, "-m", "dfslab.workloads.s3_worker"])
+            rt.job_command(CLIENT, [sys.executable, "-m", "dfslab.cli"])
         assert rt.job_command(CLIENT, ["fio", "--name=x"])[-3:] == ["--", "fio", "--name=x"]
         # Ceph's admin CLI takes the toolbox (no pod start per command), once the runtime knows the
         # filesystem's admin tools (Backend.admin_tools); a self-contained module is a Job

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from dfslab.workloads.s3_worker import phase
+from dfslab.s3_worker import phase
 
 
 def _flaky(raise_first: Exception, failures: int):
@@ -66,7 +66,7 @@ class _Gateway:
 
 
 def test_the_bucket_is_made_once_the_gateway_answers():
-    from dfslab.workloads.s3_worker import bucket_made
+    from dfslab.s3_worker import bucket_made
     gateway = _Gateway(down=3)
     bucket_made(gateway, "dfslab-s3-x", timeout=10)
     assert gateway.buckets == {"dfslab-s3-x"}
@@ -98,7 +98,7 @@ def test_a_load_whose_puts_all_went_unanswered_stands_and_removes_its_bucket(mon
     """On Rook, under load, the gateway's kill came before any PUT was answered: the worker exited
     1 ("no object was written: nothing to read") and the step failed. The write phase now stands
     with its unanswered PUTs, the phases after it are left out (nothing to read), the bucket goes."""
-    import dfslab.workloads.s3_worker as worker
+    import dfslab.s3_worker as worker
     gateway = _DeadForPuts(down=0)
     monkeypatch.setattr(worker, "client", lambda *a, **k: gateway)
     monkeypatch.setattr(worker, "read_keys", lambda ref: {"access_key": "a", "secret_key": "s"})

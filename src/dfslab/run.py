@@ -344,7 +344,7 @@ def run_steps(record: RunRecord, runner: Runner, watch: Watch, faults: Any, afte
             clock.advance(planned)
             continue
         progress(f"workload {i}/{len(plan)}", f"{step.label} · rep {rep + 1}/{reps} · ETA {clock_text(clock.eta())}")
-        timed = faults.start(step.index) if faults else []
+        timed = faults.start(step.index, step.workload.needs(step.params)) if faults else []
         interval, rows = _run_step(step, rep, runner, record.run_dir, record.intervals, record.attempt, count,
                                    exp.file.server_cache,
                                    None if timed else _step_alarms(watch.backend, runtime, runner.clients),

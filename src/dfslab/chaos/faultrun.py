@@ -67,14 +67,23 @@ class FaultRun:
         lines += [line for path in self.journals for line in Path(path).read_text().splitlines() if line.strip()]
         return "\n".join(lines) + "\n"
 
-    def start(self, workload_index: int) -> list[tuple[TimedFault, Writer]]:
+    def writer_store(self, target: str | None) -> str:
+        """Where the writer writes during a step's faults: on the step's own target where it has a
+        store (PUTs through the gateway a fault stops, files on the mount an MDS serves), else
+        the first store."""
+        stores = self.stores()
+        return next((s for s in stores if target and s.startswith(f"{target}:")), stores[0])
+
+    def start(self, workload_index: int, target: str | None = None) -> list[tuple[TimedFault, Writer]]:
+        """The faults during workload `workload_index` (its steps need `target` of the cluster),
+        and a checksummed writer beside them; nothing for a workload already started."""
         if workload_index in self.started:
             return []
         self.started.add(workload_index)
         entries = [(i, f) for i, f in enumerate(self.entries) if f.during == workload_index]
         if not entries:
             return []
-        writer = Writer(self.runner, self.dir, self.stores()[0]).start()
+        writer = Writer(self.runner, self.dir, self.writer_store(target)).start()
         self.journals.append(str(writer.journal))
         self.active = [(TimedFault(self.attached, f, i).start(), writer) for i, f in entries]
         return self.active

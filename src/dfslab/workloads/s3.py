@@ -21,7 +21,7 @@ MB = 1e6
 PHASES = ("write", "read", "mixed", "list", "delete")
 
 
-WORKER = "dfslab.workloads.s3_worker"  # run on the clients as `python -m WORKER`
+WORKER = "dfslab.s3_worker"  # run on the clients as `python -m WORKER`
 
 class S3Params(WorkloadParams):
     object_size: Bytes = Field("1MiB", description="bytes per object (one PUT or GET each)")

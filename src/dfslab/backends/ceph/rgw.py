@@ -82,15 +82,34 @@ def admin_argv(ctx: CephContext, *args: str) -> list[str]:
     return ["radosgw-admin", "-c", str(ctx.layout.conf), "-k", str(ctx.layout.admin_keyring), *args]
 
 
-def make_user(ctx: CephContext, urls: list[str], *where: str) -> None:
+def new_keys() -> dict[str, str]:
+    """An S3 user's keys, chosen by dfslab (radosgw-admin takes them as given): 20 characters of
+    access key, 40 of secret, as the gateway makes its own."""
+    import secrets
+    import string
+    upper = string.ascii_uppercase + string.digits
+    return {"access_key": "".join(secrets.choice(upper) for _ in range(20)),
+            "secret_key": "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(40))}
+
+
+def make_user(ctx: CephContext, urls: list[str], *where: str, keys: dict[str, str] | None = None) -> None:
     """dfslab's S3 user (radosgw-admin talks to RADOS as the gateways do; `where`: its realm, zone
-    group and zone where they are not the default ones), its keys saved with the gateways' `urls`."""
-    res = ctx.runtime.run(CLIENT, admin_argv(ctx, "user", "create", f"--uid={USER}", "--display-name=dfslab", *where),
-                          timeout=120, check=False)
+    group and zone where they are not the default ones), its keys saved with the gateways' `urls`;
+    `keys`: the ones it gets (else the gateway's own)."""
+    given = [f"--access-key={keys['access_key']}", f"--secret={keys['secret_key']}"] if keys else []
+    res = ctx.runtime.run(CLIENT, admin_argv(ctx, "user", "create", f"--uid={USER}", "--display-name=dfslab", *where,
+                                             *given), timeout=120, check=False)
     if res.returncode != 0:
         raise BackendError(f"radosgw-admin user create failed: {res.stderr.strip()[-400:]}")
     key = json.loads(res.stdout)["keys"][0]
     save_credentials(ctx.layout.root, key["access_key"], key["secret_key"], urls)
+
+
+def save_keys(root: Path, keys: dict[str, str]) -> Path:
+    """The keys alone where the credentials go (0600), before there is a gateway to name."""
+    path = root / "conf" / CREDENTIALS
+    write_private(path, json.dumps(keys))
+    return path
 
 
 def save_credentials(root: Path, access_key: str, secret_key: str, urls: list[str]) -> None:

@@ -236,8 +236,6 @@ class RookCephBackend(CephBackend):
     @classmethod
     def preflight(cls, spec) -> None:
         if spec.kubernetes.user_cluster:
-            if spec.ceph.rgw:  # refused before anything is made, not found out by the first object workload
-                raise PreflightError(f"ceph.rgw: {cls.target_refusal(spec, 's3')}")
             return  # nothing of Ceph runs on this machine; the devices are your nodes'
         # ceph-volume (which Rook runs) skips a device under 5 GiB: "Insufficient space (<5GB)".
         if spec.ceph.osd_size < 5 * 2**30:
@@ -247,22 +245,15 @@ class RookCephBackend(CephBackend):
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
-        targets = super().targets_for(spec)
-        # The s3 worker is dfslab's own Python, which the pods on your nodes do not hold. CephFS
-        # is there: each client Job's pod mounts it and makes the directories its tool asks for.
-        targets = targets - {"objclass"}  # Rook's OSD pods run Ceph's own image: no cls_dfslab in it
-        return targets - {"s3"} if spec.kubernetes.user_cluster else targets
+        # On your Kubernetes too: CephFS in each client Job's pod (which makes the directories its
+        # tool asks for), the s3 load and the checksummed objects in the toolbox (dfslab's image).
+        return super().targets_for(spec) - {"objclass"}  # Rook's OSD pods run Ceph's own image: no cls_dfslab in it
 
     @classmethod
     def target_refusal(cls, spec, target: str) -> str:
         if target == "objclass":
             return ("dfslab's object class: Rook's OSD pods load classes from their image's rados-classes, which "
                     "holds no cls_dfslab; the query runs on the client (pushdown where: client)")
-        if target == "s3" and spec.kubernetes.user_cluster and spec.ceph.rgw:
-            return ("not on a Kubernetes you run yet: the s3 workload and the checksummed objects are "
-                    "dfslab's own Python, which your nodes' pods do not hold; run your gateway and measure it with "
-                    "filesystem: external, external.s3 (docs/existing.md), or use runtime kubernetes with "
-                    "kubernetes.local")
         return super().target_refusal(spec, target)
 
     # What dfslab injects on a Kubernetes you run with the owner's consent, through the API alone.
@@ -391,7 +382,9 @@ class RookCephBackend(CephBackend):
         urls = [f"http://{p.status.host_ip}:{rgw.PORT}" for p in pods]
         for pod, url in zip(pods, urls):
             rgw.wait_answering(self.runtime, url.removeprefix("http://"), pod.metadata.name, 120, log)
-        rgw.make_user(self.ctx, urls, *(f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegroup", "zone")))
+        keys = rgw.credentials(self.layout.root) if self.existing else None  # your pods have them already
+        rgw.make_user(self.ctx, urls, *(f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegroup", "zone")),
+                      keys=keys)
 
     @staticmethod
     def _rook_host_path() -> Path:
@@ -566,8 +559,13 @@ class RookCephBackend(CephBackend):
         self.layout.admin_keyring.chmod(0o600)
         # The same two files for the tools that run as Jobs, mounted at the same paths.
         files = {"conf": str(self.layout.conf), "keyring": str(self.layout.admin_keyring)}
+        if self.existing and self.spec.ceph.rgw:
+            # The S3 user's keys, chosen here and given to radosgw-admin (once, in the toolbox) when
+            # the gateways answer: in the Secret from the start, so the toolbox pods, which run the
+            # s3 load and the checksummed objects, hold them at the path the workers read them from.
+            files["s3keys"] = str(rgw.save_keys(self.layout.root, rgw.new_keys()))
         self._apply(api, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": CLIENT_SECRET, "namespace": self.namespace},
-                         "stringData": {"conf": self.layout.conf.read_text(), "keyring": self.layout.admin_keyring.read_text()}}])
+                         "stringData": {key: Path(path).read_text() for key, path in files.items()}}])
         # What a Job's pod needs to mount CephFS and run Ceph's tools (runtime/kubernetes/job.py).
         self.state.update(k8s_client_files=files, k8s_fuse=client_fuse(files), k8s_client_env={"CEPH_CONF": files["conf"]})
         if self.existing and self.spec.ceph.cephfs:  # no client mount here: the Jobs' pods mount CephFS there

@@ -46,9 +46,11 @@ SEED_DATABASES = ("io.containerd.metadata.v1.bolt/meta.db", "io.containerd.snaps
 SEED_TIMEOUT = 600
 
 
-# dfslab's own modules that run in its pods with the image's Python (Debian's, with python3-rados):
-# the integrity checker (seed, writer, read-back). The image holds dfslab's source at DFSLAB_PATH.
-IMAGE_MODULES = frozenset({"dfslab.chaos.integrity"})
+# dfslab's own modules that run in its pods with the image's Python (Debian's, with python3-rados,
+# python3-boto3 and python3-tenacity, not pydantic: none of them may import dfslab.workloads or
+# dfslab.spec): the integrity checker (seed, writer, read-back) and the S3 load. The image holds
+# dfslab's source at DFSLAB_PATH.
+IMAGE_MODULES = frozenset({"dfslab.chaos.integrity", "dfslab.s3_worker"})
 DFSLAB_PATH = "/opt/dfslab"
 
 

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from ..s3api import bucket_exists, client, connection_errors, empty_bucket, make_bucket, read_keys
+from .s3api import bucket_exists, client, connection_errors, empty_bucket, make_bucket, read_keys
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -147,7 +147,7 @@ def bucket_made(s3, bucket: str, timeout: float = 300) -> None:
     worker starts (under load its imports took over 2 s, and a kill 2 s into the step came first).
     A create whose answer the gateway's death lost may have made the bucket: its name is this
     run's own, so found after an unanswered try it is ours."""
-    from ..polling import wait_until
+    from .polling import wait_until
     tried = []
 
     def attempt() -> bool:
@@ -181,7 +181,7 @@ def main(endpoint: str, creds_ref: str, bucket: str, size: int, threads: int, se
         if "mixed" in out:
             out["mixed"]["by_op"] = {op: sum(v) for op, v in load.mixed_bytes.items()}
     finally:
-        from ..polling import wait_until  # a gateway a fault stopped may still be starting again
+        from .polling import wait_until  # a gateway a fault stopped may still be starting again
         wait_until(lambda: empty_bucket(clients[0], bucket) or True, f"the S3 gateway to let bucket {bucket} be removed", 300, 1.0,
                    retry_on=connection_errors())
     return out
