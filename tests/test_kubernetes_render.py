@@ -214,10 +214,22 @@ def test_kill_on_kubernetes_signals_the_daemons_containers_and_waits_for_their_k
     fault.undo("rgw.node1", record)
 
 
-def test_a_gateway_on_a_kubernetes_you_run_is_refused_before_anything_is_made():
+def test_a_gateway_on_a_kubernetes_you_run_gets_keys_its_toolbox_holds_and_osds_load_dfslabs_class():
+    """On your Kubernetes the S3 user's keys are chosen by dfslab and mounted in the toolbox (which
+    runs the s3 load) at the path the worker reads; Rook's OSDs may load dfslab's object class."""
     spec = parse_spec({"name": "yours", "runtime": "kubernetes", "nodes": [{"name": "w1"}],
                        "kubernetes": {"kubeconfig": "/nonexistent/config", "image": "r/x:1", "devices": {"w1": ["/dev/sdb"]},
                                       "clients": ["w2"]},
                        "ceph": {"rgw": 1, "replica_size": 1, "mons": 1}})
-    with pytest.raises(PreflightError, match="ceph.rgw: not on a Kubernetes you run yet.*external.s3"):
-        rook.RookCephBackend.preflight(spec)
+    rook.RookCephBackend.preflight(spec)  # not refused
+    assert {"s3", "objclass"} <= rook.RookCephBackend.targets_for(spec)
+    from dfslab.backends.ceph import rgw
+    keys = rgw.new_keys()
+    assert len(keys["access_key"]) == 20 and len(keys["secret_key"]) == 40 and keys != rgw.new_keys()
+    files = {"conf": "/s/ceph/conf/ceph.conf", "keyring": "/s/ceph/conf/keyring", "s3keys": "/s/ceph/conf/s3-credentials.json"}
+    toolbox = rook.toolbox_deployment("ns", "r/x:1", "w2", files)["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m["subPath"] for m in toolbox["containers"][0]["volumeMounts"]}
+    assert mounts["/s/ceph/conf/s3-credentials.json"] == "s3keys", mounts
+    config = rook.config_override(spec, "ns")["data"]["config"]
+    osd = config[config.index("[osd]"):]
+    assert "osd class load list = *" in osd and "osd class default list = *" in osd, config

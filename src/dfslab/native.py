@@ -15,6 +15,18 @@ CLASS_LIB = BUILD / "libcls_dfslab.so"
 DEBIAN_CLASSES = sorted(Path("/usr/lib").glob("*/rados-classes"))
 
 
+# Where Debian's ceph-osd loads classes from (its `osd class dir`, amd64): in dfslab's image,
+# which Rook's OSD pods run, the class goes beside Debian's.
+IMAGE_CLASS_DIR = "/usr/lib/x86_64-linux-gnu/rados-classes"
+
+
+def image_layer(library: Path, context: Path) -> str:
+    """The Dockerfile line that puts the built class `library` in the image's class directory
+    (the library copied into the build `context`)."""
+    shutil.copy2(library, context / library.name)
+    return f"COPY {library.name} {IMAGE_CLASS_DIR}/{library.name}"
+
+
 class BuildError(RuntimeError):
     """The object class could not be built; the message has the compiler's output."""
 

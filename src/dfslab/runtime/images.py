@@ -32,10 +32,11 @@ SUITE = "bookworm"
 # node's namespace.
 FILESYSTEM_PACKAGES = {fs: image_packages(fs) for fs in FILESYSTEMS}
 # What the image adds for runtime kubernetes: tini as init, and the tools dfslab's Jobs run (fio,
-# iperf3, and MariaDB for the sql workload, server and mysqlslap); boto3 and tenacity for dfslab's
-# own S3 load and the checksummed objects through a gateway, which on a Kubernetes you run run in
-# the image's Python (runtime/kubernetes/images.py IMAGE_MODULES).
-KUBERNETES_PACKAGES = ["tini", "fio", "iperf3", "mariadb-server", "mariadb-client", "python3-boto3", "python3-tenacity"]
+# iperf3, and MariaDB for the sql workload, server and mysqlslap); boto3, tenacity and numpy for
+# dfslab's own S3 load, the checksummed objects through a gateway and the pushdown engine, which on
+# a Kubernetes you run run in the image's Python (runtime/kubernetes/images.py IMAGE_MODULES).
+KUBERNETES_PACKAGES = ["tini", "fio", "iperf3", "mariadb-server", "mariadb-client", "python3-boto3", "python3-tenacity",
+                       "python3-numpy"]
 PACKAGES = [p for pkgs in FILESYSTEM_PACKAGES.values() for p in pkgs] + ["iproute2", "procps", *KUBERNETES_PACKAGES]
 
 Progress = Callable[[str, str], None]

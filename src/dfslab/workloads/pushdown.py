@@ -35,6 +35,7 @@ class Pushdown(Workload):
     name = "pushdown"
     Params = PushdownParams
     requires = "rados"
+    workers = (ENGINE[2],)  # dfslab's query engine, on the client node
 
     @classmethod
     def cluster_targets(cls) -> dict[str, str]:

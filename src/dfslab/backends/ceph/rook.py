@@ -15,6 +15,7 @@ the local backend writes, so status, health, sampling and pools work as on every
 from __future__ import annotations
 
 import base64
+import json
 import re
 import time
 from pathlib import Path
@@ -170,6 +171,9 @@ def config_override(spec, namespace: str) -> dict:
     """dfslab's box tuning plus the spec's ceph.conf options as Rook's rook-config-override
     ConfigMap (Rook's tuning hook)."""
     sections = box_tuning()
+    # dfslab's object class is in the image's class directory beside Ceph's; an OSD loads only the
+    # classes these lists name (Ceph's own by default), as on the other runtimes (conf.py).
+    sections.setdefault("osd", {}).update({"osd class load list": "*", "osd class default list": "*"})
     for section, opts in (spec.ceph.conf or {}).items():
         sections.setdefault(section, {}).update(opts)
     return {"apiVersion": "v1", "kind": "ConfigMap",
@@ -243,18 +247,9 @@ class RookCephBackend(CephBackend):
                                  f"{spec.ceph.osd_size / 2**30:.1f} GiB was asked: use 6GiB (the file is sparse)")
         CephBackend.preflight(spec)
 
-    @classmethod
-    def targets_for(cls, spec) -> frozenset[str]:
-        # On your Kubernetes too: CephFS in each client Job's pod (which makes the directories its
-        # tool asks for), the s3 load and the checksummed objects in the toolbox (dfslab's image).
-        return super().targets_for(spec) - {"objclass"}  # Rook's OSD pods run Ceph's own image: no cls_dfslab in it
-
-    @classmethod
-    def target_refusal(cls, spec, target: str) -> str:
-        if target == "objclass":
-            return ("dfslab's object class: Rook's OSD pods load classes from their image's rados-classes, which "
-                    "holds no cls_dfslab; the query runs on the client (pushdown where: client)")
-        return super().target_refusal(spec, target)
+    # Every target of Ceph's, on your Kubernetes too: CephFS in each client Job's pod (which makes
+    # the directories its tool asks for), the s3 load, the checksummed objects and the pushdown
+    # engine in the toolbox, dfslab's object class in the OSD pods (all in dfslab's image).
 
     # What dfslab injects on a Kubernetes you run with the owner's consent, through the API alone.
     CONSENTED_FAULTS = ("pod", "out", "fill")
@@ -476,6 +471,8 @@ class RookCephBackend(CephBackend):
             if not exists(api, obj):
                 continue
             delete_object(api, obj)
+            if obj["kind"] == "CephObjectStore" and not wait_gone(api, obj, timeout=STORE_WAIT):
+                self._let_store_go(api, obj)
             if not wait_gone(api, obj, timeout=240):
                 problems.append(f"Rook did not finish deleting {obj['kind']} {obj['name']} in 240 s; "
                                 f"see `kubectl -n {self.namespace} describe {obj['kind'].lower()} {obj['name']}`")
@@ -483,6 +480,19 @@ class RookCephBackend(CephBackend):
         if not problems:
             problems += wait_cleanup_jobs(api, self.namespace)
         return problems
+
+    def _let_store_go(self, api, obj: dict) -> None:
+        """Rook deletes a CephObjectStore only once its operator has listed the store's buckets
+        through the gateway's admin API, which it reaches by the store's Service DNS name; where
+        that name does not resolve (a Kubernetes without cluster DNS, as the one the tests run) it
+        retries forever. dfslab's store holds only the buckets dfslab's runs made and removed: when
+        radosgw-admin (in the toolbox, through RADOS) lists none, the store's finalizer goes and
+        Rook's gateway objects with it; its pools go with the CephCluster's cleanup."""
+        from ...runtime import CLIENT
+        where = [f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegroup", "zone")]
+        res = self.runtime.run(CLIENT, rgw.admin_argv(self.ctx, "bucket", "list", *where), timeout=120, check=False)
+        if res.returncode == 0 and json.loads(res.stdout or "[]") == []:
+            patch_merge(api, obj, {"metadata": {"finalizers": None}})
 
     def status(self) -> dict[str, Any]:
         """Ceph's own status, plus the Rook objects' phases and each pod (node, restarts, RSS)."""
@@ -582,6 +592,7 @@ def newest_event(core, namespace: str) -> str:
     return f" · last event: {e.involved_object.kind} {e.involved_object.name}: {(e.message or e.reason or '')[:100]}"
 
 
+STORE_WAIT = 45  # s: Rook's own deletion of the object store (its pools), before dfslab looks why not
 ROOK_KINDS = ("cephclusters", "cephblockpools", "cephfilesystems", "cephobjectstores")
 # Dependents before the CephCluster: Rook refuses to delete a cluster that still has them.
 ROOK_CR_ORDER = ("CephObjectStore", "CephFilesystem", "CephBlockPool", "CephCluster")

@@ -30,6 +30,7 @@ from ...polling import wait_until
 from .. import engine
 from ..base import RuntimeError_
 from .. import images as storage_images
+from ... import native
 from .binaries import binary
 
 ROOK_REPO = "dfslab/rook"
@@ -47,10 +48,11 @@ SEED_TIMEOUT = 600
 
 
 # dfslab's own modules that run in its pods with the image's Python (Debian's, with python3-rados,
-# python3-boto3 and python3-tenacity, not pydantic: none of them may import dfslab.workloads or
-# dfslab.spec): the integrity checker (seed, writer, read-back) and the S3 load. The image holds
-# dfslab's source at DFSLAB_PATH.
-IMAGE_MODULES = frozenset({"dfslab.chaos.integrity", "dfslab.s3_worker"})
+# -boto3, -tenacity and -numpy, not pydantic: none of them may import dfslab.workloads or
+# dfslab.spec): the integrity checker (seed, writer, read-back), the S3 load and the pushdown
+# engine. The image holds dfslab's source at DFSLAB_PATH, and dfslab's object class in Ceph's
+# class directory, where Rook's OSD pods load it (their conf lets them load any class).
+IMAGE_MODULES = frozenset({"dfslab.chaos.integrity", "dfslab.s3_worker", "dfslab.pushdown.engine"})
 DFSLAB_PATH = "/opt/dfslab"
 
 
@@ -82,12 +84,17 @@ def ensure(progress) -> dict[str, str]:
     base = storage_images.ensure(progress)
     rook = _rook_binary()
     digest = hashlib.sha256(rook.read_bytes()).hexdigest()[:8]
-    tag = f"{base.split(':', 1)[1]}-rook{digest}-dfslab{sources_digest()}"
+    try:
+        object_class = native.build_class()  # dfslab's object class, which the image carries
+    except native.BuildError as exc:
+        raise RuntimeError_(f"images: {exc}") from None
+    dfslab = hashlib.sha256((sources_digest() + hashlib.sha256(object_class.read_bytes()).hexdigest()).encode())
+    tag = f"{base.split(':', 1)[1]}-rook{digest}-dfslab{dfslab.hexdigest()[:8]}"
     names = {"rook": f"{ROOK_REPO}:{tag}", "sandbox": f"{PAUSE_REPO}:{tag}"}
     archive = engine.engine_home() / f"k8s-images-{tag}.tar"
     if not archive.exists():
         progress("building image", names["rook"])
-        _build(base, rook, names)
+        _build(base, rook, object_class, names)
         progress("saving images", f"{archive} (unpacked once into the seed every node's containerd starts from)")
         partial = archive.with_suffix(".partial")
         engine.docker("save", "-o", str(partial), names["rook"], names["sandbox"], timeout=900)
@@ -152,10 +159,12 @@ def seed_root(seed_dir: Path, root: Path) -> bool:
     return True
 
 
-def _build(base: str, rook: Path, names: dict[str, str]) -> None:
+def _build(base: str, rook: Path, object_class: Path, names: dict[str, str]) -> None:
+    """dfslab's image: `base` with the rook binary, dfslab's source and `object_class`; and the sandbox."""
     context = Path(tempfile.mkdtemp(prefix="dfslab-rook-image-", dir=engine.engine_home()))
     try:
         shutil.copy2(rook, context / "rook")
+        layer = native.image_layer(object_class, context)
         root = Path(__file__).resolve().parents[3]
         for path in dfslab_sources():
             dest = context / "dfslab-src" / path.relative_to(root)
@@ -164,6 +173,7 @@ def _build(base: str, rook: Path, names: dict[str, str]) -> None:
         (context / "Dockerfile").write_text(
             f"FROM {base}\nCOPY rook /usr/local/bin/rook\n"
             f"COPY dfslab-src {DFSLAB_PATH}\nENV PYTHONPATH={DFSLAB_PATH}\n"
+            f"{layer}\n"
             # Rook's image runs as root with the rook binary as entrypoint; its pods name commands.
             'ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/rook"]\n')
         engine.docker("build", "--network", "none", "-t", names["rook"], str(context), timeout=600)
