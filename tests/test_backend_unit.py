@@ -191,3 +191,28 @@ def test_fio_rados_target_takes_writes_only():
     assert FioParams(target="rados", rw="randwrite").target == "rados"
     with pytest.raises(ValidationError, match="radosbench"):
         FioParams(target="rados", rw="read")
+
+
+def test_a_backend_describes_its_targets_as_data_and_fio_maps_each_kind_to_its_engine(tmp_path):
+    """Backends say how a target is reached (registry's descriptions); fio's engine table turns each
+    into its options, the asynchronous engine where more than one I/O is to be in flight."""
+    from types import SimpleNamespace
+
+    from dfslab.registry import BlockImage, ObjectPool, VolumeLibrary
+    from dfslab.workloads.fio import ENGINES, FIO_ON, engine_options, target_options
+    assert engine_options(ObjectPool("p", "u", "/c.conf")) == {"ioengine": "rados", "clientname": "u", "pool": "p",
+                                                               "conf": "/c.conf"}
+    assert engine_options(BlockImage("rbd", "img", "admin")) == {"ioengine": "rbd", "clientname": "admin",
+                                                                 "pool": "rbd", "rbdname": "img"}
+    assert engine_options(VolumeLibrary("v", "10.0.0.2", "d"))["filename_format"] == "d/$jobname.$jobnum.$filenum"
+    assert set(ENGINES) == {ObjectPool, BlockImage, VolumeLibrary} and set(FIO_ON) == {"fs", "rados", "rbd", "gfapi"}
+    asked = []
+
+    class Storage:
+        def reach(self, runner, target, size_bytes, client_cache=None):
+            asked.append((target, size_bytes, client_cache))
+            return VolumeLibrary("v", "10.0.0.2", "d")
+    runner = SimpleNamespace(storage=Storage())
+    assert target_options(runner, "gfapi", 2**20, 4, True, iodepth=16)["ioengine"] == "gfapi_async"
+    assert target_options(runner, "gfapi", 2**20, 4, True, iodepth=1)["ioengine"] == "gfapi"
+    assert asked == [("gfapi", 4 * 2**20, None)] * 2

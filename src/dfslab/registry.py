@@ -41,28 +41,53 @@ RUNTIMES = {
 @dataclass(frozen=True)
 class Target:
     """One way workloads reach storage (IOR's backend table has one entry per storage API).
-    Filesystems offer targets (`Backend.targets_for`, and `fio_target` for fio's engine options);
-    the target says what it is, how the fault runs' checksummed objects are written to it and read
-    back (`store`: "module:Class" of an integrity store), and what fio does on it."""
+    Filesystems offer targets (`Backend.targets_for`) and say how to reach each as data
+    (`Backend.reach`: one of the descriptions below); each tool maps those to its own engine
+    (fio's in workloads/fio.py). The target says what it is and how the fault runs' checksummed
+    objects are written to it and read back (`store`: "module:Class" of an integrity store)."""
 
     says: str  # what it is, for messages: "a POSIX mount"
     store: str | None = None
-    fio: str | None = None  # what fio runs on it (its engine), None where fio cannot
-    fio_writes_only: str | None = None  # why fio measures only writes there, where it does
     client_cache: str | None = None  # the client library's write-back cache, where it has one
+
+
+# What a tool needs to reach a target that is not a mount, as a backend gives it (made ready for
+# the I/O asked): the kinds of IOR's aiori table and cbt's client endpoints.
+@dataclass(frozen=True)
+class ObjectPool:
+    """Objects in a pool of an object store (target rados)."""
+    pool: str
+    user: str  # the client's name without its type: "admin"
+    conf: str  # the client's configuration file, which names its keyring
+
+
+@dataclass(frozen=True)
+class BlockImage:
+    """A block image in a pool, written end to end so that reads read (target rbd)."""
+    pool: str
+    image: str
+    user: str
+
+
+@dataclass(frozen=True)
+class VolumeLibrary:
+    """A volume through its filesystem's client library, no mount (target gfapi)."""
+    volume: str
+    server: str  # the address of a server that gives the volume's layout
+    directory: str  # where on the volume the tool's files go (made already)
+
+
+Reach = ObjectPool | BlockImage | VolumeLibrary
 
 
 # In order of preference for the fault runs' checksummed writer: it writes to the first target
 # a cluster offers that has a store (the most direct path to the storage first).
 TARGETS = {
-    "rados": Target("RADOS pools", "dfslab.backends.ceph.integrity:RadosStore",
-                    fio="objects in the cluster's benchmark pool (fio's rados engine)",
-                    fio_writes_only="fio's rados engine reads objects it created empty; for reads use the radosbench "
-                                    "workload (seq, rand)"),
-    "fs": Target("a POSIX mount", "dfslab.chaos.integrity:FileStore", fio="files on the cluster's POSIX mount"),
+    "rados": Target("RADOS pools", "dfslab.backends.ceph.integrity:RadosStore"),
+    "fs": Target("a POSIX mount", "dfslab.chaos.integrity:FileStore"),
     "s3": Target("an S3 gateway", "dfslab.chaos.integrity:S3Store"),
-    "rbd": Target("RBD images", fio="an RBD image (fio's rbd engine)", client_cache="librbd's write-back cache"),
-    "gfapi": Target("libgfapi", fio="the GlusterFS volume through libgfapi (fio's gfapi engine)"),
+    "rbd": Target("RBD images", client_cache="librbd's write-back cache"),
+    "gfapi": Target("libgfapi"),
     "confine": Target("storage built on some servers only (a pool or a file system)"),
     "objclass": Target("dfslab's object class (cls_dfslab) in the storage daemons, for queries pushed into them"),
 }

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..registry import TARGETS, backend_class_of  # noqa: F401 (TARGETS: re-exported)
+from ..registry import TARGETS, Reach, backend_class_of  # noqa: F401 (TARGETS: re-exported)
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -364,11 +364,11 @@ class Backend(ABC):
             return f"s3:{self.s3_bucket()},{endpoints[0]},{keys},{region}"
         return f"{target}:{self.bench_pool(None)}"
 
-    def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
-        """fio options that aim a job at one of this backend's own targets (not fs): the
-        engine and what it needs, made ready for `size_bytes` of I/O, with the client library's
-        write-back cache on or off where it has one (librbd's)."""
-        raise BackendError(f"{self.name} offers no fio target {target!r}")
+    def reach(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> Reach:
+        """How a tool reaches one of this backend's own targets (not fs), as data (registry's
+        descriptions; each tool maps them to its engine), made ready for `size_bytes` of I/O, with
+        the client library's write-back cache on or off where it has one (librbd's)."""
+        raise BackendError(f"{self.name} offers no target {target!r} here")
 
     def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
         """Grow the file system by `count` storage units and rebalance onto them."""

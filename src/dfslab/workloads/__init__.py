@@ -101,7 +101,7 @@ class Runner:
     # node -> a new second client's mount for a `with` block (Backend.fresh_client); None where
     # every step's Job mounts anew (runtime kubernetes)
     fresh_client: Callable[[str], AbstractContextManager[Path | None]] | None = None
-    # The cluster's backend: what only the filesystem knows (Backend.fio_target, confine,
+    # The cluster's backend: what only the filesystem knows (Backend.reach, confine,
     # pool_free_bytes). None for work on this machine alone (baselines).
     storage: Any = None
     # prefix -> CPU seconds the cluster's daemons of that name (osd., mds.) have used so far, as

@@ -3,27 +3,61 @@ the machine's own disk: rw × bs × iodepth × numjobs sweeps, fio's JSON kept u
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, get_args
 
 from pydantic import Field, model_validator
 
 from ..blockdev import direct_io_problem
 from ..fields import Bytes
 from ..state import clusters_root
-from ..registry import TARGETS
+from ..registry import TARGETS, BlockImage, ObjectPool, Reach, VolumeLibrary
 from . import FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fioclients import run_on_clients
 from .fiotool import fio_argv, parse_bw_log, parse_json
 
+
+@dataclass(frozen=True)
+class FioOn:
+    """What fio runs on a target: `says` for the help; `writes_only`: why only writes, where so."""
+    says: str
+    writes_only: str | None = None
+
+
+# fio's own engines for the targets storage offers (its engines/ directory; IOR's aiori table):
+# what each kind of target (registry.TARGETS) is to fio, and how a backend's description of it
+# (`Backend.reach`) becomes fio's options.
+FIO_ON = {
+    "fs": FioOn("files on the cluster's POSIX mount"),
+    "rados": FioOn("objects in the cluster's benchmark pool (fio's rados engine)",
+                   "fio's rados engine reads objects it created empty; for reads use the radosbench workload (seq, rand)"),
+    "rbd": FioOn("an RBD image (fio's rbd engine)"),
+    "gfapi": FioOn("the GlusterFS volume through libgfapi (fio's gfapi engine)"),
+}
+ENGINES: dict[type, Callable[[Any], dict[str, Any]]] = {
+    ObjectPool: lambda t: {"ioengine": "rados", "clientname": t.user, "pool": t.pool, "conf": t.conf},
+    BlockImage: lambda t: {"ioengine": "rbd", "clientname": t.user, "pool": t.pool, "rbdname": t.image},
+    # fio names gfapi files relative to the volume root (and checks `directory=` on the local
+    # disk), so the directory goes into the file name
+    VolumeLibrary: lambda t: {"ioengine": "gfapi", "volume": t.volume, "brick": t.server,
+                              "filename_format": f"{t.directory}/$jobname.$jobnum.$filenum"},
+}
+
+
+def engine_options(reach: Reach) -> dict[str, Any]:
+    """fio's engine and its options for a target as the backend described it."""
+    return ENGINES[type(reach)](reach)
+
+
 FILE_TARGETS = get_args(FileTarget)
-# Every target fio runs on: the file targets and each target of the table with a fio engine.
-FIO_TARGETS = (*FILE_TARGETS, *(t for t, entry in TARGETS.items() if entry.fio and t not in FILE_TARGETS))
+# Every target fio runs on: the file targets and each target it has an engine for.
+FIO_TARGETS = (*FILE_TARGETS, *(t for t in FIO_ON if t in TARGETS and t not in FILE_TARGETS))
 
 
 class FioParams(WorkloadParams):
     target: Literal[FIO_TARGETS] = Field(  # type: ignore[valid-type]
-        "fs", description="; ".join(f"{t}: {e.fio}" + ("; writes only" if e.fio_writes_only else "")
-                                    for t, e in TARGETS.items() if e.fio) + "; local: this machine's disk")
+        "fs", description="; ".join(f"{t}: {e.says}" + ("; writes only" if e.writes_only else "")
+                                    for t, e in FIO_ON.items()) + "; local: this machine's disk")
     rw: Literal["read", "write", "randread", "randwrite", "readwrite", "randrw"] = "randread"
     bs: Bytes = "4KiB"
     iodepth: int = Field(16, ge=1, le=1024)
@@ -70,10 +104,10 @@ class FioParams(WorkloadParams):
     @model_validator(mode="after")
     def _writes_only_where_fio_cannot_read(self) -> "FioParams":
         # e.g. fio's rados engine creates its objects empty ("touch"): a read would measure nothing.
-        entry = TARGETS.get(self.target)
-        if entry and entry.fio_writes_only and self.rw not in ("write", "randwrite"):
+        entry = FIO_ON.get(self.target)
+        if entry and entry.writes_only and self.rw not in ("write", "randwrite"):
             raise ValueError(f"target {self.target} measures writes (write, randwrite), not {self.rw}: "
-                             f"{entry.fio_writes_only}")
+                             f"{entry.writes_only}")
         return self
 
 
@@ -92,7 +126,7 @@ def target_options(runner: Runner, target: str, size: int, numjobs: int, direct:
         return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
     if runner.storage is None:
         raise WorkloadError(f"fio target {target!r} needs a cluster")
-    options = runner.storage.fio_target(runner, target, size * numjobs, client_cache)
+    options = engine_options(runner.storage.reach(runner, target, size * numjobs, client_cache))
     if iodepth > 1:
         options["ioengine"] = ASYNC_ENGINES.get(options["ioengine"], options["ioengine"])
     return options
@@ -142,7 +176,7 @@ class Fio(Workload):
     def prepare(self, runner: Runner, params: FioParams) -> None:
         if params.target not in FILE_TARGETS:
             if runner.storage is not None:
-                runner.storage.fio_target(runner, params.target, params.size * params.numjobs, params.client_cache)
+                runner.storage.reach(runner, params.target, params.size * params.numjobs, params.client_cache)
         elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.fio_servers()):
             files = (params.target, params.size, params.numjobs)
             if files not in self.laid_out:  # once a run: later steps find them (writes keep their size)

@@ -16,7 +16,7 @@ from ...procs import tool_version
 from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import Backend, BackendError, Chart, PreflightError, Progress, drop_page_cache, table
+from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, table
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .checks import HealthChecks
 from .conf import CephLayout, mon_placement, osd_placement, render_conf
@@ -217,11 +217,11 @@ class CephBackend(Backend):
         runner.run(["ceph", "tell", "osd.*", "cache", "drop"], "server-cache-drop", timeout=120)
         return "BlueStore caches (ceph tell osd.* cache drop)" + (", page cache" if drop_page_cache() else "")
 
-    def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
+    def reach(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> Reach:
         if client_cache is None:  # the cluster's conf decides where it sets the cache (a swept setting)
             client = {k.replace(" ", "_"): v for k, v in (self.spec.ceph.conf.get("client") or {}).items()}
             client_cache = None if "rbd_cache" in client else False
-        return tools.fio_target(runner, target, size_bytes, client_cache)
+        return tools.reach(runner, target, size_bytes, client_cache)
 
     def pool_free_bytes(self, runner, pool: str) -> int:
         return tools.pool_free_bytes(self.ctx.admin, pool)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import BackendError, table
+from ...registry import BlockImage, ObjectPool
 from .checks import HealthChecks
 from .tools import set_image_cache
 from ...polling import wait_until
@@ -137,8 +138,8 @@ class ExistingCeph:
     def healthy(self) -> bool:
         return self.cmd("health")["status"] == "HEALTH_OK"
 
-    def fio_rbd(self, runner: Any, pool: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
-        """fio's rbd engine on an image in dfslab's own pool, written once end to end, librbd's
+    def rbd_image(self, runner: Any, pool: str, size_bytes: int, client_cache: bool | None = None) -> BlockImage:
+        """An image in dfslab's own pool, written once end to end, librbd's
         cache as asked (an image setting: dfslab's image only, the site's conf untouched)."""
         image = "dfslab-fio"
         mib = max(64, -(-size_bytes // 2**20))
@@ -149,17 +150,17 @@ class ExistingCeph:
                         f"--pool={pool}", f"--rbdname={image}", "--rw=write", "--bs=4M", "--iodepth=16",
                         f"--size={mib}M"], "rbd-fill", timeout=600)
         set_image_cache(runner, pool, image, False if client_cache is None else client_cache)  # the site's conf is not dfslab's
-        return {"ioengine": "rbd", "clientname": clientname, "pool": pool, "rbdname": image}
+        return BlockImage(pool, image, clientname)
 
-    def fio_rados(self, pool: str, conf_dir: Path) -> dict[str, Any]:
-        """fio's rados engine on dfslab's own pool. The engine takes a conf file and no keyring
-        option, and the site's conf is not dfslab's to edit: dfslab writes its own copy (in its
-        state directory, removed with the cluster) whose user section names the keyring."""
+    def rados_pool(self, pool: str, conf_dir: Path) -> ObjectPool:
+        """dfslab's own pool. A client that takes a conf file and no keyring option (fio's rados
+        engine) finds the keyring there, and the site's conf is not dfslab's to edit: dfslab writes
+        its own copy (in its state directory, removed with the cluster) whose user section names it."""
         conf = conf_dir / "fio-rados.conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
         conf.write_text(f"{Path(self.conf).read_text().rstrip()}\n\n# dfslab: fio's rados engine reads the key from here\n"
                         f"[{self.user}]\n\tkeyring = {self.keyring}\n")
-        return {"ioengine": "rados", "clientname": self.user.removeprefix("client."), "pool": pool, "conf": str(conf)}
+        return ObjectPool(pool, self.user.removeprefix("client."), str(conf))
 
     def fuse_argv(self, mountpoint: Path, subdir: str | None = None) -> list[str]:
         """ceph-fuse in the foreground (a tracked client process), as the user, on `mountpoint`."""

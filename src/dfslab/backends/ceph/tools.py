@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from .. import BackendError, Confinement
+from ...registry import BlockImage, ObjectPool
 from .pools import BENCH_POOL
 from ...polling import wait_until
 
@@ -45,14 +46,14 @@ def set_image_cache(runner: Any, pool: str, image: str, on: bool | None) -> None
                f"rbd-cache-{str(on).lower()}", timeout=60)
 
 
-def fio_target(runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
-    if target == "rados":  # fio's rados engine: an object per job in dfslab's bench pool; it reads only the conf
-        return {"ioengine": "rados", "clientname": "admin", "pool": BENCH_POOL, "conf": runner.env["CEPH_CONF"]}
+def reach(runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> ObjectPool | BlockImage:
+    if target == "rados":  # dfslab's bench pool; a client that takes only a conf finds the keyring there
+        return ObjectPool(BENCH_POOL, "admin", runner.env["CEPH_CONF"])
     if target != "rbd":
-        raise BackendError(f"ceph offers no fio target {target!r}")
+        raise BackendError(f"ceph offers no target {target!r} here")
     ensure_rbd_image(runner, size_bytes)
     set_image_cache(runner, "rbd", RBD_IMAGE, client_cache)
-    return {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": RBD_IMAGE}
+    return BlockImage("rbd", RBD_IMAGE, "admin")
 
 
 @contextmanager

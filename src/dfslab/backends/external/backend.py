@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from ... import s3api
 from ...runtime import CLIENT
 from ...safety import remove_owned_tree
-from .. import Backend, BackendError, Chart, PreflightError, Progress, table
+from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, table
 from ..ceph import existing_cluster
 from ..fuse import fuse_mount, fuse_unmount, is_mounted
 from . import s3 as site_s3
@@ -247,12 +247,12 @@ class ExternalBackend(Backend):
     def pool_free_bytes(self, runner: Any, pool: str) -> int:
         return self.ceph.pool_free_bytes(self.bench_pool(pool))
 
-    def fio_target(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
+    def reach(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> Reach:
         if target not in ("rbd", "rados") or not self.ceph:
-            raise BackendError(f"external offers no fio target {target!r} here")
+            raise BackendError(f"external offers no target {target!r} here")
         if target == "rados":
-            return self.ceph.fio_rados(self.pool, self.state.dir / "fio-rados")
-        return self.ceph.fio_rbd(runner, self.pool, size_bytes, client_cache)
+            return self.ceph.rados_pool(self.pool, self.state.dir / "fio-rados")
+        return self.ceph.rbd_image(runner, self.pool, size_bytes, client_cache)
 
     def fio_servers(self) -> list[str]:
         return list(self.ext.clients)

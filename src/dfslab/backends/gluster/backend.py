@@ -13,6 +13,7 @@ from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
 from .. import Backend, BackendError, Chart, Confinement, Progress, table
+from ...registry import VolumeLibrary
 from ..fuse import is_mounted
 from . import client, glusterd, volume
 from .glusterd import GlusterContext, daemon_name
@@ -222,15 +223,12 @@ class GlusterBackend(Backend):
         self.ctx.spec = self.spec = new
         return volume.change_options(self.ctx, self.first, before, volume.options(self.ctx))
 
-    def fio_target(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> dict[str, Any]:
+    def reach(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> VolumeLibrary:
         # client_cache: libgfapi's caches are the volume's performance translators (volume options)
         if target != "gfapi":
-            return super().fio_target(runner, target, size_bytes)
-        # fio names gfapi files relative to the volume root (and checks `directory=` on the
-        # local disk), so the directory goes into the file name; it is made through the mount.
-        runner.workdir("fs", "dfslab-fio-gfapi")
-        return {"ioengine": "gfapi", "volume": volume.VOLUME, "brick": self.ctx.addresses[self.spec.nodes[0].name],
-                "filename_format": "dfslab-fio-gfapi/$jobname.$jobnum.$filenum"}
+            return super().reach(runner, target, size_bytes)
+        runner.workdir("fs", "dfslab-fio-gfapi")  # made through the mount
+        return VolumeLibrary(volume.VOLUME, self.ctx.addresses[self.spec.nodes[0].name], "dfslab-fio-gfapi")
 
     def mount(self, node: str = CLIENT) -> Path:
         return client.mount_volume(self.ctx, node)
