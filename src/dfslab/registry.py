@@ -36,6 +36,13 @@ RUNTIMES = {
     "kubernetes-existing": "dfslab.runtime.kubernetes.existing:ExistingKubernetesRuntime",
     "loopback": "dfslab.runtime.loopback:LoopbackRuntime",
 }
+# What one of the runtimes a spec names becomes, never named by a spec itself.
+RUNTIME_VARIANTS = frozenset({"kubernetes-existing", "loopback"})
+
+
+def spec_runtimes() -> tuple[str, ...]:
+    """The runtimes a spec's `runtime:` may name, in registration order."""
+    return tuple(r for r in RUNTIMES if r not in RUNTIME_VARIANTS)
 
 
 @dataclass(frozen=True)

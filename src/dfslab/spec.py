@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
-from .registry import FILESYSTEMS, default_runtime, engines_of, runtime_class, runtime_of, section_class
+from .registry import FILESYSTEMS, default_runtime, engines_of, runtime_class, runtime_of, section_class, spec_runtimes
 from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 
@@ -184,7 +184,7 @@ class ClusterBase(Strict):
 
     name: str = Field(description="cluster name; namespaces and the state directory are named after it")
     filesystem: str = "ceph"
-    runtime: Literal["local", "docker", "kubernetes", "host"] = Field(
+    runtime: Literal[spec_runtimes()] = Field(  # type: ignore[valid-type]
         "local", description="local: nodes are network namespaces (the default); docker: every daemon in its own "
                              "container; kubernetes: Rook deploys Ceph (a StatefulSet GlusterFS) on a Kubernetes (kubernetes.local: one "
                              "dfslab starts here); host: nothing is started (filesystem: external, the default there)")
