@@ -84,7 +84,16 @@ class VolumeLibrary:
     directory: str  # where on the volume the tool's files go (made already)
 
 
-Reach = ObjectPool | BlockImage | VolumeLibrary
+@dataclass(frozen=True)
+class S3Endpoint:
+    """A new bucket's name behind S3 endpoints (target s3): the tool makes the bucket, and removes it."""
+    endpoints: tuple[str, ...]
+    keys: str  # where the keys are: a 0600 file's path, or env:ACCESS_VAR:SECRET_VAR (never the keys)
+    region: str
+    bucket: str
+
+
+Reach = ObjectPool | BlockImage | VolumeLibrary | S3Endpoint
 
 
 # In order of preference for the fault runs' checksummed writer: it writes to the first target

@@ -313,12 +313,11 @@ class Backend(ABC):
         """The object pool a benchmark writes to when it names `requested` (None: the default)."""
         raise BackendError(f"{self.name} has no object pools")
 
-    # Endpoints a spec lists on machines dfslab does not run (external clusters): fio servers that
-    # fio workloads fan out to, iperf3 servers the network baseline measures, Prometheus URLs.
-    def fio_servers(self) -> list[str]:
-        return []
-
-    def iperf_servers(self) -> list[str]:
+    # Endpoints a spec lists on machines dfslab does not run (external clusters): a tool's servers
+    # there (fio's, which fio workloads fan out to; iperf3's, which the network baseline
+    # measures), Prometheus URLs.
+    def tool_servers(self, tool: str) -> list[str]:
+        """HOST[:PORT] of each server of `tool` (its program's name) the spec lists; none here."""
         return []
 
     def scrape_urls(self) -> list[str]:
@@ -343,13 +342,8 @@ class Backend(ABC):
         """Bytes an object pool may still take (backends with object pools)."""
         raise BackendError(f"{self.name} has no object pools")
 
-    def s3_access(self) -> tuple[list[str], str, str]:
-        """(S3 endpoints, where the worker reads the keys: a 0600 file's path or `env:ACCESS_VAR:SECRET_VAR`,
-        the region) for the `s3` workload."""
-        raise BackendError(f"{self.name} serves no S3 here")
-
-    def s3_bucket(self) -> str:
-        """A new bucket's name for one s3 step (the worker makes it and removes it at the end)."""
+    def new_bucket(self) -> str:
+        """A new bucket's name for one use of target s3 (its user makes it and removes it at the end)."""
         import secrets
         return f"dfslab-s3-{secrets.token_hex(4)}"
 
@@ -360,8 +354,8 @@ class Backend(ABC):
         if target == "fs":
             return f"fs:{self.mount('client') / 'dfslab-integrity'}"
         if target == "s3":
-            endpoints, keys, region = self.s3_access()
-            return f"s3:{self.s3_bucket()},{endpoints[0]},{keys},{region}"
+            s3 = self.reach(None, "s3", 0)
+            return f"s3:{s3.bucket},{s3.endpoints[0]},{s3.keys},{s3.region}"
         return f"{target}:{self.bench_pool(None)}"
 
     def reach(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> Reach:

@@ -158,9 +158,9 @@ class Runner:
             self.env[self.pod_dirs_env] = os.pathsep.join([*asked, str(path)])
         return path
 
-    def fio_servers(self) -> list[str]:
-        """Hosts running `fio --server` that fio workloads fan out to (external clusters)."""
-        return self.storage.fio_servers() if self.storage is not None else []
+    def tool_servers(self, tool: str) -> list[str]:
+        """Hosts running `tool`'s server (e.g. `fio --server`) that its workloads fan out to (external clusters)."""
+        return self.storage.tool_servers(tool) if self.storage is not None else []
 
     def popen(self, argv: list[str], node: str = "client", watched: bool = False, **kw) -> subprocess.Popen:
         """A process on `node`; `watched`: one of the step's tools (stopped with them; the caller

@@ -41,7 +41,7 @@ def _iperf3(runner: Runner, host: str, port: str, seconds: int, name: str, node:
 
 def network(runner: Runner, seconds: int) -> list[Measurement]:
     rows = _between_nodes(runner, seconds) if runner.nodes else []
-    for endpoint in runner.storage.iperf_servers() if runner.storage is not None else []:
+    for endpoint in runner.storage.tool_servers("iperf3") if runner.storage is not None else []:
         host, _, port = endpoint.replace(",", ":").partition(":")
         mbs = _iperf3(runner, host, port or str(IPERF_PORT), seconds, f"baseline-iperf3-client-{host}")
         rows.append(Measurement("baseline", "network_bandwidth", mbs, "MB/s", {"src": "client", "dst": endpoint}))

@@ -60,7 +60,7 @@ class FileGrid(Workload):
             with _reading(runner, params.target, target) if op == "read" else _as_is(target) as where:
                 options = dict(rw=op, bs=params.record_size, numjobs=params.threads, size=params.file_size,
                                end_fsync=int(op == "write"), **where)
-                if servers := runner.fio_servers() if params.target != "local" else []:
+                if servers := runner.tool_servers("fio") if params.target != "local" else []:
                     from .fioclients import run_on_clients  # every listed host at once (external clusters)
                     found = run_on_clients(runner, servers, tag, options, self.name, labels, repetition, 600, job=job)
                 else:

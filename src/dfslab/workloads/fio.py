@@ -177,7 +177,7 @@ class Fio(Workload):
         if params.target not in FILE_TARGETS:
             if runner.storage is not None:
                 runner.storage.reach(runner, params.target, params.size * params.numjobs, params.client_cache)
-        elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.fio_servers()):
+        elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.tool_servers("fio")):
             files = (params.target, params.size, params.numjobs)
             if files not in self.laid_out:  # once a run: later steps find them (writes keep their size)
                 lay_out_files(runner, params)
@@ -195,7 +195,7 @@ class Fio(Workload):
                               + ("" if params.direct or params.target not in FILE_TARGETS else "-buffered")
                               + ("-cached" if params.client_cache else ""))
         timeout = params.seconds * 3 + params.size * params.numjobs / 20e6 + 120
-        servers = runner.fio_servers() if params.target != "local" else []
+        servers = runner.tool_servers("fio") if params.target != "local" else []
         if servers:
             options = dict(rw=params.rw, bs=params.bs, iodepth=params.iodepth, numjobs=params.numjobs,
                            size=params.size, runtime=params.seconds, time_based=True,

@@ -56,9 +56,8 @@ class S3(Workload):
         return None  # bounded by time and the gateway's speed; removed at the end of the run
 
     def run(self, runner: Runner, params: S3Params, repetition: int) -> list[Measurement]:
-        endpoints, creds, region = runner.storage.s3_access()
-        endpoint = endpoints[min(params.gateway, len(endpoints) - 1)]
-        bucket = runner.storage.s3_bucket()
+        s3 = runner.storage.reach(runner, "s3", 0)
+        endpoint, creds, region, bucket = s3.endpoints[min(params.gateway, len(s3.endpoints) - 1)], s3.keys, s3.region, s3.bucket
         tag = runner.raw_name(f"s3-{params.object_size}-t{params.threads}-r{repetition}")
         argv = [sys.executable, "-m", WORKER, endpoint, creds, bucket, str(params.object_size),
                 str(params.threads), str(params.seconds), region, ",".join(params.ops), str(params.read_percent)]

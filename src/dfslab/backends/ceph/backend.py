@@ -17,6 +17,7 @@ from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, table
+from ...registry import S3Endpoint
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .checks import HealthChecks
 from .conf import CephLayout, mon_placement, osd_placement, render_conf
@@ -141,11 +142,12 @@ class CephBackend(Backend):
                              [[p["name"], p["size"], p["min_size"], p["pg_num"], ",".join(p["application"])] for p in pools])],
         }
 
-    def s3_access(self) -> tuple[list[str], str, str]:
+    def _s3(self) -> S3Endpoint:
         creds = rgw.credentials(self.layout.root)
         if not creds:
             raise BackendError(f"cluster {self.spec.name} has no RADOS gateway: set ceph.rgw: 1 in its spec")
-        return creds["endpoints"], str(self.layout.root / "conf" / rgw.CREDENTIALS), "us-east-1"
+        return S3Endpoint(tuple(creds["endpoints"]), str(self.layout.root / "conf" / rgw.CREDENTIALS), "us-east-1",
+                          self.new_bucket())
 
     # The admin CLIs set a step up (pools, CRUSH rules, the RBD image fio's rbd engine opens): on a
     # runtime of Jobs each takes the control path and spares a pod start (~5 s: 11 of them made a
@@ -218,6 +220,8 @@ class CephBackend(Backend):
         return "BlueStore caches (ceph tell osd.* cache drop)" + (", page cache" if drop_page_cache() else "")
 
     def reach(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> Reach:
+        if target == "s3":
+            return self._s3()
         if client_cache is None:  # the cluster's conf decides where it sets the cache (a swept setting)
             client = {k.replace(" ", "_"): v for k, v in (self.spec.ceph.conf.get("client") or {}).items()}
             client_cache = None if "rbd_cache" in client else False

@@ -16,6 +16,7 @@ from ... import s3api
 from ...runtime import CLIENT
 from ...safety import remove_owned_tree
 from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, table
+from ...registry import S3Endpoint
 from ..ceph import existing_cluster
 from ..fuse import fuse_mount, fuse_unmount, is_mounted
 from . import s3 as site_s3
@@ -207,14 +208,15 @@ class ExternalBackend(Backend):
         return refused
 
     # -- what workloads use -------------------------------------------------------------
-    def s3_access(self) -> tuple[list[str], str, str]:
+    def _s3(self) -> S3Endpoint:
         if not self.ext.s3:
             raise BackendError("this external cluster has no S3 endpoint: give external.s3 {endpoint, access_key_env, "
                                "secret_key_env}")
         site_s3.keys(self.ext.s3)  # the variables are set in this shell, or say which is not
-        return [self.ext.s3.endpoint], site_s3.credentials_ref(self.ext.s3), self.ext.s3.region
+        return S3Endpoint((self.ext.s3.endpoint,), site_s3.credentials_ref(self.ext.s3), self.ext.s3.region,
+                          self.new_bucket())
 
-    def s3_bucket(self) -> str:
+    def new_bucket(self) -> str:
         name = site_s3.bucket_name(self.spec.name)
         self.state.add_resource(site_s3.BUCKETS, name)  # recorded before it is made: `down` removes it
         return name
@@ -248,17 +250,16 @@ class ExternalBackend(Backend):
         return self.ceph.pool_free_bytes(self.bench_pool(pool))
 
     def reach(self, runner: Any, target: str, size_bytes: int, client_cache: bool | None = None) -> Reach:
+        if target == "s3":
+            return self._s3()
         if target not in ("rbd", "rados") or not self.ceph:
             raise BackendError(f"external offers no target {target!r} here")
         if target == "rados":
             return self.ceph.rados_pool(self.pool, self.state.dir / "fio-rados")
         return self.ceph.rbd_image(runner, self.pool, size_bytes, client_cache)
 
-    def fio_servers(self) -> list[str]:
-        return list(self.ext.clients)
-
-    def iperf_servers(self) -> list[str]:
-        return list(self.ext.iperf)
+    def tool_servers(self, tool: str) -> list[str]:
+        return list({"fio": self.ext.clients, "iperf3": self.ext.iperf}.get(tool, []))
 
     def scrape_urls(self) -> list[str]:
         return list(self.ext.prometheus)
