@@ -364,7 +364,7 @@ class Backend(ABC):
         the client library's write-back cache on or off where it has one (librbd's)."""
         raise BackendError(f"{self.name} offers no target {target!r} here")
 
-    def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
+    def grow(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
         """Grow the file system by `count` storage units and rebalance onto them."""
         raise BackendError(f"{self.name} cannot be grown by dfslab yet (dfslab scale is for GlusterFS)")
 

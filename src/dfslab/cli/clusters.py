@@ -109,7 +109,7 @@ def scale(
         fail(exc)
     try:
         with LiveProgress() as progress:
-            result = attached.backend.add_bricks(add_bricks, progress, timeout)
+            result = attached.backend.grow(add_bricks, progress, timeout)
     except USER_ERRORS as exc:
         fail(exc)
     finally:

@@ -183,7 +183,7 @@ class GlusterBackend(Backend):
             for d in dirs:
                 remove_owned_tree(d, [clusters_root()], f"brick directory of the servers workload's volume {name}")
 
-    def add_bricks(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
+    def grow(self, count: int, progress: Progress, timeout: float = 1800) -> dict[str, Any]:
         """add-brick (whole replica / disperse sets), then rebalance and wait for it."""
         g = self.spec.gluster
         if count < 1 or count % g.set_size():
