@@ -81,9 +81,14 @@ def test_on_a_kubernetes_you_run_the_docs_example_says_what_it_refuses_and_why()
     res = CliRunner().invoke(app, ["capabilities", f"{REPO}/examples/rook-yours.yaml", "--json"])
     cells = {c["capability"]: c for c in json.loads(res.output)}
     assert cells["radosbench"]["ok"] and cells["fio target=rbd"]["ok"]
-    # CephFS through the client Jobs' own mounts; sql's server is set up from this machine
-    assert cells["fio target=fs"]["ok"] and cells["metadata target=fs"]["ok"] and cells["filegrid target=fs"]["ok"]
-    assert not cells["sql target=fs"]["ok"] and "only the client Jobs' pods mount it" in cells["sql target=fs"]["reason"]
+    # CephFS through the client Jobs' own mounts (sql: datadir, server and load in one Job's pod)
+    assert all(cells[f"{work} target=fs"]["ok"] for work in ("fio", "metadata", "filegrid", "sql", "parallel"))
+    # the pushdown engine, the object class and the s3 load (with a gateway) are in dfslab's image
+    assert cells["pushdown where=storage"]["ok"] and cells["pushdown where=client"]["ok"]
+    assert not cells["s3"]["ok"] and "ceph.rgw" in cells["s3"]["reason"]
+    gateway = yaml.safe_load(Path(f"{REPO}/examples/rook-yours.yaml").read_text())
+    gateway["ceph"]["rgw"] = 1
+    assert next(c for c in matrix([("gateway", parse_spec(gateway))]) if c.capability == "s3").ok
     # the checksummed writer and read-back run in the toolbox pod (dfslab's image holds them);
     # faults only with the owner's consent, and none whose undo needs a node's shell
     assert cells["integrity"]["ok"]
@@ -109,6 +114,10 @@ def test_every_run_the_docs_show_on_a_cluster_of_the_readers_passes_its_check():
         check_against_cluster(load_experiment(f"{REPO}/{argv[2]}", running=spec), spec)
     # and what the docs' cluster of yours cannot run is refused there, for the reason capabilities gives
     spec = load_spec(f"{REPO}/examples/rook-yours.yaml")
-    sql = {"name": "sql-yours", "repetitions": 1, "workloads": [{"type": "sql", "target": "fs"}]}
-    with pytest.raises(SpecError, match=r"workloads\[0\]\.target.*only the client Jobs' pods mount it"):
-        check_against_cluster(parse_experiment(sql, Path(REPO), running=spec), spec)
+    kill = {"name": "kill-yours", "repetitions": 1, "workloads": [{"type": "radosbench"}],
+            "faults": [{"kind": "kill", "target": "osd.0", "during": 0, "at": "1s"}]}
+    with pytest.raises(SpecError, match=r"faults\[0\]\.kind: fault kill: not on a Kubernetes you run.*node's shell"):
+        check_against_cluster(parse_experiment(kill, Path(REPO), running=spec), spec)
+    refused = {c["capability"]: c["reason"] for c in json.loads(CliRunner().invoke(
+        app, ["capabilities", f"{REPO}/examples/rook-yours.yaml", "--json"]).output) if not c["ok"]}
+    assert "node's shell" in refused["fault kill"]

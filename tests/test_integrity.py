@@ -117,7 +117,12 @@ def test_the_files_travel_on_the_tools_streams_where_no_file_is_shared(tmp_path)
                                        check=True).stdout)
     assert seeded["seeded"] == 3 and len(seeded["manifest"]) == 3 and not list(tmp_path.glob("*.json"))
     writer = subprocess.Popen([*tool, "write", store, "-", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    time.sleep(0.5)
+    # until it has written (a fixed 0.5 s saw no ack on a machine busy with another suite)
+    def written() -> bool:  # a file renamed into place: its put returned, its ack is logged before the next
+        return any(not p.name.endswith(".tmp") for p in (tmp_path / "files").glob("integrity-live-*"))
+    deadline = time.time() + 30
+    while not written() and time.time() < deadline:
+        time.sleep(0.05)
     assert writer.poll() is None  # it writes until told to stop
     writer.stdin.close()
     out = writer.stdout.read()

@@ -139,7 +139,9 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                           # the query in dfslab's object class inside Rook's OSD pods (dfslab's image
                           # holds it), and on the client: the engine in the toolbox
                           {"type": "pushdown", "query": "aggregate", "selectivity": 10, "where": ["storage", "client"],
-                           "rows": 200000, "objects": 4}],
+                           "rows": 200000, "objects": 4},
+                          # MariaDB with its datadir on CephFS, in one Job: datadir, server, mysqlslap, clean-up
+                          {"type": "sql", "concurrency": 2, "iterations": 1, "queries": 200}],
             # an OSD's pod deleted during 4 KiB RBD writes, the gateway's during PUTs; the checksummed
             # writer and its read-back run in the toolbox pod (dfslab's image holds them), their
             # files on the exec's streams, their objects through the gateway in the second
@@ -187,6 +189,8 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         # the gateway's pod went (grace 0, as Rook deletes it) and Rook's Deployment made a new one
         # on the same node: the writer's PUTs through it waited, none was lost
         assert events[1]["blocked_s"] > 0.5, events[1]
+        sql = {r["metric"]: float(r["value"]) for r, p in zip(rows, params) if r["workload"] == "sql"}
+        assert sql["qps"] > 0 and sql["qps"] == pytest.approx(200 / sql["time_avg"]), sql
         pushdown = {(p["where"], r["metric"]): float(r["value"]) for r, p in zip(rows, params) if r["workload"] == "pushdown"}
         assert pushdown[("storage", "rows_selected")] == pushdown[("client", "rows_selected")] > 0, pushdown
         assert pushdown[("storage", "bytes_moved")] < pushdown[("client", "bytes_moved")] / 10, pushdown

@@ -57,9 +57,6 @@ def workload_refusal(work: Workload, target: str | None, spec: ClusterSpec) -> s
     if target and target not in backend.targets_for(spec):
         return backend.target_refusal(spec, target)
     runtime = runtime_of(spec)
-    if work.sets_up_here and target == "fs" and not runtime.mounts_here:
-        return (f"{work.name} prepares its server's files on the cluster's mount from this machine, and on "
-                f"{runtime.where} only the client Jobs' pods mount it")
     for module in work.workers:
         if not runtime.runs_module(module):
             return (f"{work.name} runs dfslab's own {module.rsplit('.', 1)[-1]} on the clients, and on "

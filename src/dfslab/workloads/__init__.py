@@ -247,9 +247,6 @@ class Workload(ABC):
     # dfslab's own modules its tools run on the clients (`python -m MODULE`): where a runtime's
     # clients cannot run them (Runtime.runs_module), the workload is refused before a run starts.
     workers: tuple[str, ...] = ()
-    # It prepares files on the cluster's mount from this machine (a server's data directory), so it
-    # needs a runtime whose mounts are here (Runtime.mounts_here); refused before a run elsewhere.
-    sets_up_here: bool = False
 
     @classmethod
     def cluster_targets(cls) -> dict[str, str]:

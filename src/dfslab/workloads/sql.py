@@ -3,7 +3,10 @@ machine's own disk for comparison, loaded with mysqlslap's auto-generated SQL at
 concurrency; seconds per run (min / avg / max over iterations) and queries per second.
 
 One server per target is started on the client node for the first step that needs it and
-stopped by `finish` after the last one."""
+stopped by `finish` after the last one. Where the cluster's mount is not on this machine (a
+Kubernetes you run: only the client Jobs' pods mount it), each step is one command instead: the
+Job's pod makes the datadir on the mount, starts the server, runs mysqlslap, stops the server and
+removes the datadir (`in_one_command`)."""
 
 from __future__ import annotations
 
@@ -55,6 +58,37 @@ def install_argv(datadir: Path) -> list[str]:
     return ["bash", "-c", script]
 
 
+SOCKET = "/tmp/dfslab-sql.sock"  # in the pod's own /tmp: a UNIX socket on a FUSE mount is not portable
+
+
+def server_argv(datadir: str, socket: str) -> list[str]:
+    return ["mariadbd", "--no-defaults", f"--datadir={datadir}", f"--socket={socket}",
+            f"--pid-file={Path(socket).with_suffix('.pid')}", "--skip-networking", "--user=root",
+            "--skip-grant-tables", "--innodb-buffer-pool-size=128M", f"--log-error={Path(socket).with_suffix('.err')}"]
+
+
+def load_argv(socket: str, params: "SqlParams", queries: int) -> list[str]:
+    return ["mysqlslap", f"--socket={socket}", "--user=root", f"--concurrency={params.concurrency}",
+            f"--iterations={params.iterations}", f"--number-int-cols={params.int_cols}",
+            f"--number-char-cols={params.char_cols}", f"--number-of-queries={queries}", "--auto-generate-sql", "-v"]
+
+
+def in_one_command(datadir: Path, params: "SqlParams", queries: int, timeout: float = 120) -> list[str]:
+    """One step as one command where the mount is: a fresh datadir (only its own directory, which
+    the command made, is removed after), the server until its socket answers (its error log on
+    stderr if it exits first), mysqlslap on stdout, then the server stopped and the datadir gone.
+    The datadir's path is the last argument, so the runtime sees which mount the command needs."""
+    err = shlex.quote(str(Path(SOCKET).with_suffix(".err")))
+    script = (f'set -e; d="$1"; mkdir -p "$d"; {shlex.join(install_argv(datadir))}; '
+              f'{shlex.join(server_argv(str(datadir), SOCKET))} & pid=$!; '
+              "trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf \"$d\"' EXIT; "
+              f'for i in $(seq {int(timeout * 5)}); do [ -S {SOCKET} ] && break; '
+              f'kill -0 $pid 2>/dev/null || {{ cat {err} >&2; exit 1; }}; sleep 0.2; done; '
+              f'[ -S {SOCKET} ] || {{ echo "mariadbd did not open {SOCKET} in {timeout:g} s" >&2; exit 1; }}; '
+              f'{shlex.join(load_argv(SOCKET, params, queries))}')
+    return ["bash", "-c", script, "sql", str(datadir)]
+
+
 class MariaDB:
     """A mariadbd on the client node, datadir wherever the target puts it."""
 
@@ -70,11 +104,8 @@ class MariaDB:
         self.datadir.mkdir(parents=True)
         self.runner.run(install_argv(self.datadir), f"sql-install-db-{self.datadir.parent.name}", timeout=timeout)
         self.socket.unlink(missing_ok=True)
-        self.proc = self.runner.popen(
-            ["mariadbd", "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
-             f"--pid-file={self.socket.with_suffix('.pid')}", "--skip-networking", "--user=root", "--skip-grant-tables",
-             "--innodb-buffer-pool-size=128M", f"--log-error={self.socket.with_suffix('.err')}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = self.runner.popen(server_argv(str(self.datadir), str(self.socket)),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         def listening() -> bool:
             if self.proc.poll() is not None:
                 raise WorkloadError(f"mariadbd exited {self.proc.returncode}; see {self.socket.with_suffix('.err')}")
@@ -96,7 +127,6 @@ class MariaDB:
 class Sql(Workload):
     name = "sql"
     Params = SqlParams
-    sets_up_here = True  # the datadir is made and removed here, the server's socket waited for here
 
     def __init__(self) -> None:
         self.servers: dict[str, MariaDB] = {}
@@ -118,14 +148,15 @@ class Sql(Workload):
         return self.servers[target]
 
     def run(self, runner: Runner, params: SqlParams, repetition: int) -> list[Measurement]:
-        server = self.server(runner, params.target)
         c = params.concurrency
         queries = params.queries + (-params.queries % c)  # the seed's "queries_corrected": divides evenly
         tag = runner.raw_name(f"sql-{params.target}-c{c}-r{repetition}")
-        out = runner.run(["mysqlslap", f"--socket={server.socket}", "--user=root", f"--concurrency={c}",
-                          f"--iterations={params.iterations}", f"--number-int-cols={params.int_cols}",
-                          f"--number-char-cols={params.char_cols}", f"--number-of-queries={queries}",
-                          "--auto-generate-sql", "-v"], tag, timeout=1800)
+        if params.target != "local" and not runner.mount_is_here:
+            datadir = runner.workdir(params.target, f"dfslab-sql-{params.target}") / "data"
+            out = runner.run(in_one_command(datadir, params, queries), tag, timeout=1800)
+        else:
+            server = self.server(runner, params.target)
+            out = runner.run(load_argv(str(server.socket), params, queries), tag, timeout=1800)
         times = parse(out)
         if "time_avg" not in times:
             raise WorkloadError(f"mysqlslap printed no timing; see {runner.raw_dir / tag}.txt")
