@@ -146,6 +146,9 @@ class CephBackend(Backend):
         creds = rgw.credentials(self.layout.root)
         if not creds:
             raise BackendError(f"cluster {self.spec.name} has no RADOS gateway: set ceph.rgw: 1 in its spec")
+        if "endpoints" not in creds:  # the keys only: its bring-up stopped before the gateways answered
+            raise BackendError(f"cluster {self.spec.name}'s gateways never answered during `dfslab up`; "
+                               f"`dfslab down {self.spec.name}` and up again")
         return S3Endpoint(tuple(creds["endpoints"]), str(self.layout.root / "conf" / rgw.CREDENTIALS), "us-east-1",
                           self.new_bucket())
 
