@@ -57,10 +57,10 @@ class S3(Workload):
 
     def run(self, runner: Runner, params: S3Params, repetition: int) -> list[Measurement]:
         s3 = runner.storage.reach(runner, "s3", 0)
-        endpoint, creds, region, bucket = s3.endpoints[min(params.gateway, len(s3.endpoints) - 1)], s3.keys, s3.region, s3.bucket
+        endpoint = s3.endpoints[min(params.gateway, len(s3.endpoints) - 1)]
         tag = runner.raw_name(f"s3-{params.object_size}-t{params.threads}-r{repetition}")
-        argv = [sys.executable, "-m", WORKER, endpoint, creds, bucket, str(params.object_size),
-                str(params.threads), str(params.seconds), region, ",".join(params.ops), str(params.read_percent)]
+        argv = [sys.executable, "-m", WORKER, endpoint, s3.keys, s3.bucket, str(params.object_size),
+                str(params.threads), str(params.seconds), s3.region, ",".join(params.ops), str(params.read_percent)]
         result = json.loads(runner.run(argv, tag, timeout=len(params.ops) * (2 * params.seconds + 60) + 60))
         labels = params.model_dump(mode="python", exclude={"ops"})
         rows = []

@@ -37,6 +37,8 @@ GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
 FS_NAME = "cephfs"
 OBJECT_STORE = "dfslab"  # its gateways' pods carry rook_object_store=dfslab
+# radosgw-admin's arguments for the store's realm, zone group and zone (Rook names all three after it)
+STORE_WHERE = tuple(f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegroup", "zone"))
 MON_PORT = 6789
 
 
@@ -378,8 +380,7 @@ class RookCephBackend(CephBackend):
         for pod, url in zip(pods, urls):
             rgw.wait_answering(self.runtime, url.removeprefix("http://"), pod.metadata.name, 120, log)
         keys = rgw.credentials(self.layout.root) if self.existing else None  # your pods have them already
-        rgw.make_user(self.ctx, urls, *(f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegroup", "zone")),
-                      keys=keys)
+        rgw.make_user(self.ctx, urls, *STORE_WHERE, keys=keys)
 
     @staticmethod
     def _rook_host_path() -> Path:
@@ -489,8 +490,8 @@ class RookCephBackend(CephBackend):
         radosgw-admin (in the toolbox, through RADOS) lists none, the store's finalizer goes and
         Rook's gateway objects with it; its pools go with the CephCluster's cleanup."""
         from ...runtime import CLIENT
-        where = [f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegroup", "zone")]
-        res = self.runtime.run(CLIENT, rgw.admin_argv(self.ctx, "bucket", "list", *where), timeout=120, check=False)
+        res = self.runtime.run(CLIENT, rgw.admin_argv(self.ctx, "bucket", "list", *STORE_WHERE), timeout=120,
+                               check=False)
         if res.returncode == 0 and json.loads(res.stdout or "[]") == []:
             patch_merge(api, obj, {"metadata": {"finalizers": None}})
 
