@@ -26,7 +26,8 @@ from dfslab.workloads.fiotool import fio_argv, parse_json
 def _fio(directory: Path, **options) -> str:
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (scripts/install-deps.sh)")
-    argv = fio_argv("unit", directory=str(directory), bs="4k", size="8M", runtime=1, time_based=True, **options)
+    argv = fio_argv("unit", **{"directory": str(directory), "bs": "4k", "size": "8M", "runtime": 1, "time_based": True,
+                               **options})
     return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
 
 
@@ -93,6 +94,59 @@ def test_fio_json_after_warnings_and_without_json(fio_output):
     assert parse_json("fio: some warning\n" + fio_output, "fio", {}, 0)
     with pytest.raises(WorkloadError, match="no JSON"):
         parse_json("fio: file:filesetup.c: Permission denied\n", "fio", {}, 0)
+
+
+def _lat_log(directory: Path, **options) -> tuple[str, list[int]]:
+    """A real fio run's JSON+ and every I/O's total latency in ns (its per-I/O latency log)."""
+    out = _fio(directory, output_format="json+", write_lat_log=str(directory / "io"), **options)
+    return out, [int(line.split(",")[1]) for log in directory.glob("io_lat.*.log")
+                 for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_one_job_on_several_clients_sums_their_io_and_merges_their_latency_histograms(tmp_path):
+    """fio on two client nodes at once: what the nodes did differs (4 KiB vs 128 KiB reads: many
+    short and fewer long I/Os), so a mean of means, a sum of percentiles or either node's own
+    percentile would each be wrong; the merged figures match every I/O both fio runs logged."""
+    import numpy as np
+    from dfslab.workloads.fiotool import merge_jobs, one_job, parse_on_clients
+    (small := tmp_path / "a").mkdir(), (large := tmp_path / "b").mkdir()
+    texts, logged = {}, []
+    for node, directory, bs in (("client", small, "4k"), ("client2", large, "128k")):
+        texts[node], lat = _lat_log(directory, rw="randread", ioengine="psync", bs=bs, size="16M")
+        logged.append(np.array(lat))
+    by = _by([r for r in parse_on_clients(texts, "fio", {"numjobs": 1}, 0) if "client" not in r.params])
+    jobs = {node: one_job(text)[0]["read"] for node, text in texts.items()}
+    assert by[("read", "bandwidth")].value == pytest.approx(sum(j["bw_bytes"] for j in jobs.values()) / 1e6)
+    assert by[("read", "iops")].value == pytest.approx(sum(j["iops"] for j in jobs.values()))
+    assert by[("read", "bytes")].value == sum(j["io_bytes"] for j in jobs.values())
+    every = np.concatenate(logged)
+    assert len(every) == sum(j["lat_ns"]["N"] for j in jobs.values())  # fio logged each I/O it counted
+    assert by[("read", "latency_avg")].value == pytest.approx(every.mean() / 1e6, rel=0.01)
+    # fio's histogram buckets are 1/64 of a power of two wide: its percentiles are within 1.6 %
+    for pct in (50, 99):
+        assert by[("read", f"latency_p{pct}")].value == pytest.approx(np.percentile(every, pct) / 1e6, rel=0.03)
+    # the two nodes' own p50 are apart: the merged one is neither's
+    own = sorted(j["lat_ns"]["percentile"]["50.000000"] / 1e6 for j in jobs.values())
+    assert own[0] < by[("read", "latency_p50")].value < own[1] or own[0] * 1.5 < own[1], own
+    # one job merged alone is fio's own figures, percentile for percentile
+    single = merge_jobs([one_job(texts["client"])[0]])["read"]["lat_ns"]
+    assert single["percentile"] == jobs["client"]["lat_ns"]["percentile"]
+    per_node = {r.params["client"]: r.value for r in parse_on_clients(texts, "fio", {}, 0) if r.metric == "client_iops"}
+    assert per_node == {node: pytest.approx(j["iops"]) for node, j in jobs.items()}
+
+
+def test_merging_needs_the_histograms():
+    from dfslab.workloads.fiotool import merge_latency
+    with pytest.raises(WorkloadError, match="json\\+"):
+        merge_latency([{"N": 2, "mean": 1.0, "min": 1, "max": 1, "percentile": {"99.000000": 1}}])
+
+
+def test_fio_on_several_clients_only_where_each_has_its_own_files():
+    from dfslab.workloads.fio import FioParams
+    assert FioParams(target="fs", clients=2).clients == 2
+    for target in ("rbd", "local"):
+        with pytest.raises(ValueError, match="clients: 2 runs fio on several client nodes .* use target fs"):
+            FioParams(target=target, clients=2, rw="write")
 
 
 def _conf(tmp_path: Path, **ceph) -> dict[str, str]:

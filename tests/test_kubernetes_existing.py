@@ -124,9 +124,10 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
             "workloads": [{"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 8},
                           {"type": "fio", "target": ["rbd", "rados"], "rw": ["write"], "bs": "1MiB", "size": "32MiB",
                            "seconds": 2},
-                          # CephFS mounted by ceph-fuse in each Job's pod, its directories made there
+                          # CephFS mounted by ceph-fuse in each Job's pod, its directories made there: one
+                          # Job on each client node at once
                           {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
-                           "numjobs": 2, "iodepth": 1, "seconds": 2},
+                           "numjobs": 2, "iodepth": 1, "seconds": 2, "clients": 2},
                           {"type": "metadata", "procs": 2, "files_per_proc": 100},
                           # IOR's shape on both client nodes at once, each Job mounting CephFS anew
                           {"type": "parallel", "clients": 2, "procs": 2, "block_size": "32MiB",
@@ -159,6 +160,10 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         fs = {p["rw"]: float(r["value"]) for r, p in zip(rows, params)
               if r["workload"] == "fio" and p.get("target") == "fs" and r["metric"] == "bandwidth"}
         assert set(fs) == {"write", "randread"} and all(v > 0 for v in fs.values()), (fs, out)
+        nodes = {(p["rw"], p["client"]): float(r["value"]) for r, p in zip(rows, params)
+                 if r["workload"] == "fio" and r["metric"] == "client_bandwidth"}
+        assert {c for _, c in nodes} == {"client", "client2"} and all(v > 0 for v in nodes.values()), nodes
+        assert all(fs[rw] == pytest.approx(nodes[(rw, "client")] + nodes[(rw, "client2")]) for rw in fs), (fs, nodes)
         ops = {p["phase"] for r, p in zip(rows, params) if r["workload"] == "metadata" and r["metric"] == "ops"}
         assert ops == {"create", "stat", "read", "unlink"}, out
         # the byte ledger read the client node's link (through the toolbox pod on it): what fio

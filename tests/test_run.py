@@ -41,6 +41,9 @@ EXPERIMENT = {
         # `scaling` is the servers workload's former name: its parameters are translated.
         {"type": "scaling", "servers": [1, 2], "modes": ["write"], "seconds": 2},
         {"type": "parallel", "clients": [1, 2], "procs": 2, "block_size": "16MiB", "transfer_size": "4MiB"},
+        # one fio job on both client namespaces at once, each in its own directory
+        {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "16MiB", "seconds": 2,
+         "iodepth": 2, "clients": 2},
     ],
 }
 
@@ -60,11 +63,13 @@ PROCESSES_AFTER: list[str] = []  # what dfslab tracks on the cluster once the ru
 
 
 def client_wire() -> tuple[int, int]:
-    """(received, sent) bytes over the client namespace's links but lo, read inside it."""
-    text = subprocess.run(["ip", "netns", "exec", f"dfs-{NAME}-client", "cat", "/proc/net/dev"], check=True,
-                          capture_output=True, text=True).stdout
-    lines = [line.split(":", 1) for line in text.splitlines()[2:]]
-    fields = [rest.split() for name, rest in lines if name.strip() != "lo"]
+    """(received, sent) bytes over both client namespaces' links but lo, read inside each."""
+    fields = []
+    for client in ("client", "client2"):
+        text = subprocess.run(["ip", "netns", "exec", f"dfs-{NAME}-{client}", "cat", "/proc/net/dev"], check=True,
+                              capture_output=True, text=True).stdout
+        lines = [line.split(":", 1) for line in text.splitlines()[2:]]
+        fields += [rest.split() for name, rest in lines if name.strip() != "lo"]
     return sum(int(f[0]) for f in fields), sum(int(f[8]) for f in fields)
 
 
@@ -115,7 +120,16 @@ def test_every_workload_measured_with_units(run_dir):
         assert all(r["unit"] == unit and r["value"] > 0 for r in by[key]), key
     assert {r["repetition"] for r in by[("radosbench", "bandwidth")]} == {"0", "1"}
     targets = {(r["params"]["target"], r["params"]["op"]) for r in by[("fio", "bandwidth")]}
-    assert targets == {(t, op) for t in ("cephfs", "rbd", "local") for op in ("read", "write")} | {("rados", "write")}
+    assert targets == {(t, op) for t in ("cephfs", "rbd", "local") for op in ("read", "write")} | {("rados", "write")} \
+        | {("fs", "read"), ("fs", "write")}
+    # fio on both client namespaces at once: its bandwidth is their sum, each node's its own row
+    both = [r for r in by[("fio", "bandwidth")] if r["params"]["clients"] == 2]
+    assert len(both) == 4, both
+    for r in both:
+        nodes = {c["params"]["client"]: c["value"] for c in by[("fio", "client_bandwidth")]
+                 if c["repetition"] == r["repetition"] and c["params"]["op"] == r["params"]["op"]}
+        assert set(nodes) == {"client", "client2"} and all(v > 0 for v in nodes.values()), nodes
+        assert r["value"] == pytest.approx(sum(nodes.values())), (r, nodes)
     cells = {(r["params"]["file_size"], r["params"]["threads"], r["params"]["op"]) for r in by[("filegrid", "bandwidth")]}
     assert len(cells) == 8
     assert {r["params"]["phase"] for r in by[("metadata", "ops")]} == {"create", "stat", "read", "unlink"}
@@ -375,6 +389,9 @@ def test_every_read_and_write_row_says_how_much_of_it_crossed_the_clients_links(
     assert len(fio_reads) == 2 and len(parallel_reads) == 4 and len(warm) == 2, share
     assert all(0.9 <= v <= 1.2 for v in fio_reads + parallel_reads), share
     assert all(v < 0.8 for v in warm), share  # the warm read is marked: in the report and on the terminal
+    # fio on two nodes: the ledger counted both nodes' links (each node's reads are O_DIRECT)
+    both = [v for (t, op, w, c, _, _), v in share.items() if w == "fio" and t == "fs" and c == 2]
+    assert len(both) == 4 and all(0.9 <= v <= 1.2 for v in both), share
     html = (run_dir / "report.html").read_text()
     assert "Not measuring the storage" in html and "direct=False" in html, "the warm read is not listed"
     assert any("not from the storage" in line and "direct=False" in line for line in CLIENT_WIRE["stdout"].splitlines())

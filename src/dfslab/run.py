@@ -253,6 +253,11 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
         elif refused := workload_refusal(step.workload, need, spec):
             problems.append((f"workloads[{step.index}].{field}", refused))
         problems += [(f"workloads[{step.index}].{name}", why) for name, why in step.workload.host_problems(step.params)]
+        asked, has = getattr(step.params, "clients", 1), getattr(spec, "clients", 1)
+        if asked > has:
+            problems.append((f"workloads[{step.index}].clients",
+                             f"{step.workload.name} on {asked} client nodes, and cluster {spec.name!r} has {has}: "
+                             f"set `clients: {asked}` in the cluster spec, or clients: {has} here"))
     if exp.file.faults and (refused := integrity_refusal(spec)):
         problems.append(("faults", f"every fault run checks what held with checksummed writes, and here {refused}"))
     for i, entry in enumerate(exp.file.faults):

@@ -192,7 +192,7 @@ class ClusterBase(Strict):
     network: Network = Field(default_factory=Network)
     nodes: list[Node] = Field(default_factory=list, max_length=16,
                               description="the servers dfslab starts (none for a cluster you already run)")
-    clients: int = Field(1, ge=1, le=8, description="client namespaces (client, client2, ...) for parallel workloads")
+    clients: int = Field(1, ge=1, le=8, description="client nodes (client, client2, ...) for workloads on several at once (parallel, fio clients)")
 
     @field_validator("name")
     @classmethod

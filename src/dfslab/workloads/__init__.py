@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 import typing
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
@@ -191,6 +192,39 @@ class Runner:
         if proc.returncode != 0 and check:
             raise WorkloadError(f"`{' '.join(argv)}` exited {proc.returncode}; output in {path}: {stderr.strip()[-300:]}")
         return stdout if proc.returncode == 0 else ""
+
+    def run_at_once(self, tools: dict[str, tuple[list[str], str]], timeout: float = 600) -> dict[str, str]:
+        """One tool on each of several nodes at once (node -> (argv, raw name)), each kept as `run`
+        keeps it: their outputs by node. Started together and waited for together; a tool still
+        running at `timeout` is stopped with the others; any failure is raised once all ended."""
+        procs = {node: self.popen(argv, node, watched=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for node, (argv, _) in tools.items()}
+        deadline, outputs, failed = time.monotonic() + timeout, {}, []
+        try:
+            for node, proc in procs.items():
+                argv, name = tools[node]
+                try:
+                    stdout, stderr = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    stdout, stderr = proc.communicate()
+                    failed.append(f"`{argv[0]}` on {node} was still running at its deadline ({timeout:.0f} s) "
+                                  f"and was stopped; output so far in {self.keep(name, argv, stdout, stderr)}")
+                    continue
+                path = self.keep(name, argv, stdout, stderr)
+                if proc.returncode != 0:
+                    failed.append(f"`{argv[0]}` on {node} exited {proc.returncode}; output in {path}: "
+                                  f"{stderr.strip()[-300:]}")
+                outputs[node] = stdout
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                self.live.discard(proc)
+        if failed:
+            raise WorkloadError("; ".join(failed))
+        return outputs
 
     def stop_tools(self, grace: float = 5.0) -> None:
         """Stop the step's tools: SIGTERM (a Job's wrapper deletes its Job), SIGKILL after `grace`."""

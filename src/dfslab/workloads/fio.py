@@ -4,6 +4,7 @@ the machine's own disk: rw × bs × iodepth × numjobs sweeps, fio's JSON kept u
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Literal, get_args
 
 from pydantic import Field, model_validator
@@ -12,9 +13,9 @@ from ..blockdev import direct_io_problem
 from ..fields import Bytes
 from ..state import clusters_root
 from ..registry import TARGETS, BlockImage, ObjectPool, Reach, VolumeLibrary
-from . import FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from . import FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams, cluster_target
 from .fioclients import run_on_clients
-from .fiotool import fio_argv, parse_bw_log, parse_json
+from .fiotool import fio_argv, parse_bw_log, parse_json, parse_on_clients
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ class FioParams(WorkloadParams):
     numjobs: int = Field(1, ge=1, le=64)
     size: Bytes = Field("256MiB", description="file (or image range) per job")
     seconds: int = Field(10, ge=1, le=3600, description="time-based runtime")
+    clients: int = Field(1, ge=1, le=8, description="client nodes running the job at once, each in a directory of its "
+                         "own (target fs; the cluster's `clients` must be at least this): bandwidth, IOPS and bytes "
+                         "are their sum, latency percentiles over every node's I/Os (fio's histograms added), and "
+                         "client_bandwidth / client_iops rows per node")
     direct: bool = Field(True, description="O_DIRECT on file targets (fs, local): reads from the storage, not the "
                                            "client's cache, and the only way libaio keeps more than one I/O in flight")
     client_cache: bool | None = Field(None, description="the client library's write-back cache, on targets that have "
@@ -102,6 +107,17 @@ class FioParams(WorkloadParams):
         return self
 
     @model_validator(mode="after")
+    def _many_clients_on_shared_files(self) -> "FioParams":
+        # Each node needs its own files: on a shared mount, a directory each; an RBD image or the
+        # pool's fio objects would be one for every node (their writes to the same blocks).
+        if self.clients > 1 and cluster_target(self.target) != "fs":
+            raise ValueError(f"clients: {self.clients} runs fio on several client nodes over the cluster's POSIX "
+                             f"mount (target fs), each in its own directory; target {self.target} would have them "
+                             f"all on the same {'disk' if self.target == 'local' else 'image or objects'}: use "
+                             f"target fs, or numjobs for more jobs on one node")
+        return self
+
+    @model_validator(mode="after")
     def _writes_only_where_fio_cannot_read(self) -> "FioParams":
         # e.g. fio's rados engine creates its objects empty ("touch"): a read would measure nothing.
         entry = FIO_ON.get(self.target)
@@ -117,12 +133,22 @@ class FioParams(WorkloadParams):
 ASYNC_ENGINES = {"gfapi": "gfapi_async"}
 
 
+FILES = "dfslab-fio"
+
+
+def files_on(node: str, clients: int) -> str:
+    """The directory a file target's fio job uses on `node`: one per node when several run at once."""
+    return FILES if clients == 1 else f"{FILES}/{node}"
+
+
 def target_options(runner: Runner, target: str, size: int, numjobs: int, direct: bool,
-                   iodepth: int = 1, client_cache: bool | None = None) -> dict[str, Any]:
-    """fio options that aim a job at `target`: a directory for fs/local, else the backend's
-    engine (its asynchronous form when more than one I/O is to be in flight)."""
+                   iodepth: int = 1, client_cache: bool | None = None, node: str = "client",
+                   files: str = FILES) -> dict[str, Any]:
+    """fio options that aim a job at `target`: a directory (`files`, on `node`'s mount) for
+    fs/local, else the backend's engine (its asynchronous form when more than one I/O is to be
+    in flight)."""
     if target in FILE_TARGETS:
-        directory = runner.workdir(target, "dfslab-fio")
+        directory = runner.workdir(target, files, node=node)
         return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
     if runner.storage is None:
         raise WorkloadError(f"fio target {target!r} needs a cluster")
@@ -138,15 +164,17 @@ WRITE_ONLY = ("write", "randwrite", "trimwrite")
 LAID_OUT = "dfslab-fio.$jobnum.0"
 
 
-def lay_out_files(runner: Runner, params: FioParams) -> None:
+def lay_out_files(runner: Runner, params: FioParams, node: str = "client") -> None:
     """Write the files a read step reads before it starts (outside its timing and byte ledger),
     in 1 MiB writes. fio's own layout writes them at the job's block size through the page
     cache: on ceph-fuse a 4 KiB randread step spent 9 of its 13 s writing 128 MiB in 4 KiB
     FUSE requests before its 4 s of reads (quickstart)."""
-    where = target_options(runner, params.target, params.size, params.numjobs, False)
+    where = target_options(runner, params.target, params.size, params.numjobs, False, node=node,
+                           files=files_on(node, params.clients))
     argv = fio_argv("layout", rw="write", bs=min(params.size, 2**20), numjobs=params.numjobs, size=params.size,
                     filename_format=LAID_OUT, ioengine="psync", directory=where["directory"], end_fsync=1)
-    runner.run(argv, f"fio-{params.target}-layout-{params.size}-j{params.numjobs}", timeout=params.size * params.numjobs / 10e6 + 120)
+    runner.run(argv, f"fio-{params.target}-layout-{params.size}-j{params.numjobs}" + ("" if params.clients == 1 else f"-{node}"),
+               node=node, timeout=params.size * params.numjobs / 10e6 + 120)
 
 
 class Fio(Workload):
@@ -168,20 +196,28 @@ class Fio(Workload):
 
     def estimate(self, params: FioParams) -> float:
         # Laying out files before a read: about 400 MB/s on ceph-small (quickstart steps: 4.3-5.2 s for 4 s)
-        return params.seconds + params.size * params.numjobs / 400e6 + 0.5
+        return params.seconds + params.size * params.numjobs * params.clients / 400e6 + 0.5
 
     def writes(self, params: FioParams) -> int | None:
-        return 0 if params.target == "local" else params.size * params.numjobs  # written, or laid out to read
+        return 0 if params.target == "local" else params.size * params.numjobs * params.clients  # written, or laid out to read
 
     def prepare(self, runner: Runner, params: FioParams) -> None:
         if params.target not in FILE_TARGETS:
             if runner.storage is not None:
                 runner.storage.reach(runner, params.target, params.size * params.numjobs, params.client_cache)
         elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.tool_servers("fio")):
-            files = (params.target, params.size, params.numjobs)
-            if files not in self.laid_out:  # once a run: later steps find them (writes keep their size)
-                lay_out_files(runner, params)
-                self.laid_out.add(files)
+            for node in self.nodes(runner, params):
+                files = (params.target, params.size, params.numjobs, files_on(node, params.clients))
+                if files not in self.laid_out:  # once a run: later steps find them (writes keep their size)
+                    lay_out_files(runner, params, node)
+                    self.laid_out.add(files)
+
+    @staticmethod
+    def nodes(runner: Runner, params: FioParams) -> list[str]:
+        if params.clients > len(runner.clients):
+            raise WorkloadError(f"fio clients: {params.clients} but the cluster has {len(runner.clients)} client "
+                                f"node(s); set `clients: {params.clients}` in the cluster spec")
+        return runner.clients[:params.clients]
 
     def finish(self, runner: Runner) -> None:
         # This object outlives a run: the next run of a `runtimes:`, `runs:` or settings sweep has
@@ -193,10 +229,14 @@ class Fio(Workload):
         labels = params.model_dump(mode="python")
         tag = runner.raw_name(f"fio-{params.target}-{params.rw}-{params.bs}-qd{params.iodepth}-j{params.numjobs}-r{repetition}"
                               + ("" if params.direct or params.target not in FILE_TARGETS else "-buffered")
-                              + ("-cached" if params.client_cache else ""))
+                              + ("-cached" if params.client_cache else "")
+                              + ("" if params.clients == 1 else f"-c{params.clients}"))
         timeout = params.seconds * 3 + params.size * params.numjobs / 20e6 + 120
         servers = runner.tool_servers("fio") if params.target != "local" else []
         if servers:
+            if params.clients > 1:
+                raise WorkloadError(f"fio clients: {params.clients} with fio servers: the servers are the clients "
+                                    f"(one job each); leave clients at 1")
             options = dict(rw=params.rw, bs=params.bs, iodepth=params.iodepth, numjobs=params.numjobs,
                            size=params.size, runtime=params.seconds, time_based=True,
                            **target_options(runner, params.target, params.size, params.numjobs, params.direct,
@@ -204,19 +244,30 @@ class Fio(Workload):
             return run_on_clients(runner, servers, tag, options, self.name, labels, repetition, timeout)
         logs = runner.raw_dir / f"{tag}-bwlog"
         logs.mkdir(parents=True, exist_ok=True)
+        if params.clients > 1:
+            tools = {node: (self.argv(runner, params, tag, logs / f"bw-{node}", node), f"{tag}-{node}")
+                     for node in self.nodes(runner, params)}
+            rows = parse_on_clients(runner.run_at_once(tools, timeout), self.name, labels, repetition)
+            rows += parse_bw_log(logs / "bw-", self.name, labels, repetition)  # every node's, per second
+        else:
+            out = runner.run(self.argv(runner, params, tag, logs / "bw"), tag, timeout=timeout)
+            rows = parse_json(out, self.name, labels, repetition) + parse_bw_log(logs / "bw_bw", self.name, labels,
+                                                                                  repetition)
+        if not rows:
+            raise WorkloadError(f"fio reported no I/O; see {runner.raw_dir / tag}.txt")
+        return rows
+
+    @staticmethod
+    def argv(runner: Runner, params: FioParams, tag: str, bw_log: Path, node: str = "client") -> list[str]:
+        """fio's command line for the step on `node` (its JSON+ with the latency histograms when
+        several nodes' are merged)."""
         # end_fsync: a file target's writes are timed until they are on the storage, not in the
         # client's cache (a buffered 1 MiB write on ceph-fuse left 7 % of its bytes to cross the
         # wire during the next step without it, byte ledger).
         fsync = {"end_fsync": 1} if params.target in FILE_TARGETS and params.rw not in ("read", "randread") else {}
-        argv = fio_argv(tag, rw=params.rw, bs=params.bs, iodepth=params.iodepth, numjobs=params.numjobs,
-                        size=params.size, runtime=params.seconds, time_based=True,
-                        write_bw_log=str(logs / "bw"), log_avg_msec=1000, **fsync,
+        return fio_argv(tag, output_format="json" if params.clients == 1 else "json+", rw=params.rw, bs=params.bs,
+                        iodepth=params.iodepth, numjobs=params.numjobs, size=params.size, runtime=params.seconds,
+                        time_based=True, write_bw_log=str(bw_log), log_avg_msec=1000, **fsync,
                         **({"filename_format": LAID_OUT} if params.target in FILE_TARGETS else {}),
                         **target_options(runner, params.target, params.size, params.numjobs, params.direct,
-                                           params.iodepth, params.client_cache))
-        out = runner.run(argv, tag, timeout=timeout)
-        rows = parse_json(out, self.name, labels, repetition)
-        rows += parse_bw_log(logs / "bw_bw", self.name, labels, repetition)
-        if not rows:
-            raise WorkloadError(f"fio reported no I/O; see {runner.raw_dir / tag}.txt")
-        return rows
+                                         params.iodepth, params.client_cache, node, files_on(node, params.clients)))

@@ -24,13 +24,26 @@ def parse_json(text: str, workload: str, labels: dict[str, Any], repetition: int
     libaio: a 1 MiB write's `clat` 0.0046 ms, its `slat` 1.365 ms). `depth` is the I/Os in
     flight the storage really saw for the whole job (see `effective_depth`); `jobs` is how many fio jobs the entry
     sums (default: its numjobs)."""
+    job, capped = one_job(text)
+    return job_rows(job, workload, labels, repetition, job_depth(job, capped, labels, jobs))
+
+
+def one_job(text: str) -> tuple[dict[str, Any], bool]:
+    """The group-reported job of fio's JSON output, and whether fio capped its queue depth at 1
+    (a synchronous engine: fio says so only in the text before the JSON)."""
     start = text.find("{")
     if start < 0:
         raise WorkloadError("fio printed no JSON")
-    job = json.loads(text[start:])["jobs"][0]
-    capped = "queue depth will be capped at 1" in text[:start]  # a synchronous engine
+    return json.loads(text[start:])["jobs"][0], "queue depth will be capped at 1" in text[:start]
+
+
+def job_depth(job: dict[str, Any], capped: bool, labels: dict[str, Any], jobs: int | None = None) -> float:
     jobs = jobs or int(job.get("job options", {}).get("numjobs") or labels.get("numjobs") or 1)
-    depth = float(jobs) if capped else effective_depth(job, jobs)
+    return float(jobs) if capped else effective_depth(job, jobs)
+
+
+def job_rows(job: dict[str, Any], workload: str, labels: dict[str, Any], repetition: int,
+             depth: float) -> list[Measurement]:
     rows = []
     for op in ("read", "write"):
         stats = job.get(op, {})
@@ -52,6 +65,74 @@ def parse_json(text: str, workload: str, labels: dict[str, Any], repetition: int
                     rows.append(Measurement(workload, f"{prefix}_p{float(pct):g}", ns / 1e6, "ms", p, repetition))
         rows.append(Measurement(workload, "depth", depth, "I/Os", p, repetition))
     return rows
+
+
+def parse_on_clients(texts: dict[str, str], workload: str, labels: dict[str, Any],
+                     repetition: int) -> list[Measurement]:
+    """fio's JSON+ of one job run on several client nodes at once (node -> its output) → rows for
+    them all: bandwidth, IOPS and bytes summed (each node's over its own runtime, as fio's
+    client/server mode sums), the longest runtime, latency over every node's I/Os (`merge_jobs`),
+    the I/Os in flight summed; and `client_bandwidth` / `client_iops` rows per node."""
+    parsed = {node: one_job(text) for node, text in texts.items()}
+    rows = []
+    for node, (job, _) in parsed.items():
+        for op in ("read", "write"):
+            stats = job.get(op, {})
+            if stats.get("io_bytes"):
+                p = {**labels, "op": op, "client": node}
+                rows.append(Measurement(workload, "client_bandwidth", stats["bw_bytes"] / 1e6, "MB/s", p, repetition))
+                rows.append(Measurement(workload, "client_iops", stats["iops"], "op/s", p, repetition))
+    depth = sum(job_depth(job, capped, labels) for job, capped in parsed.values())
+    return rows + job_rows(merge_jobs([job for job, _ in parsed.values()]), workload, labels, repetition, depth)
+
+
+LATENCIES = ("lat_ns", "clat_ns", "slat_ns")
+
+
+def merge_jobs(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several fio jobs' entries as one (what fio's "All clients" entry is): counts summed,
+    runtime the longest, each latency's mean weighted by its I/Os and its percentiles taken
+    from the jobs' histograms added together (fio's JSON+ `bins`, the buckets fio computes its
+    own percentiles from, so a single job's come out as fio printed them)."""
+    merged: dict[str, Any] = {"job options": jobs[0].get("job options", {})}
+    for op in ("read", "write"):
+        parts = [job.get(op, {}) for job in jobs]
+        stats = {key: sum(p.get(key, 0) for p in parts) for key in ("io_bytes", "bw_bytes", "iops", "total_ios")}
+        stats["runtime"] = max(p.get("runtime", 0) for p in parts)
+        for key in LATENCIES:
+            stats[key] = merge_latency([p[key] for p in parts if (p.get(key) or {}).get("N")])
+        merged[op] = stats
+    return merged
+
+
+def merge_latency(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    count = sum(p["N"] for p in parts)
+    if not count:
+        return {"N": 0}
+    merged: dict[str, Any] = {"N": count, "mean": sum(p["mean"] * p["N"] for p in parts) / count,
+                              "min": min(p["min"] for p in parts), "max": max(p["max"] for p in parts)}
+    if any("percentile" in p for p in parts):
+        if not all("bins" in p for p in parts):
+            raise WorkloadError("fio's output has latency percentiles but no histogram to merge them from "
+                                "(run with --output-format=json+)")
+        bins: dict[int, int] = defaultdict(int)
+        for p in parts:
+            for value, n in p["bins"].items():
+                bins[int(value)] += n
+        merged["bins"] = dict(bins)
+        merged["percentile"] = {pct: percentile_of(bins, float(pct)) for pct in parts[0]["percentile"]}
+    return merged
+
+
+def percentile_of(bins: dict[int, int], pct: float) -> int:
+    """fio's percentile of a latency histogram (stat.c, calc_clat_percentiles): the first bucket
+    at which the I/Os counted so far reach pct % of all of them."""
+    total, seen = sum(bins.values()), 0
+    for value in sorted(bins):
+        seen += bins[value]
+        if seen >= pct / 100 * total:
+            return value
+    return max(bins)
 
 
 # Share of a job's time spent inside the submit call above which its I/Os ran one after another.
@@ -87,9 +168,10 @@ def parse_bw_log(path: Path, workload: str, labels: dict[str, Any], repetition: 
             for (sec, op), v in sorted(buckets.items())]
 
 
-def fio_argv(name: str, **options: Any) -> list[str]:
+def fio_argv(name: str, output_format: str = "json", **options: Any) -> list[str]:
+    """`output_format` json+: with each latency's histogram (`bins`), to merge several runs' (merge_jobs)."""
     # lat_percentiles: percentiles of the total latency (fio gives completion latency's only by default)
-    argv = ["fio", f"--name={name}", "--output-format=json", "--group_reporting", "--lat_percentiles=1"]
+    argv = ["fio", f"--name={name}", f"--output-format={output_format}", "--group_reporting", "--lat_percentiles=1"]
     for key, value in options.items():
         if value is True:
             argv.append(f"--{key}")

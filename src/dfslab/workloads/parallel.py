@@ -10,7 +10,6 @@ the client's link, `examples/quickstart.yaml`'s parallel step, byte ledger)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -75,20 +74,12 @@ class ParallelIO(Workload):
     def _phase(self, runner: Runner, params: ParallelParams, repetition: int, labels: dict, op: str,
                dirs: dict[str, Path]) -> list[Measurement]:
         """Every client at once, `op` on its directory: the aggregate bandwidth and bytes moved."""
-        procs = {}
-        for c, directory in dirs.items():
-            argv = fio_argv(f"ior-{c}", rw=op, bs=params.transfer_size, size=params.block_size, numjobs=params.procs,
-                            ioengine="psync", directory=str(directory), end_fsync=int(op == "write"))
-            procs[c] = (argv, runner.popen(argv, node=c, watched=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                           text=True))
+        tools = {c: (fio_argv(f"ior-{c}", rw=op, bs=params.transfer_size, size=params.block_size, numjobs=params.procs,
+                              ioengine="psync", directory=str(directory), end_fsync=int(op == "write")),
+                     runner.raw_name(f"parallel-{params.target}-c{params.clients}-p{params.procs}-{op}-{c}-r{repetition}"))
+                 for c, directory in dirs.items()}
         moved, slowest = 0, 0.0
-        for c, (argv, proc) in procs.items():
-            out, err = proc.communicate(timeout=3600)
-            runner.live.discard(proc)
-            tag = runner.raw_name(f"parallel-{params.target}-c{params.clients}-p{params.procs}-{op}-{c}-r{repetition}")
-            runner.keep(tag, argv, out, err)
-            if proc.returncode != 0:
-                raise WorkloadError(f"fio on {c} exited {proc.returncode}: {err.strip()[-300:]}")
+        for c, out in runner.run_at_once(tools, timeout=3600).items():
             job = json.loads(out[out.index("{"):])["jobs"][0][op]
             moved += job["io_bytes"]
             slowest = max(slowest, job["runtime"] / 1000)
