@@ -150,7 +150,7 @@ def test_parquet_latencies_are_the_tools_own_in_one_unit(run_dir):
     assert schema.field("bs").metadata == {b"unit": b"B"} and schema.field("t").metadata == {b"unit": b"s"}
     assert json.loads(schema.metadata[b"metric_units"])["latency_avg"] == "ms"
     rows = duckdb.sql(f"SELECT workload, metric, value, unit, step, target, rw, bs, iodepth, numjobs, repetition, mode,"
-                      f" object_size, threads, file_size, op, servers, direct FROM '{run_dir / 'results.parquet'}'"
+                      f" object_size, threads, file_size, op, servers, direct, clients FROM '{run_dir / 'results.parquet'}'"
                       f" WHERE regexp_matches(metric, '(latency|clat|slat)_') AND t IS NULL").fetchall()
     assert rows and {r[3] for r in rows} == {"ms"} and all(r[4] for r in rows)  # every row names its step
     checked = 0
@@ -158,8 +158,21 @@ def test_parquet_latencies_are_the_tools_own_in_one_unit(run_dir):
     rados_labels = {"latency_avg": "Average Latency", "latency_stddev": "Stddev Latency", "latency_max": "Max latency",
                     "latency_min": "Min latency"}
     for workload, metric, value, _, _, target, rw, bs, iodepth, numjobs, rep, mode, size, threads, file_size, op, servers, \
-            direct in rows:
-        if workload in ("fio", "filegrid"):
+            direct, clients in rows:
+        if workload == "fio" and clients == 2:
+            # one job on both client namespaces: the mean over every I/O of both, each percentile
+            # between the two nodes' own (fio's histograms added)
+            name = f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}-c2"
+            part, _, stat = metric.partition("_")
+            nodes = [json.loads((run_dir / "raw" / f"{name}-{c}.txt").read_text())["jobs"][0][op][fio_parts[part]]
+                     for c in ("client", "client2")]
+            if stat == "avg":
+                raw = sum(n["mean"] * n["N"] for n in nodes) / sum(n["N"] for n in nodes)
+                assert value == pytest.approx(raw / 1e6), (name, metric)
+            else:
+                own = sorted(n["percentile"][f"{float(stat[1:]):.6f}"] / 1e6 for n in nodes)
+                assert own[0] <= value <= own[1], (name, metric, own, value)
+        elif workload in ("fio", "filegrid"):
             name = (f"fio-{target}-{rw}-{bs}-qd{iodepth}-j{numjobs}-r{rep}" + ("-buffered" if direct is False else "")
                     if workload == "fio" else f"filegrid-{target}-{file_size}-t{threads}-{op}-r{rep}")
             job = json.loads((run_dir / "raw" / f"{name}.txt").read_text())
