@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 import random
 
-from dfslab.ratios import ratio_test
-from simulated_runs import runs
+from dfslab.ratios import pairing_pays, ratio_test
+from simulated_runs import rounds, runs
 
 TRIALS = 1000
 
@@ -74,3 +74,38 @@ def test_a_real_difference_inside_the_margin_is_said_as_both():
     assert test.verdict == "different" and test.low > 1.0 and test.high < 1.1, test
     assert test.why.startswith("5 % higher (95 % interval 1.0") and "and within ±10 % (two one-sided tests)" in test.why
     assert ratio_test(b, a).why.startswith("5 % lower")
+
+
+PAIRED_TRIALS = 2000
+PAIRED_BOUND = 0.05 + 2 * math.sqrt(0.05 * 0.95 / PAIRED_TRIALS)
+
+
+def paired_rate(seed: int, verdict: str, n: int, factor: float, made_in_rounds: bool = True, **kw) -> float:
+    rng = random.Random(seed)
+    return sum(ratio_test(*rounds(rng, n, factor, **kw), rounds=made_in_rounds).verdict == verdict
+               for _ in range(PAIRED_TRIALS)) / PAIRED_TRIALS
+
+
+def test_runs_made_in_rounds_are_paired_only_from_the_rounds_that_pay():
+    assert [n for n in range(2, 9) if pairing_pays(n)] == [4, 5, 6, 7, 8]
+    assert [n for n in range(2, 9) if pairing_pays(n, 0.05 / 9)] == [6, 7, 8]  # until-decided's looks
+    rng = random.Random(6)
+    a, b = rounds(rng, 4)
+    assert "paired by round" in ratio_test(a, b, rounds=True).why
+    assert "paired" not in ratio_test(a[:3], b[:3], rounds=True).why and "paired" not in ratio_test(a, b).why
+
+
+def test_paired_rounds_hold_the_error_on_a_drifting_machine():
+    """A drift shared by each round's two runs (a random walk larger than the run effect) and the
+    second run of a round slower: no difference called different, and B at the margin called the
+    same, at most 5 % + 2 standard errors, at 4, 5 (the order effect not balanced) and 10 rounds."""
+    for n in (4, 5, 10):
+        assert paired_rate(11, "different", n, 1.0) <= PAIRED_BOUND, n
+        assert paired_rate(12, "same", n, 1.1, drift_sd=0.01, run_sd=0.01, rep_sd=0.01, order=0.005) <= PAIRED_BOUND, n
+
+
+def test_pairing_finds_more_on_a_drifting_machine():
+    """Not an error rate: B 6 % below A at 6 rounds, with drift. Pairing must pay where it is used."""
+    paired = paired_rate(13, "different", 6, 0.94)
+    unpaired = paired_rate(13, "different", 6, 0.94, made_in_rounds=False)
+    assert paired > unpaired + 0.2, (paired, unpaired)

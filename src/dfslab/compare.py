@@ -63,9 +63,11 @@ def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.1
     rows_a, rows_b = _run_rows(a), _run_rows(b)
     varying = varying_keys([r for rows in rows_a + rows_b for r in rows])
     ga, gb = _per_run(rows_a, varying), _per_run(rows_b, varying)
+    rounds = made_in_rounds(a, b)
     out = []
     for key in sorted(set(ga) & set(gb)):
-        test = ratio_test(ga[key], gb[key], margin, alpha)
+        # paired only where every run of both sides measured the metric (run i of each is round i)
+        test = ratio_test(ga[key], gb[key], margin, alpha, rounds and len(ga[key]) == len(gb[key]) == len(rows_a))
         workload, params, metric, unit = key
         shares = {"A": storage_share(ga, key), "B": storage_share(gb, key)}
         out.append({"workload": workload, "params": params, "metric": metric, "unit": unit,
@@ -76,6 +78,19 @@ def compare_runs(a: Path | list[Path], b: Path | list[Path], margin: float = 0.1
                     "reps_a": sum(map(len, ga[key])), "reps_b": sum(map(len, gb[key])),
                     "runs_a": len(ga[key]), "runs_b": len(gb[key]), **test.fields()})
     return out
+
+
+def made_in_rounds(a: Path | list[Path], b: Path | list[Path]) -> bool:
+    """Whether run i of A and run i of B were made in round i: as many runs a side (2 or more),
+    and every run of round i started after both runs of round i - 1 (`runs:` and
+    `--until-decided` run A B, then B A, ...). Runs listed by hand in another order are not paired."""
+    if isinstance(a, Path) or isinstance(b, Path) or len(a) != len(b) or len(a) < 2:
+        return False
+    started = [(RunDir(x).read_json("provenance.json").get("start"), RunDir(y).read_json("provenance.json").get("start"))
+               for x, y in zip(a, b)]
+    if any(t is None for pair in started for t in pair):
+        return False
+    return all(min(now) > max(before) for before, now in zip(started, started[1:]))
 
 
 def _centre(runs: list[list[float]]) -> float:

@@ -17,6 +17,15 @@ here in 29 of 57 headline metrics. So:
   its own otherwise (two one-sided tests, TOST): "same within ±M %" when the 90 % interval lies
   inside [1/(1+M), 1+M]; else "can't tell", with how many runs per side would decide it.
 
+Runs made in rounds (A B, then B A: `runs:` and `--until-decided`) are tested as pairs once
+there are enough rounds: each round's B/A is one value, and what drifts over the hour (the
+machine's disk, page cache, other tenants) falls on both runs of a round and cancels. Measured on
+containerized-vs-host (local vs docker, 6 rounds): the variance of a round's log(B/A) was a median
+0.37 of the unpaired difference's over its 22 headline metrics. A paired test has n - 1 degrees
+of freedom instead of 2n - 2, so it pays only from a number of rounds that depends on the level
+(`pairing_pays`, decided from n and alpha alone, never from the data: choosing the narrower
+interval after seeing both would not hold the error).
+
 Ratios are of geometric means (throughputs and latencies vary by a factor, not an amount), so
 the ratio shown is the one its interval is for. scipy gives the t quantiles (a well-kept
 implementation instead of the hand-written incomplete beta function this replaced): its
@@ -78,10 +87,26 @@ def run_values(runs: Sequence[Sequence[float]]) -> list[float]:
     return [geometric_mean(run) for run in runs]
 
 
+# The paired variance taken as half the unpaired (0.37 measured, see above) to decide from how
+# many rounds pairing pays: at 5 % from 4 rounds, at 5 % / 9 (until-decided's looks) from 6.
+PAIRED_GAIN = 0.5
+
+
+def pairing_pays(rounds: int, alpha: float = ALPHA) -> bool:
+    """Whether `rounds` pairs are tested as pairs at level `alpha`: the paired interval is expected
+    narrower, its t quantile on rounds - 1 degrees of freedom against the unpaired one's on
+    2 rounds - 2, at PAIRED_GAIN of the variance."""
+    if rounds < 3:
+        return False
+    paired, unpaired = t_quantile(1 - alpha / 2, rounds - 1), t_quantile(1 - alpha / 2, 2 * rounds - 2)
+    return (paired / unpaired) ** 2 * PAIRED_GAIN < 1
+
+
 def ratio_test(runs_a: Sequence[Sequence[float]], runs_b: Sequence[Sequence[float]], margin: float = 0.10,
-               alpha: float = ALPHA) -> RatioTest:
+               alpha: float = ALPHA, rounds: bool = False) -> RatioTest:
     """B against A, each a list of runs, each run a list of repetitions (see the module's doc).
-    `alpha`: the error of each test (a sequential comparison spends a share of ALPHA per look)."""
+    `alpha`: the error of each test (a sequential comparison spends a share of ALPHA per look);
+    `rounds`: run i of A and run i of B were made in one round (tested as pairs where that pays)."""
     values = [v for run in (*runs_a, *runs_b) for v in run]
     if min(values) <= 0:
         return RatioTest(None, None, None, "", "can't tell", "a value is 0 or below: a ratio of geometric means "
@@ -89,7 +114,7 @@ def ratio_test(runs_a: Sequence[Sequence[float]], runs_b: Sequence[Sequence[floa
     if len(runs_a) == 1 and len(runs_b) == 1:
         return _within_one_run(runs_a[0], runs_b[0])
     return _over_runs([math.log(v) for v in run_values(runs_a)], [math.log(v) for v in run_values(runs_b)], margin,
-                      alpha)
+                      alpha, rounds and len(runs_a) == len(runs_b) and pairing_pays(len(runs_a), alpha))
 
 
 def _within_one_run(a: Sequence[float], b: Sequence[float]) -> RatioTest:
@@ -136,10 +161,19 @@ def _pooled(la: Sequence[float], lb: Sequence[float]) -> tuple[float, float, flo
     return statistics.fmean(lb) - statistics.fmean(la), se, df
 
 
-def _over_runs(la: list[float], lb: list[float], margin: float, alpha: float = ALPHA) -> RatioTest:
-    diff, se, df = (_welch if len(la) >= 2 and len(lb) >= 2 else _pooled)(la, lb)
+def _paired(la: Sequence[float], lb: Sequence[float]) -> tuple[float, float, float]:
+    """As _welch, over each round's log(B/A)."""
+    rounds = [b - a for a, b in zip(la, lb)]
+    return statistics.fmean(rounds), math.sqrt(_variance(rounds) / len(rounds)), len(rounds) - 1
+
+
+def _over_runs(la: list[float], lb: list[float], margin: float, alpha: float = ALPHA, paired: bool = False) -> RatioTest:
+    if paired:
+        diff, se, df = _paired(la, lb)
+    else:
+        diff, se, df = (_welch if len(la) >= 2 and len(lb) >= 2 else _pooled)(la, lb)
     ratio = math.exp(diff)
-    counted = f"over runs ({len(la)} and {len(lb)})"
+    counted = f"over runs ({len(la)} and {len(lb)}{', paired by round' if paired else ''})"
     if se == 0:
         return RatioTest(ratio, None, None, "", "can't tell", f"every run gave the same value: no spread to test {counted}")
     # Half-widths of the difference test's interval (95 % at ALPHA) and of TOST's (90 %).
@@ -158,7 +192,9 @@ def _over_runs(la: list[float], lb: list[float], margin: float, alpha: float = A
         return RatioTest(ratio, low, high, "runs", "same", f"same within ±{margin * 100:g} % ({_level(2 * alpha)} interval "
                          f"{math.exp(diff - half_same):.3f}-{math.exp(diff + half_same):.3f}, two one-sided tests) {counted}",
                          detectable, **tested)
-    needed = runs_to_decide(abs(diff), _run_sd(la, lb), bound, alpha)
+    # paired: a round's spread as a run's (log(B/A) varies as two runs do)
+    sd = _upper(se * math.sqrt(len(la) / 2), df) if paired else _run_sd(la, lb)
+    needed = runs_to_decide(abs(diff), sd, bound, alpha)
     more = f"about {needed} runs per side would decide it" if needed else f"more than {MAX_RUNS} runs per side would be needed"
     return RatioTest(ratio, low, high, "runs", "can't tell", f"{more} (±{margin * 100:g} % margin) {counted}",
                      detectable, needed, **tested)
@@ -179,7 +215,12 @@ def _run_sd(la: Sequence[float], lb: Sequence[float]) -> float:
     """Run-to-run standard deviation of log values, pooled over both sides: its upper 70 %
     confidence bound (chi-square), so that the runs it sizes mostly do decide."""
     df = len(la) + len(lb) - 2
-    return math.sqrt(_within_ss(la, lb) / special.chdtri(df, SD_UPPER))  # stats.chi2.ppf(1 - SD_UPPER, df)
+    return _upper(math.sqrt(_within_ss(la, lb) / df), df)
+
+
+def _upper(sd: float, df: float) -> float:
+    """A standard deviation estimated on `df` degrees of freedom: its upper SD_UPPER confidence bound."""
+    return sd * math.sqrt(df / special.chdtri(df, SD_UPPER))  # stats.chi2.ppf(1 - SD_UPPER, df)
 
 
 def runs_to_decide(diff: float, sd: float, bound: float, alpha: float = ALPHA) -> int | None:

@@ -36,15 +36,17 @@ def look_alpha(max_runs: int) -> float:
 
 
 def sequential_test(runs_a: Sequence[Sequence[float]], runs_b: Sequence[Sequence[float]], max_runs: int,
-                    margin: float = 0.10, alpha: float | None = None) -> tuple[str, int | None]:
+                    margin: float = 0.10, alpha: float | None = None, rounds: bool = True) -> tuple[str, int | None]:
     """One metric through the looks `run_until_decided` makes (the first n runs per side at look
     n, each tested at the look's alpha and taken by `Decisions`): ("different" | "same", the runs
-    that decided it), or ("can't tell", None). `alpha` overrides each look's (a plain re-test)."""
+    that decided it), or ("can't tell", None). `alpha` overrides each look's (a plain re-test);
+    `rounds`: run i of each side made in round i, as run_until_decided makes them (paired from the
+    looks where that pays, ratios.pairing_pays)."""
     decisions = Decisions(max_runs)
     each = decisions.alpha if alpha is None else alpha
     metric = {"workload": "simulated", "params": "", "metric": "bandwidth", "unit": "MB/s", "too_short": False}
     for n in range(FIRST_LOOK, min(len(runs_a), len(runs_b), max_runs) + 1):
-        if not decisions.look([{**metric, **ratio_test(runs_a[:n], runs_b[:n], margin, each).fields()}], n):
+        if not decisions.look([{**metric, **ratio_test(runs_a[:n], runs_b[:n], margin, each, rounds).fields()}], n):
             decided = decisions.decided[metric_key(metric)]
             return decided["verdict"], decided["decided_at"]
     return "can't tell", None
