@@ -97,6 +97,11 @@ class ExternalBackend(Backend):
         if target == "objclass" and spec.external.ceph:
             return ("dfslab's object class: it must be in the OSDs' rados-classes directory, which only the site's "
                     "admin can install (native/cls_dfslab builds it); the query runs on the client (where: client)")
+        if target == "confine":
+            return ("storage on the first N servers only: dfslab builds it by linking hosts under a CRUSH root, rule "
+                    "and pool of its own (Ceph) or a volume of new bricks (GlusterFS), changes to your CRUSH map or "
+                    "your servers' paths that it makes only on clusters it made; measure a pool or volume you made "
+                    "on those servers with fio or rados bench instead")
         return super().target_refusal(spec, target)
 
     @classmethod
