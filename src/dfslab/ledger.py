@@ -7,9 +7,11 @@ acknowledged by its cache moves them later. `from_storage` = wire bytes / tool b
 direction (reads: what the clients received; writes: what they sent); under FROM_STORAGE_FLOOR
 the report marks the row as not measuring the storage. Counted where the clients are network
 namespaces of dfslab's (runtime local, docker, and the client node of the Kubernetes dfslab starts,
-whose Jobs use its network) or this machine itself (runtime host); elsewhere (loopback, where every
-daemon shares `lo`; a Kubernetes you run, whose client pods are on other machines) the ledger
-says "not counted" rather than a number that is not the client's."""
+whose Jobs use its network), this machine itself (runtime host), or the client nodes of a
+Kubernetes you run (read through dfslab's toolbox pod on each, on the node's network, as its Jobs
+are); elsewhere (loopback, where every daemon shares `lo`) the ledger says "not counted" rather
+than a number that is not the client's. The servers' disks are counted where their daemons are
+processes this machine sees; on a Kubernetes you run they are not (the step's disk share says so)."""
 
 from __future__ import annotations
 
