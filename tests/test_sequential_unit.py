@@ -10,7 +10,7 @@ import math
 import random
 
 from dfslab.ratios import ALPHA
-from dfslab.sequential import Decisions, look_alpha, sequential_test
+from dfslab.sequential import Decisions, look_alpha, look_rounds, planned_rounds, sequential_test
 from simulated_runs import rounds, runs
 
 TRIALS = 2000
@@ -43,7 +43,7 @@ def test_looking_at_5_percent_each_time_would_break_the_bound():
     naive = 0
     for _ in range(TRIALS):
         a, b = runs(rng, MAX), runs(rng, MAX)
-        verdict, _ = sequential_test(a, b, MAX, alpha=ALPHA)
+        verdict, _ = sequential_test(a, b, MAX, alpha=ALPHA, every_round=True)
         naive += verdict == "different"
     assert naive / TRIALS > 2 * BOUND
 
@@ -63,7 +63,7 @@ def test_decisions_keep_the_look_that_decided_each_metric():
     rows = [{"workload": "fio", "params": "{}", "metric": m, "unit": "MB/s", "verdict": v, "too_short": False}
             for m, v in (("bandwidth", "different"), ("iops", "can't tell"))]
     decisions = Decisions(MAX)
-    assert decisions.alpha == look_alpha(MAX) == 0.05 / 9
+    assert decisions.alpha == look_alpha(MAX) == 0.05 / 2 and decisions.schedule == [5, 10]
     assert [r["metric"] for r in decisions.look(rows, 2)] == ["iops"]
     later = [{**rows[0], "verdict": "can't tell"}, {**rows[1], "verdict": "same"}]
     assert decisions.look(later, 3) == []
@@ -82,7 +82,7 @@ def test_until_decided_needs_two_sides_and_says_so_before_anything_starts():
 
 def test_paired_looks_on_a_drifting_machine_hold_the_error():
     """Runs made in rounds A B / B A on a machine that drifts (each round's two runs share it; the
-    second run of a round slower): from the look where pairing pays (6 rounds at 5 % / 9), each
+    second run of a round slower): from the look where pairing pays (4 rounds at 2.5 % a look), each
     look tests the rounds' log(B/A). No difference is called different, and B at the margin the
     same, at most 5 % + 2 standard errors over every look."""
     rng = random.Random(21)
@@ -91,3 +91,20 @@ def test_paired_looks_on_a_drifting_machine_hold_the_error():
     margin = [sequential_test(*rounds(rng, MAX, 1.1, drift_sd=0.01, run_sd=0.01, rep_sd=0.01, order=0.005), MAX)
               for _ in range(TRIALS)]
     assert share(margin, "same") <= BOUND
+
+
+def test_two_looks_sized_by_the_budget():
+    """Looks half way and at the last round the budget allows at the first round's pace."""
+    assert [look_rounds(n) for n in (2, 3, 4, 7, 10)] == [[2], [2, 3], [2, 4], [4, 7], [5, 10]]
+    assert planned_rounds(3600, 480, 10) == 7 and planned_rounds(3600, 100, 10) == 10
+    assert planned_rounds(600, 480, 10) == 2 and planned_rounds(float("inf"), 480, 10) == 10
+
+
+def test_two_looks_decide_more_than_a_look_after_every_round():
+    """Not an error rate: runs that agree within 4 % and B 3 % above A, 7 rounds. The error each
+    look spends is the others' loss: two looks decide far more than a look after each round."""
+    rng = random.Random(31)
+    pairs = [(runs(rng, 7, run_sd=0.04, rep_sd=0.03), runs(rng, 7, 1.03, run_sd=0.04, rep_sd=0.03)) for _ in range(TRIALS)]
+    two = sum(sequential_test(a, b, 7)[0] != "can't tell" for a, b in pairs) / TRIALS
+    every = sum(sequential_test(a, b, 7, alpha=ALPHA / 6, every_round=True)[0] != "can't tell" for a, b in pairs) / TRIALS
+    assert two > every + 0.1, (two, every)

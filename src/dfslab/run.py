@@ -19,7 +19,7 @@ from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies, fault_class
 from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
-from .sequential import FIRST_LOOK, Decisions, looks
+from .sequential import FIRST_LOOK, Decisions, looks, planned_rounds
 from .phases import FaultPhase, RunOutcome, RunRecord, Watch, WorkloadUse, new_run_dir
 from .results import RunDir
 from . import ledger
@@ -511,45 +511,60 @@ def decision_sides(exp: Experiment) -> list[tuple[str, Experiment]]:
 
 def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_runs: int,
                       runs_root: Path | None = None) -> tuple[list[RunOutcome], list[dict[str, Any]]]:
-    """Runs of every side (forward, then backward: A B B A), until every headline metric of every
-    side against the first is decided (the looks share the error: sequential.py), `max_runs`
-    per side, or a round would pass `budget` seconds. Returns the runs and the last look's rows of
+    """Runs of every side in rounds (forward, then backward: A B B A), as many rounds as the
+    budget allows at the first round's pace (at most `max_runs`), every headline metric of every
+    side against the first tested half way and at the last round (sequential.py: the two looks
+    share the error), stopping early once every one is decided, or before a round that would pass
+    `budget` seconds (the last look made there). Returns the runs and the last look's rows of
     every side (each with its side and decided_at); each later side's last run gets
     comparison.json and its report."""
     sides = decision_sides(exp)
     base = sides[0][0]
-    decisions = {label: Decisions(max_runs) for label, _ in sides[1:]}
+    decisions: dict[str, Decisions] = {}
     paths: dict[str, list[Path]] = {label: [] for label, _ in sides}
     outcomes: list[RunOutcome] = []
     last: dict[str, list[dict[str, Any]]] = {}
-    started, round_took = time.monotonic(), 0.0
+    started, round_took, planned, looked = time.monotonic(), 0.0, max_runs, 0
     for n in range(1, max_runs + 1):
-        if n > FIRST_LOOK and time.monotonic() - started + round_took > budget:
-            progress("warning", f"budget: the next round would pass {clock_text(budget)}; stopping at {n - 1} runs per side")
+        if n > planned:
             break
         round_start = time.monotonic()
         for label, variant in (sides if n % 2 else sides[::-1]):
-            progress(f"run {n}", f"{label}: run {n} of at most {max_runs} per side")
+            progress(f"run {n}", f"{label}: run {n} of {planned} planned per side")
             outcomes.append(run_experiment(variant, progress, runs_root=runs_root, label=f"{exp.name}-{label}"))
             paths[label].append(outcomes[-1].path)
         round_took = time.monotonic() - round_start
-        if n < FIRST_LOOK:
+        if n == 1:
+            planned = planned_rounds(budget, round_took, max_runs)
+            decisions = {label: Decisions(planned) for label, _ in sides[1:]}
+            plan = next(iter(decisions.values()))
+            progress("plan", f"{planned} rounds per side fit the budget at {clock_text(round_took)} a round (at most "
+                             f"{max_runs}): looks after rounds {', '.join(map(str, plan.schedule))}, each at "
+                             f"{plan.alpha:.4f}")
             continue
-        left = 0
+        stopping = n >= FIRST_LOOK and n < planned and time.monotonic() - started + round_took > budget
+        if stopping:
+            progress("warning", f"budget: the next round would pass {clock_text(budget)}; stopping at {n} runs per "
+                                f"side, the last look made now")
+        if n not in next(iter(decisions.values())).schedule and not stopping:
+            continue
+        left, looked = 0, n
         for label, decided in decisions.items():
             last[label] = compare_runs(paths[base], paths[label], alpha=decided.alpha)
             left += len(decided.look(last[label], n))
         progress("decided", f"{sum(len(d.decided) for d in decisions.values())} headline metrics decided, {left} not, "
                             f"after {n} runs per side")
-        if not left:
+        if not left or stopping:
             break
     rows = []
     for label, decided in decisions.items():
         if label not in last:
             continue
-        final = [{**r, "side": label} for r in decided.final_rows(last[label])]
+        final = [{**r, "side": label, "alpha_per_look": decided.alpha, "look_rounds": decided.schedule}
+                 for r in decided.final_rows(last[label])]
         _write_comparison("until decided", base, label, paths[base], paths[label], final,
-                          sequential={"max_runs": max_runs, "looks": looks(max_runs), "alpha_per_look": decided.alpha})
+                          sequential={"max_runs": max_runs, "planned_rounds": planned, "look_rounds": decided.schedule,
+                                      "looks": looks(planned), "alpha_per_look": decided.alpha, "last_look": looked})
         rows += final
     return outcomes, rows
 

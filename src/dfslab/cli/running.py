@@ -33,11 +33,12 @@ def run(
     until_decided: bool = typer.Option(False, "--until-decided", help="add runs to both sides of the comparison (two "
                                        "runtimes, or one cluster setting's two values), A B then B A, until every "
                                        "headline metric is decided (different, or the same within ±10 %), --max-runs, "
-                                       "or --budget; the looks share the 5 % error (Bonferroni over the looks)"),
+                                       "or --budget; tested half way and at the last round the budget allows (sized "
+                                       "from the first round), the two looks sharing the 5 % error"),
     budget: Optional[str] = typer.Option(None, "--budget", help="with --until-decided: no pair of runs starts past "
                                          "this much time (e.g. 30min, 2h); default: no limit but --max-runs"),
     max_runs: int = typer.Option(10, "--max-runs", min=2, max=50, help="with --until-decided: runs per side at most "
-                                 "(the error each look may spend is 5 % / (max-runs - 1))"),
+                                 "(the rounds planned when there is no --budget)"),
     as_json: bool = typer.Option(False, "--json", help="at the end, one JSON object on stdout (each run's directory, "
                                  "report, failures and results table) instead of the table and report lines"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (each phase and step with its expected time, "
@@ -150,7 +151,6 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
     """--until-decided: runs of both sides until every headline metric is decided; each metric's
     verdict with the runs it took, or why it was not decided; exit 0 when every one was."""
     from ..run import decision_sides, run_until_decided
-    from ..sequential import look_alpha
     from ..units import parse_duration
     if conflicting:
         fail(ValueError(f"--until-decided makes a fresh cluster for each run and decides how many: drop {conflicting}"))
@@ -165,8 +165,10 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
         console.print(f"{row['side']}: {row['workload']} {row['params']} {row['metric']}: [bold]{row['verdict']}[/] "
                       f"{took} ({row['why']})", highlight=False, soft_wrap=True)
     left = [r for r in top if not r.get("decided_at")]
-    console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; each look tested at "
-                  f"{look_alpha(max_runs):.4f} (5 % over at most {max_runs - 1} looks)", highlight=False)
+    if top:
+        console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; each look tested at "
+                      f"{top[0]['alpha_per_look']:.4f} (5 % over {len(top[0]['look_rounds'])} looks planned, after rounds "
+                      f"{', '.join(map(str, top[0]['look_rounds']))})", highlight=False)
     if not top:
         console.print("[yellow]no headline metric could be compared (every phase too short to time, or failed)[/]")
     for outcome in outcomes:
