@@ -530,7 +530,8 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
             break
         round_start = time.monotonic()
         for label, variant in (sides if n % 2 else sides[::-1]):
-            progress(f"run {n}", f"{label}: run {n} of {planned} planned per side")
+            progress(f"run {n}", f"{label}: run {n} of {planned} planned per side" if n > 1 else
+                     f"{label}: run 1 (its round's time plans the rest: the budget's rounds, at most {max_runs})")
             outcomes.append(run_experiment(variant, progress, runs_root=runs_root, label=f"{exp.name}-{label}"))
             paths[label].append(outcomes[-1].path)
         round_took = time.monotonic() - round_start
