@@ -19,7 +19,7 @@ from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies, fault_class
 from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
-from .sequential import FIRST_LOOK, Decisions, looks, planned_rounds
+from .sequential import FIRST_LOOK, Decisions, look_alpha, look_rounds, looks, planned_rounds
 from .phases import FaultPhase, RunOutcome, RunRecord, Watch, WorkloadUse, new_run_dir
 from .results import RunDir
 from . import ledger
@@ -524,7 +524,7 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
     paths: dict[str, list[Path]] = {label: [] for label, _ in sides}
     outcomes: list[RunOutcome] = []
     last: dict[str, list[dict[str, Any]]] = {}
-    started, round_took, planned, looked = time.monotonic(), 0.0, max_runs, 0
+    started, round_took, planned, looked, schedule = time.monotonic(), 0.0, max_runs, 0, []
     for n in range(1, max_runs + 1):
         if n > planned:
             break
@@ -538,16 +538,15 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
         if n == 1:
             planned = planned_rounds(budget, round_took, max_runs)
             decisions = {label: Decisions(planned) for label, _ in sides[1:]}
-            plan = next(iter(decisions.values()))
+            schedule, alpha = look_rounds(planned), look_alpha(planned)  # every side's looks are the same
             progress("plan", f"{planned} rounds per side fit the budget at {clock_text(round_took)} a round (at most "
-                             f"{max_runs}): looks after rounds {', '.join(map(str, plan.schedule))}, each at "
-                             f"{plan.alpha:.4f}")
+                             f"{max_runs}): looks after rounds {', '.join(map(str, schedule))}, each at {alpha:.4f}")
             continue
         stopping = n >= FIRST_LOOK and n < planned and time.monotonic() - started + round_took > budget
         if stopping:
             progress("warning", f"budget: the next round would pass {clock_text(budget)}; stopping at {n} runs per "
                                 f"side, the last look made now")
-        if n not in next(iter(decisions.values())).schedule and not stopping:
+        if n not in schedule and not stopping:
             continue
         left, looked = 0, n
         for label, decided in decisions.items():

@@ -193,6 +193,13 @@ class Runner:
             raise WorkloadError(f"`{' '.join(argv)}` exited {proc.returncode}; output in {path}: {stderr.strip()[-300:]}")
         return stdout if proc.returncode == 0 else ""
 
+    def client_nodes(self, workload: str, count: int) -> list[str]:
+        """The first `count` client nodes, for a step of `workload` on several at once."""
+        if count > len(self.clients):
+            raise WorkloadError(f"{workload}.clients={count} but the cluster has {len(self.clients)} client node(s); "
+                                f"set `clients: {count}` in the cluster spec")
+        return self.clients[:count]
+
     def run_at_once(self, tools: dict[str, tuple[list[str], str]], timeout: float = 600) -> dict[str, str]:
         """One tool on each of several nodes at once (node -> (argv, raw name)), each kept as `run`
         keeps it: their outputs by node. Started together and waited for together; a tool still

@@ -206,18 +206,11 @@ class Fio(Workload):
             if runner.storage is not None:
                 runner.storage.reach(runner, params.target, params.size * params.numjobs, params.client_cache)
         elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.tool_servers("fio")):
-            for node in self.nodes(runner, params):
+            for node in runner.client_nodes(self.name, params.clients):
                 files = (params.target, params.size, params.numjobs, files_on(node, params.clients))
                 if files not in self.laid_out:  # once a run: later steps find them (writes keep their size)
                     lay_out_files(runner, params, node)
                     self.laid_out.add(files)
-
-    @staticmethod
-    def nodes(runner: Runner, params: FioParams) -> list[str]:
-        if params.clients > len(runner.clients):
-            raise WorkloadError(f"fio clients: {params.clients} but the cluster has {len(runner.clients)} client "
-                                f"node(s); set `clients: {params.clients}` in the cluster spec")
-        return runner.clients[:params.clients]
 
     def finish(self, runner: Runner) -> None:
         # This object outlives a run: the next run of a `runtimes:`, `runs:` or settings sweep has
@@ -246,7 +239,7 @@ class Fio(Workload):
         logs.mkdir(parents=True, exist_ok=True)
         if params.clients > 1:
             tools = {node: (self.argv(runner, params, tag, logs / f"bw-{node}", node), f"{tag}-{node}")
-                     for node in self.nodes(runner, params)}
+                     for node in runner.client_nodes(self.name, params.clients)}
             rows = parse_on_clients(runner.run_at_once(tools, timeout), self.name, labels, repetition)
             rows += parse_bw_log(logs / "bw-", self.name, labels, repetition)  # every node's, per second
         else:

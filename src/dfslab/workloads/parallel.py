@@ -56,10 +56,7 @@ class ParallelIO(Workload):
         return runner.workdir(target, f"dfslab-ior/{client}", node=client)
 
     def run(self, runner: Runner, params: ParallelParams, repetition: int) -> list[Measurement]:
-        if params.clients > len(runner.clients):
-            raise WorkloadError(f"parallel.clients={params.clients} but the cluster has {len(runner.clients)} client "
-                                f"namespace(s); set `clients: {params.clients}` in the cluster spec")
-        clients = runner.clients[:params.clients]
+        clients = runner.client_nodes(self.name, params.clients)
         dirs = {c: self.directory(runner, c, params.target) for c in clients}
         labels = params.model_dump(mode="python")
         rows = []
