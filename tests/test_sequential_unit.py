@@ -10,7 +10,7 @@ import math
 import random
 
 from dfslab.ratios import ALPHA
-from dfslab.sequential import Decisions, look_alpha, look_rounds, planned_rounds, sequential_test
+from dfslab.sequential import Decisions, look_alphas, look_rounds, looks_text, planned_rounds, sequential_test, spent_by
 from simulated_runs import rounds, runs
 
 TRIALS = 2000
@@ -63,12 +63,33 @@ def test_decisions_keep_the_look_that_decided_each_metric():
     rows = [{"workload": "fio", "params": "{}", "metric": m, "unit": "MB/s", "verdict": v, "too_short": False}
             for m, v in (("bandwidth", "different"), ("iops", "can't tell"))]
     decisions = Decisions(MAX)
-    assert decisions.alpha == look_alpha(MAX) == 0.05 / 2 and decisions.schedule == [5, 10]
-    assert [r["metric"] for r in decisions.look(rows, 2)] == ["iops"]
+    assert decisions.schedule == [5, 10]
+    first = decisions.alpha_at(5)
+    assert first == look_alphas(MAX)[0] == spent_by(0.5)
+    assert [r["metric"] for r in decisions.look(rows, 5, first)] == ["iops"]
     later = [{**rows[0], "verdict": "can't tell"}, {**rows[1], "verdict": "same"}]
-    assert decisions.look(later, 3) == []
-    final = {r["metric"]: (r["verdict"], r["decided_at"]) for r in decisions.final_rows(later)}
-    assert final == {"bandwidth": ("different", 2), "iops": ("same", 3)}
+    last = decisions.alpha_at(10)
+    assert math.isclose(first + last, ALPHA)
+    assert decisions.look(later, 10, last) == []
+    final = {r["metric"]: (r["verdict"], r["decided_at"], r["look_alpha"]) for r in decisions.final_rows(later)}
+    assert final == {"bandwidth": ("different", 5, first), "iops": ("same", 10, last)}
+    assert looks_text(decisions.levels) == "looks after rounds 5 and 10 at 0.557 % and 4.44 % (of 5 %)"
+
+
+def test_the_budget_stopping_the_runs_early_spends_what_is_left():
+    decisions = Decisions(8)
+    decisions.look([], 4, decisions.alpha_at(4))
+    assert math.isclose(decisions.alpha_at(6, last=True), ALPHA - spent_by(0.5))
+    assert Decisions(8).alpha_at(3, last=True) == ALPHA  # stopped before the half-way look: the only look
+
+
+def test_the_half_way_look_spends_as_obrien_fleming():
+    """Lan & DeMets' O'Brien-Fleming spending function at half the runs: 2 - 2 Phi(1.96 / sqrt 0.5)
+    = 0.557 % of a two-sided 5 %; nothing at the start, all of it at the end."""
+    assert math.isclose(spent_by(0.5), 0.005574, rel_tol=1e-3)
+    assert math.isclose(spent_by(1.0), ALPHA) and spent_by(1e-9) < 1e-12
+    assert [round(a, 4) for a in look_alphas(7)] == [round(spent_by(4 / 7), 4), round(ALPHA - spent_by(4 / 7), 4)]
+    assert look_alphas(2) == [ALPHA]
 
 
 def test_until_decided_needs_two_sides_and_says_so_before_anything_starts():
@@ -82,7 +103,7 @@ def test_until_decided_needs_two_sides_and_says_so_before_anything_starts():
 
 def test_paired_looks_on_a_drifting_machine_hold_the_error():
     """Runs made in rounds A B / B A on a machine that drifts (each round's two runs share it; the
-    second run of a round slower): from the look where pairing pays (4 rounds at 2.5 % a look), each
+    second run of a round slower): from the look where pairing pays (4 rounds at either look's level), each
     look tests the rounds' log(B/A). No difference is called different, and B at the margin the
     same, at most 5 % + 2 standard errors over every look."""
     rng = random.Random(21)
@@ -102,9 +123,60 @@ def test_two_looks_sized_by_the_budget():
 
 def test_two_looks_decide_more_than_a_look_after_every_round():
     """Not an error rate: runs that agree within 4 % and B 3 % above A, 7 rounds. The error each
-    look spends is the others' loss: two looks decide far more than a look after each round."""
+    look spends is the others' loss: two looks decide far more than a look after each round, and
+    the spending function's split (most of the error at the last look, where the interval is
+    narrowest) more than equal shares."""
     rng = random.Random(31)
     pairs = [(runs(rng, 7, run_sd=0.04, rep_sd=0.03), runs(rng, 7, 1.03, run_sd=0.04, rep_sd=0.03)) for _ in range(TRIALS)]
     two = sum(sequential_test(a, b, 7)[0] != "can't tell" for a, b in pairs) / TRIALS
+    equal = sum(sequential_test(a, b, 7, alpha=ALPHA / 2)[0] != "can't tell" for a, b in pairs) / TRIALS
     every = sum(sequential_test(a, b, 7, alpha=ALPHA / 6, every_round=True)[0] != "can't tell" for a, b in pairs) / TRIALS
+    print(f"decided: two looks split by the spending function {two:.1%}, equal shares {equal:.1%}, "
+          f"a look after every round {every:.1%}")
     assert two > every + 0.1, (two, every)
+    assert two > equal, (two, equal)
+
+
+def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path, monkeypatch):
+    """run_until_decided's loop with its runs made by a stand-in (each run a run directory with
+    three metrics, on a clock each run moves 300 s): rounds A B then B A, six rounds planned from
+    the first round's 600 s in a 60-minute budget, looks after rounds 3 and 6 whose levels add up
+    to 5 %, the clear difference decided at the first look, the noise never."""
+    from types import SimpleNamespace
+
+    from dfslab import run as run_module
+    from dfslab.phases import RunOutcome
+    from dfslab.results import RunDir
+    from dfslab.workloads import Measurement
+
+    clock, made, rng = [0.0], [], random.Random(5)
+
+    def fake_run(variant, progress, runs_root=None, label=None):
+        clock[0] += 300
+        path = tmp_path / f"{len(made):02d}-{variant}"
+        path.mkdir()
+        scale = 1.5 if variant == "B" else 1.0
+        RunDir(path).add(Measurement("fio", metric, value, unit, {"rw": "read"}, rep)
+                         for rep in range(3)
+                         for metric, value, unit in (("bandwidth", 100 * scale * rng.gauss(1, 0.01), "MB/s"),
+                                                     ("iops", 100 * rng.gauss(1, 0.005), "op/s"),
+                                                     ("latency_avg", 100 * math.exp(rng.gauss(0, 0.5)), "ms")))
+        RunDir(path).write_json("provenance.json", {"start": clock[0]})
+        made.append(variant)
+        return RunOutcome(path, path / "report.html")
+
+    monkeypatch.setattr(run_module, "decision_sides", lambda exp: [("local", "A"), ("docker", "B")])
+    monkeypatch.setattr(run_module, "run_experiment", fake_run)
+    monkeypatch.setattr(run_module.report, "build", lambda path: None)
+    monkeypatch.setattr(run_module.time, "monotonic", lambda: clock[0])
+    said = []
+    _, rows = run_module.run_until_decided(SimpleNamespace(name="t"), lambda *a: said.append(a), 3600, 10)
+    assert made == ["A", "B", "B", "A"] * 3
+    final = {r["metric"]: r for r in rows}
+    assert final["bandwidth"]["verdict"] == "different" and final["bandwidth"]["decided_at"] == 3
+    assert final["latency_avg"]["decided_at"] is None
+    comparison = RunDir(tmp_path / "10-B").read_json("comparison.json")["sequential"]
+    assert comparison["planned_rounds"] == 6 and [n for n, _ in comparison["levels"]] == [3, 6]
+    assert math.isclose(sum(a for _, a in comparison["levels"]), ALPHA)
+    assert comparison["levels"][0][1] == final["bandwidth"]["look_alpha"] == spent_by(0.5)
+    assert any("looks after rounds 3 and 6" in text for _, text in said)

@@ -116,9 +116,9 @@ see run-to-run variation; <code>runs: 3</code> gives each setting runs). <code>s
 against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code>.
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>.
 The table shows the headline metrics; <code>comparison.json</code> has every one.{% if comparison.sequential %}
-Runs were added until decided (<code>--until-decided</code>): every undecided metric was tested after rounds
-{{ (comparison.sequential.look_rounds or [])|join(' and ') }} of the rounds planned, each look at {{ '%.4g' % (100 * (1 - comparison.sequential.alpha_per_look)) }} % (the 5 % error shared by
-{{ comparison.sequential.looks }} looks), and a metric keeps the verdict and interval of the look that decided it.{% endif %}</p>
+Runs were added until decided (<code>--until-decided</code>, {{ comparison.sequential.planned_rounds }} rounds planned): the metrics
+not yet decided were tested at the {{ comparison.sequential.text }}; the looks share the 5 % error, and a metric keeps
+the verdict and interval of the look that decided it.{% endif %}</p>
 <div class="wide"><table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
 <th>B ({{ comparison.runtime }})</th><th>B/A</th><th>{{ 'interval' if comparison.sequential else '95 % interval' }}</th><th class="l">verdict</th></tr>
 {% for r in comparison.headline %}<tr><td class="l">{{ r.workload }}</td><td class="l p">{{ r.params }}</td><td class="l">{{ r.metric }} ({{ r.unit }})</td>

@@ -19,7 +19,7 @@ from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies, fault_class
 from .compare import compare_runs, rank_settings
 from .experiment import Experiment, Step
-from .sequential import FIRST_LOOK, Decisions, look_alpha, look_rounds, looks, planned_rounds
+from .sequential import FIRST_LOOK, Decisions, look_alphas, look_rounds, looks, looks_text, planned_rounds
 from .phases import FaultPhase, RunOutcome, RunRecord, Watch, WorkloadUse, new_run_dir
 from .results import RunDir
 from . import ledger
@@ -538,9 +538,9 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
         if n == 1:
             planned = planned_rounds(budget, round_took, max_runs)
             decisions = {label: Decisions(planned) for label, _ in sides[1:]}
-            schedule, alpha = look_rounds(planned), look_alpha(planned)  # every side's looks are the same
+            schedule = look_rounds(planned)  # every side's looks are the same
             progress("plan", f"{planned} rounds per side fit the budget at {clock_text(round_took)} a round (at most "
-                             f"{max_runs}): looks after rounds {', '.join(map(str, schedule))}, each at {alpha:.4f}")
+                             f"{max_runs}): {looks_text(list(zip(schedule, look_alphas(planned))))}, planned")
             continue
         stopping = n >= FIRST_LOOK and n < planned and time.monotonic() - started + round_took > budget
         if stopping:
@@ -550,8 +550,9 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
             continue
         left, looked = 0, n
         for label, decided in decisions.items():
-            last[label] = compare_runs(paths[base], paths[label], alpha=decided.alpha)
-            left += len(decided.look(last[label], n))
+            alpha = decided.alpha_at(n, last=stopping)
+            last[label] = compare_runs(paths[base], paths[label], alpha=alpha)
+            left += len(decided.look(last[label], n, alpha))
         progress("decided", f"{sum(len(d.decided) for d in decisions.values())} headline metrics decided, {left} not, "
                             f"after {n} runs per side")
         if not left or stopping:
@@ -560,11 +561,11 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
     for label, decided in decisions.items():
         if label not in last:
             continue
-        final = [{**r, "side": label, "alpha_per_look": decided.alpha, "look_rounds": decided.schedule}
-                 for r in decided.final_rows(last[label])]
+        final = [{**r, "side": label, "looks": decided.levels} for r in decided.final_rows(last[label])]
         _write_comparison("until decided", base, label, paths[base], paths[label], final,
                           sequential={"max_runs": max_runs, "planned_rounds": planned, "look_rounds": decided.schedule,
-                                      "looks": looks(planned), "alpha_per_look": decided.alpha, "last_look": looked})
+                                      "looks": looks(planned), "levels": decided.levels, "last_look": looked,
+                                      "text": looks_text(decided.levels)})
         rows += final
     return outcomes, rows
 

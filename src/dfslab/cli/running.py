@@ -34,7 +34,8 @@ def run(
                                        "runtimes, or one cluster setting's two values), A B then B A, until every "
                                        "headline metric is decided (different, or the same within ±10 %), --max-runs, "
                                        "or --budget; tested half way and at the last round the budget allows (sized "
-                                       "from the first round), the two looks sharing the 5 % error"),
+                                       "from the first round), the two looks sharing the 5 % error (most of it at the last, as "
+                                       "O'Brien-Fleming's spending function)"),
     budget: Optional[str] = typer.Option(None, "--budget", help="with --until-decided: no pair of runs starts past "
                                          "this much time (e.g. 30min, 2h); default: no limit but --max-runs"),
     max_runs: int = typer.Option(10, "--max-runs", min=2, max=50, help="with --until-decided: runs per side at most "
@@ -151,6 +152,7 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
     """--until-decided: runs of both sides until every headline metric is decided; each metric's
     verdict with the runs it took, or why it was not decided; exit 0 when every one was."""
     from ..run import decision_sides, run_until_decided
+    from ..sequential import looks_text
     from ..units import parse_duration
     if conflicting:
         fail(ValueError(f"--until-decided makes a fresh cluster for each run and decides how many: drop {conflicting}"))
@@ -166,9 +168,8 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
                       f"{took} ({row['why']})", highlight=False, soft_wrap=True)
     left = [r for r in top if not r.get("decided_at")]
     if top:
-        console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; each look tested at "
-                      f"{top[0]['alpha_per_look']:.4f} (5 % over {len(top[0]['look_rounds'])} looks planned, after rounds "
-                      f"{', '.join(map(str, top[0]['look_rounds']))})", highlight=False)
+        console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; {looks_text(top[0]['looks'])}",
+                      highlight=False)
     if not top:
         console.print("[yellow]no headline metric could be compared (every phase too short to time, or failed)[/]")
     for outcome in outcomes:
