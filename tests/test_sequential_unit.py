@@ -137,11 +137,11 @@ def test_two_looks_decide_more_than_a_look_after_every_round():
     assert two > equal, (two, equal)
 
 
-def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path, monkeypatch):
-    """run_until_decided's loop with its runs made by a stand-in (each run a run directory with
-    three metrics, on a clock each run moves 300 s): rounds A B then B A, six rounds planned from
-    the first round's 600 s in a 60-minute budget, looks after rounds 3 and 6 whose levels add up
-    to 5 %, the clear difference decided at the first look, the noise never."""
+def until_decided_on_stand_ins(tmp_path, monkeypatch, run_seconds):
+    """run_until_decided's loop, its runs made by a stand-in (each run a run directory with three
+    metrics: B 1.5x A in bandwidth, iops alike, a noisy latency) on a clock each run moves
+    run_seconds(i) for the i-th run; 60 min budget, at most 10 rounds. Returns (the sides in the
+    order run, the result, what progress was told)."""
     from types import SimpleNamespace
 
     from dfslab import run as run_module
@@ -151,8 +151,8 @@ def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path,
 
     clock, made, rng = [0.0], [], random.Random(5)
 
-    def fake_run(variant, progress, runs_root=None, label=None):
-        clock[0] += 300
+    def stand_in(variant, progress, runs_root=None, label=None):
+        clock[0] += run_seconds(len(made))
         path = tmp_path / f"{len(made):02d}-{variant}"
         path.mkdir()
         scale = 1.5 if variant == "B" else 1.0
@@ -166,13 +166,22 @@ def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path,
         return RunOutcome(path, path / "report.html")
 
     monkeypatch.setattr(run_module, "decision_sides", lambda exp: [("local", "A"), ("docker", "B")])
-    monkeypatch.setattr(run_module, "run_experiment", fake_run)
+    monkeypatch.setattr(run_module, "run_experiment", stand_in)
     monkeypatch.setattr(run_module.report, "build", lambda path: None)
     monkeypatch.setattr(run_module.time, "monotonic", lambda: clock[0])
     said = []
-    _, rows = run_module.run_until_decided(SimpleNamespace(name="t"), lambda *a: said.append(a), 3600, 10)
+    result = run_module.run_until_decided(SimpleNamespace(name="t"), lambda *a: said.append(a), 3600, 10)
+    return made, result, said
+
+
+def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path, monkeypatch):
+    """Rounds A B then B A, six rounds planned from the first round's 600 s in a 60-minute budget,
+    looks after rounds 3 and 6 whose levels add up to 5 %, the clear difference decided at the
+    first look, the noise never."""
+    from dfslab.results import RunDir
+    made, result, said = until_decided_on_stand_ins(tmp_path, monkeypatch, lambda i: 300)
     assert made == ["A", "B", "B", "A"] * 3
-    final = {r["metric"]: r for r in rows}
+    final = {r["metric"]: r for r in result.rows}
     assert final["bandwidth"]["verdict"] == "different" and final["bandwidth"]["decided_at"] == 3
     assert final["latency_avg"]["decided_at"] is None
     comparison = RunDir(tmp_path / "10-B").read_json("comparison.json")["sequential"]
@@ -180,3 +189,13 @@ def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path,
     assert math.isclose(sum(a for _, a in comparison["levels"]), ALPHA)
     assert comparison["levels"][0][1] == final["bandwidth"]["look_alpha"] == spent_by(0.5)
     assert any("looks after rounds 3 and 6" in text for _, text in said)
+    assert result.looks.startswith("looks after rounds 3 and 6 at 0.557 % and 4.44 %")
+
+
+def test_until_decided_stopped_by_the_budget_looks_there_with_what_is_left(tmp_path, monkeypatch):
+    """The first round took 300 s (10 rounds planned, looks at 5 and 10), later runs 250 s: before
+    round 8 the budget would pass, so the last look is made after round 7 and spends the rest."""
+    made, result, said = until_decided_on_stand_ins(tmp_path, monkeypatch, lambda i: 150 if i < 2 else 250)
+    assert len(made) == 14
+    assert result.looks == "looks after rounds 5 and 7 at 0.557 % and 4.44 % (of 5 %)"
+    assert any(stage == "warning" and "stopping at 7 runs per side" in text for stage, text in said)

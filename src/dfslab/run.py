@@ -509,15 +509,23 @@ def decision_sides(exp: Experiment) -> list[tuple[str, Experiment]]:
                                   "at its path in the cluster spec)")], exp.name)
 
 
+@dataclass
+class UntilDecided:
+    """What `run_until_decided` made: its runs, the last look's rows of every side (each with its
+    side and decided_at), and the looks it made ("looks after rounds 4 and 8 at ...")."""
+    outcomes: list[RunOutcome]
+    rows: list[dict[str, Any]]
+    looks: str
+
+
 def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_runs: int,
-                      runs_root: Path | None = None) -> tuple[list[RunOutcome], list[dict[str, Any]]]:
+                      runs_root: Path | None = None) -> UntilDecided:
     """Runs of every side in rounds (forward, then backward: A B B A), as many rounds as the
     budget allows at the first round's pace (at most `max_runs`), every headline metric of every
     side against the first tested half way and at the last round (sequential.py: the two looks
     share the error), stopping early once every one is decided, or before a round that would pass
-    `budget` seconds (the last look made there). Returns the runs and the last look's rows of
-    every side (each with its side and decided_at); each later side's last run gets
-    comparison.json and its report."""
+    `budget` seconds (the last look made there). Each later side's last run gets comparison.json
+    and its report."""
     sides = decision_sides(exp)
     base = sides[0][0]
     decisions: dict[str, Decisions] = {}
@@ -557,17 +565,18 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
                             f"after {n} runs per side")
         if not left or stopping:
             break
-    rows = []
+    rows, levels = [], []
     for label, decided in decisions.items():
         if label not in last:
             continue
-        final = [{**r, "side": label, "looks": decided.levels} for r in decided.final_rows(last[label])]
+        final = [{**r, "side": label} for r in decided.final_rows(last[label])]
+        levels = decided.levels
         _write_comparison("until decided", base, label, paths[base], paths[label], final,
                           sequential={"max_runs": max_runs, "planned_rounds": planned, "look_rounds": decided.schedule,
                                       "looks": looks(planned), "levels": decided.levels, "last_look": looked,
                                       "text": looks_text(decided.levels)})
         rows += final
-    return outcomes, rows
+    return UntilDecided(outcomes, rows, looks_text(levels) if levels else "no look made")
 
 
 def _run_across(exp: Experiment, plan: list[tuple[str, Experiment, dict | None]], what: str, progress: Progress,

@@ -152,14 +152,14 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
     """--until-decided: runs of both sides until every headline metric is decided; each metric's
     verdict with the runs it took, or why it was not decided; exit 0 when every one was."""
     from ..run import decision_sides, run_until_decided
-    from ..sequential import looks_text
     from ..units import parse_duration
     if conflicting:
         fail(ValueError(f"--until-decided makes a fresh cluster for each run and decides how many: drop {conflicting}"))
     decision_sides(exp)  # two sides, or refused before anything starts
     seconds = parse_duration(budget) if budget else float("inf")
     with LiveProgress() as progress:
-        outcomes, rows = run_until_decided(exp, progress, seconds, max_runs)
+        made = run_until_decided(exp, progress, seconds, max_runs)
+    outcomes, rows = made.outcomes, made.rows
     from ..compare import headline
     top = headline(rows)
     for row in top:
@@ -168,7 +168,7 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
                       f"{took} ({row['why']})", highlight=False, soft_wrap=True)
     left = [r for r in top if not r.get("decided_at")]
     if top:
-        console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; {looks_text(top[0]['looks'])}",
+        console.print(f"{len(top) - len(left)} of {len(top)} headline metrics decided; {made.looks}",
                       highlight=False)
     if not top:
         console.print("[yellow]no headline metric could be compared (every phase too short to time, or failed)[/]")
