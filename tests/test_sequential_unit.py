@@ -190,6 +190,11 @@ def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path,
     assert comparison["levels"][0][1] == final["bandwidth"]["look_alpha"] == spent_by(0.5)
     assert any("looks after rounds 3 and 6" in text for _, text in said)
     assert result.looks.startswith("looks after rounds 3 and 6 at 0.557 % and 4.44 %")
+    monkeypatch.undo()  # the report of the comparison, as the last docker run has it
+    from dfslab import report
+    page = report.build(tmp_path / "10-B").read_text()
+    assert "tested at the looks after rounds 3 and 6 at 0.557 % and 4.44 % (of 5 %)" in page
+    assert "decided after 3 runs per side" in page and "not decided" in page
 
 
 def test_until_decided_stopped_by_the_budget_looks_there_with_what_is_left(tmp_path, monkeypatch):

@@ -117,7 +117,7 @@ against A = run(s) <code>{{ comparison.baseline_runs|join(', ') }}</code>.
 <b class="{{ 'warn' if comparison.significant else 'ok' }}">{{ comparison.verdict }}</b>.
 The table shows the headline metrics; <code>comparison.json</code> has every one.{% if comparison.sequential %}
 Runs were added until decided (<code>--until-decided</code>, {{ comparison.sequential.planned_rounds }} rounds planned): the metrics
-not yet decided were tested at the {{ comparison.sequential.text }}; the looks share the 5 % error, and a metric keeps
+not yet decided were tested at the {{ comparison.sequential.text or ('looks after rounds ' ~ (comparison.sequential.look_rounds or [])|join(' and ')) }}; the looks share the 5 % error, and a metric keeps
 the verdict and interval of the look that decided it.{% endif %}</p>
 <div class="wide"><table><tr><th class="l">workload</th><th class="l">parameters</th><th class="l">metric</th><th>A ({{ comparison.baseline_runtime }})</th>
 <th>B ({{ comparison.runtime }})</th><th>B/A</th><th>{{ 'interval' if comparison.sequential else '95 % interval' }}</th><th class="l">verdict</th></tr>
