@@ -204,3 +204,22 @@ def test_until_decided_stopped_by_the_budget_looks_there_with_what_is_left(tmp_p
     assert len(made) == 14
     assert result.looks == "looks after rounds 5 and 7 at 0.557 % and 4.44 % (of 5 %)"
     assert any(stage == "warning" and "stopping at 7 runs per side" in text for stage, text in said)
+
+
+def test_a_budget_is_not_capped_at_ten_rounds(monkeypatch):
+    """--budget is the limit the user set: without --max-runs the rounds it holds are planned (up
+    to 50); without a budget, 10 rounds at most; --max-runs wins over both."""
+    from typer.testing import CliRunner
+
+    from dfslab import run as run_module
+    from dfslab.cli import app
+    asked = []
+
+    def record(exp, progress, budget, max_runs, runs_root=None):
+        asked.append((budget, max_runs))
+        return run_module.UntilDecided([], [], "no look made")
+
+    monkeypatch.setattr(run_module, "run_until_decided", record)
+    for extra in (["--budget", "60min"], [], ["--budget", "1h", "--max-runs", "12"]):
+        CliRunner().invoke(app, ["run", "examples/containerized-vs-host.yaml", "--until-decided", *extra])
+    assert asked == [(3600.0, 50), (float("inf"), 10), (3600.0, 12)]

@@ -30,7 +30,6 @@ from typing import Any, Sequence
 from .compare import headline
 from .ratios import ALPHA, ratio_test
 
-MAX_RUNS = 10  # runs per side at most, unless --max-runs says otherwise
 FIRST_LOOK = 2  # runs per side before the first look: an interval over runs needs two
 
 

@@ -16,6 +16,10 @@ from ..spec import SpecError
 from .common import RUNTIME_HELP, USER_ERRORS, _cluster_name, app, fail
 from .common import RESULTS_FIT
 
+# --until-decided's runs per side at most: without --budget, what bounds its time; with one, the
+# budget does (50: where a "can't tell" says "more than 50 runs per side would be needed").
+UNTIL_DECIDED_RUNS, UNTIL_DECIDED_MOST = 10, 50
+
 
 @app.command()
 def run(
@@ -38,8 +42,10 @@ def run(
                                        "O'Brien-Fleming's spending function)"),
     budget: Optional[str] = typer.Option(None, "--budget", help="with --until-decided: no pair of runs starts past "
                                          "this much time (e.g. 30min, 2h); default: no limit but --max-runs"),
-    max_runs: int = typer.Option(10, "--max-runs", min=2, max=50, help="with --until-decided: runs per side at most "
-                                 "(the rounds planned when there is no --budget)"),
+    max_runs: Optional[int] = typer.Option(None, "--max-runs", min=2, max=UNTIL_DECIDED_MOST,
+                                           help="with --until-decided: runs per side at most (default: "
+                                           f"{UNTIL_DECIDED_RUNS} without --budget; with one, what the budget allows, up to "
+                                           f"{UNTIL_DECIDED_MOST})"),
     as_json: bool = typer.Option(False, "--json", help="at the end, one JSON object on stdout (each run's directory, "
                                  "report, failures and results table) instead of the table and report lines"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (each phase and step with its expected time, "
@@ -148,7 +154,7 @@ def run(
         raise typer.Exit(1)
 
 
-def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | None) -> None:
+def _until_decided(exp, budget: str | None, max_runs: int | None, conflicting: str | None) -> None:
     """--until-decided: runs of both sides until every headline metric is decided; each metric's
     verdict with the runs it took, or why it was not decided; exit 0 when every one was."""
     from ..run import decision_sides, run_until_decided
@@ -158,7 +164,9 @@ def _until_decided(exp, budget: str | None, max_runs: int, conflicting: str | No
     decision_sides(exp)  # two sides, or refused before anything starts
     seconds = parse_duration(budget) if budget else float("inf")
     with LiveProgress() as progress:
-        made = run_until_decided(exp, progress, seconds, max_runs)
+        # A budget is the limit the user set: rounds are not capped below what it holds.
+        most = max_runs or (UNTIL_DECIDED_MOST if budget else UNTIL_DECIDED_RUNS)
+        made = run_until_decided(exp, progress, seconds, most)
     outcomes, rows = made.outcomes, made.rows
     from ..compare import headline
     top = headline(rows)
