@@ -16,6 +16,7 @@ from simulated_runs import rounds, runs
 TRIALS = 2000
 BOUND = 0.05 + 2 * math.sqrt(0.05 * 0.95 / TRIALS)
 MAX = 10  # runs per side: 9 looks
+POCOCK_2_LOOKS = 0.0294  # Pocock's nominal level for 2 equally spaced looks at 5 % (boundary 2.178)
 
 
 def outcomes(seed: int, factor: float, **kw) -> list[tuple[str, int | None]]:
@@ -125,16 +126,17 @@ def test_two_looks_decide_more_than_a_look_after_every_round():
     """Not an error rate: runs that agree within 4 % and B 3 % above A, 7 rounds. The error each
     look spends is the others' loss: two looks decide far more than a look after each round, and
     the spending function's split (most of the error at the last look, where the interval is
-    narrowest) more than equal shares."""
+    narrowest) more than equal shares or Pocock's equal levels."""
     rng = random.Random(31)
     pairs = [(runs(rng, 7, run_sd=0.04, rep_sd=0.03), runs(rng, 7, 1.03, run_sd=0.04, rep_sd=0.03)) for _ in range(TRIALS)]
     two = sum(sequential_test(a, b, 7)[0] != "can't tell" for a, b in pairs) / TRIALS
     equal = sum(sequential_test(a, b, 7, alpha=ALPHA / 2)[0] != "can't tell" for a, b in pairs) / TRIALS
+    pocock = sum(sequential_test(a, b, 7, alpha=POCOCK_2_LOOKS)[0] != "can't tell" for a, b in pairs) / TRIALS
     every = sum(sequential_test(a, b, 7, alpha=ALPHA / 6, every_round=True)[0] != "can't tell" for a, b in pairs) / TRIALS
     print(f"decided: two looks split by the spending function {two:.1%}, equal shares {equal:.1%}, "
-          f"a look after every round {every:.1%}")
+          f"Pocock's {pocock:.1%}, a look after every round {every:.1%}")
     assert two > every + 0.1, (two, every)
-    assert two > equal, (two, equal)
+    assert two > equal and two > pocock, (two, equal, pocock)
 
 
 def until_decided_on_stand_ins(tmp_path, monkeypatch, run_seconds):
