@@ -14,7 +14,7 @@ Fleming's spending function (Lan & DeMets 1983) spends by then, the last look th
 4.44 % at 8 rounds): an interval half way is wide whatever its level, so most metrics are decided
 at the last look, where the error is worth most. Measured on containerized-vs-host, local vs
 docker, 60 min: of 41 headline metrics a look after every round decided 2 (7 rounds), equal
-shares at rounds 4 and 7 decided 14, this split 19; at 8 rounds equal shares 29, this split 32,
+shares at rounds 4 and 7 decided 14, this split 18; at 8 rounds equal shares 29, this split 32,
 on the same runs; a fresh hour at 10 rounds of 2 repetitions: 32 (equal shares on those runs 31).
 Simulated, the split decides more than equal shares and than Pocock's equal levels (2.94 % a look,
 valid through the looks' correlation, not Bonferroni): 84, 74 and 78 % at 7 rounds with B 3 %
