@@ -172,7 +172,8 @@ def until_decided_on_stand_ins(tmp_path, monkeypatch, run_seconds):
     monkeypatch.setattr(run_module.report, "build", lambda path: None)
     monkeypatch.setattr(run_module.time, "monotonic", lambda: clock[0])
     said = []
-    result = run_module.run_until_decided(SimpleNamespace(name="t"), lambda *a: said.append(a), 3600, 10)
+    experiment = SimpleNamespace(name="t", file=SimpleNamespace(runtimes=["local", "docker"]))
+    result = run_module.run_until_decided(experiment, lambda *a: said.append(a), 3600, 10)
     return made, result, said
 
 
@@ -196,6 +197,7 @@ def test_until_decided_runs_in_rounds_looks_twice_and_spends_the_error(tmp_path,
     from dfslab import report
     page = report.build(tmp_path / "10-B").read_text()
     assert "tested at the looks after rounds 3 and 6 at 0.557 % and 4.44 % (of 5 %)" in page
+    assert "<h2>Runtime docker against runtime local</h2>" in page
     assert "decided after 3 runs per side" in page and "not decided" in page
 
 

@@ -518,6 +518,11 @@ class UntilDecided:
     looks: str
 
 
+def side_kind(exp: Experiment) -> str:
+    """What `decision_sides` compares, as a comparison's heading says it: "runtime" or "settings"."""
+    return "runtime" if len(exp.file.runtimes) >= 2 else "settings"
+
+
 def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_runs: int,
                       runs_root: Path | None = None) -> UntilDecided:
     """Runs of every side in rounds (forward, then backward: A B B A), as many rounds as the
@@ -571,7 +576,7 @@ def run_until_decided(exp: Experiment, progress: Progress, budget: float, max_ru
             continue
         final = [{**r, "side": label} for r in decided.final_rows(last[label])]
         levels = decided.levels
-        _write_comparison("until decided", base, label, paths[base], paths[label], final,
+        _write_comparison(side_kind(exp), base, label, paths[base], paths[label], final,
                           sequential={"max_runs": max_runs, "planned_rounds": planned, "look_rounds": decided.schedule,
                                       "looks": looks(planned), "levels": decided.levels, "last_look": looked,
                                       "text": looks_text(decided.levels)})
