@@ -66,7 +66,8 @@ def looks_text(levels: Sequence[Sequence[float]]) -> str:
     """"looks after rounds 4 and 8 at 0.56 % and 4.44 % (of 5 %)": (round, level) of each look."""
     rounds = " and ".join(str(int(n)) for n, _ in levels)
     at = " and ".join(f"{100 * a:.3g} %" for _, a in levels)
-    return f"look{'s' if len(levels) > 1 else ''} after round{'s' if len(levels) > 1 else ''} {rounds} at {at} (of {100 * ALPHA:g} %)"
+    plural = "s" if len(levels) > 1 else ""
+    return f"look{plural} after round{plural} {rounds} at {at} (of {100 * ALPHA:g} %)"
 
 
 def planned_rounds(budget: float, first_round: float, max_runs: int) -> int:
@@ -104,8 +105,11 @@ class Decisions:
     `rounds` planned; `spent`: the error the looks made so far have spent."""
     rounds: int
     decided: dict[tuple, dict[str, Any]] = field(default_factory=dict)
-    spent: float = 0.0
-    levels: list[tuple[int, float]] = field(default_factory=list)
+    levels: list[tuple[int, float]] = field(default_factory=list)  # (round, level) of each look made
+
+    @property
+    def spent(self) -> float:
+        return sum(alpha for _, alpha in self.levels)
 
     @property
     def schedule(self) -> list[int]:
@@ -121,7 +125,6 @@ class Decisions:
     def look(self, rows: list[dict[str, Any]], runs: int, alpha: float) -> list[dict[str, Any]]:
         """Take this look's comparison rows (made at `alpha`, which it spends); the headline rows
         still undecided."""
-        self.spent += alpha
         self.levels.append((runs, alpha))
         undecided = []
         for row in headline(rows):
