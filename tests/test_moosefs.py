@@ -78,10 +78,10 @@ def test_a_chunk_server_and_the_master_killed_during_writes_lose_nothing(mfs, tm
     faults = [{"kind": "kill", "target": "chunkserver.node3", "during": 0, "at": "2s", "duration": "3s"},
               {"kind": "kill", "target": "master.node1", "during": 1, "at": "2s", "duration": "3s"}]
     exp = tmp_path / "faults.yaml"
-    # 300 s: a chunk being written when the master died can stay locked 120 s (LOCKTIMEOUT) before
-    # the 60 s chunk loop may replicate it (CI once: 1 chunk endangered after 180 s; here 3.5-3.9 s)
+    # No recovery_timeout: MooseFS's own, 300 s (a chunk being written when the master died can stay
+    # locked 120 s before the 60 s chunk loop may replicate it; CI once: 1 chunk endangered after 180 s)
     exp.write_text(yaml.safe_dump({"name": "mfs-faults", "baselines": {"network": False, "disk": False},
-                                   "integrity": {"seed_objects": 8, "recovery_timeout": "300s"},
+                                   "integrity": {"seed_objects": 8},
                                    "workloads": load, "faults": faults}))
     run, out = run_against(exp, mfs)
     integrity = json.loads((run / "integrity.json").read_text())
@@ -89,5 +89,6 @@ def test_a_chunk_server_and_the_master_killed_during_writes_lose_nothing(mfs, tm
     events = json.loads((run / "faults.json").read_text())
     assert [(e["kind"], e["target"], e["error"]) for e in events] == [(f["kind"], f["target"], None) for f in faults]
     assert all(e["recover_s"] is not None and e["acknowledged_writes"] > 0 for e in events), events
+    assert [e["recovery_timeout"] for e in events] == [300, 300]  # MooseFS's wait, none written
     assert events[0]["detect_s"] is not None  # the chunk server's loss shows in the master's view
     assert status_json(mfs)["health"] == "HEALTH_OK"

@@ -68,12 +68,13 @@ def fault_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, float]]
     integrity = exp.file.integrity
     out = [(f"integrity: seed {integrity.seed_objects} checksummed objects, read everything back at the end",
             INTEGRITY_SECONDS + INTEGRITY_PER_OBJECT * integrity.seed_objects)]
-    recovery = backend_class(spec).typical_recovery_seconds
+    backend = backend_class(spec)
+    recovery, timeout = backend.typical_recovery_seconds, integrity.timeout_for(backend)
     for i, fault in enumerate(exp.file.faults):
         _, load = exp.fault_load(fault)
         held = max(0.0, fault.at + fault.duration - load) if load is not None else 0.0
         out.append((f"faults[{i}] {fault.kind} {fault.target}: held {held:.0f} s past its step, then healthy again "
-                    f"(about {recovery:.0f} s here, at most {integrity.recovery_timeout:.0f} s)",
+                    f"(about {recovery:.0f} s here, at most {timeout:.0f} s)",
                     held + recovery + WRITER_SECONDS))
     return out
 

@@ -44,7 +44,11 @@ class Sampler(Strict):
 
 class Integrity(Strict):
     seed_objects: int = Field(40, ge=0, le=10000, description="checksummed objects or files written on each target with a store (object pools, the POSIX mount, S3) before the faults")
-    recovery_timeout: Seconds = Field("180s", description="how long to wait for HEALTH_OK after an undo")
+    recovery_timeout: Seconds | None = Field(None, description="how long to wait for HEALTH_OK after an undo (unset: the filesystem's, 180 s; MooseFS 300 s, its write locks last 120 s)")
+
+    def timeout_for(self, backend) -> float:
+        """The recovery wait: the one written, or what the filesystem takes at worst."""
+        return self.recovery_timeout if self.recovery_timeout is not None else backend.recovery_timeout_seconds
 
 
 class ExperimentFile(Strict):

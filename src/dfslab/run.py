@@ -155,7 +155,8 @@ def fault_line(event: dict[str, Any]) -> str:
     if event.get("undo"):
         said.append(f"undone at {event['undo'] - start:.1f} s")
     healed = event.get("recover_s")
-    said.append(f"healthy again {healed:.1f} s after the undo began" if healed is not None else "not healthy again in time")
+    waited = f"within {event['recovery_timeout']:.0f} s" if event.get("recovery_timeout") else "in time"  # older runs
+    said.append(f"healthy again {healed:.1f} s after the undo began" if healed is not None else f"not healthy again {waited}")
     return f"{what}: " + ", ".join(said)
 
 
@@ -360,7 +361,7 @@ def run_steps(record: RunRecord, runner: Runner, watch: Watch, faults: Any, afte
         if after_rep is not None and not interval["error"] and after_rep(step, rep, rows):
             skips.pruned.add(id(step))
         if timed:
-            progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {exp.file.integrity.recovery_timeout:.0f} s)")
+            progress("recovering", f"waiting for the fault(s) to end and the cluster to heal (≤ {faults.recovery_timeout:.0f} s)")
             faults.finish(timed, watch.sampler.rows if watch.sampler else [])
             for event in faults.events[-len(timed):]:
                 progress("note", fault_line(event))

@@ -106,6 +106,9 @@ class Backend(ABC):
     # dry run's estimate of a fault's recovery wait (the wait itself is bounded by
     # integrity.recovery_timeout).
     typical_recovery_seconds: float = 10.0
+    # The recovery wait when the experiment sets none (integrity.recovery_timeout): past it a
+    # fault is reported "not recovered" and the run fails.
+    recovery_timeout_seconds: float = 180.0
     # Where a file system's metadata work goes (creates, stats, unlinks): the daemons that serve it
     # (a regular expression over daemon names) and how the report says it; None: no such server.
     metadata_servers: str | None = None

@@ -103,6 +103,11 @@ class FaultRun:
             fault.cancel()
         writer.stop(timeout=30)
 
+    @property
+    def recovery_timeout(self) -> float:
+        """How long a fault's cluster is waited for after its undo (the experiment's, or its filesystem's)."""
+        return self.integrity.timeout_for(self.attached.backend)
+
     def finish(self, timed, samples) -> None:
         for fault, _ in timed:
             fault.join()
@@ -114,7 +119,7 @@ class FaultRun:
         writer = timed[0][1]
         writer.request_stop()
         waited_from = time.time()
-        recover = wait_recovered(self.attached, self.integrity.recovery_timeout)
+        recover = wait_recovered(self.attached, self.recovery_timeout)
         healed_at = waited_from + recover if recover is not None else None  # healthy from then on
         self.unhealed = None if recover is not None else self._health_summary()
         writer.stop()  # a write still blocked in the outage had until here to be acknowledged
@@ -128,6 +133,7 @@ class FaultRun:
                 ev["detect_s"] = detection(samples, inject_at)
                 # from the start of the undo (older runs lack it: from its end)
                 ev["recover_s"] = healed_at - ev.get("undo_start", undo_at) if healed_at else None
+                ev["recovery_timeout"] = self.recovery_timeout  # how long it was waited for
                 ev["undo_s"] = undo_at - ev["undo_start"] if "undo_start" in ev else None
                 # Before: up to 10 s of steady load, leaving out the workload's first 3 s of ramp-up.
                 before = throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
@@ -167,7 +173,8 @@ class FaultRun:
                 result.update(left=self.stores(), clean_error=str(exc)[:300])
         self.run_dir.write_json("integrity.json", result)
         problems = [f"fault {e['kind']} {e['target']}: {e['error']}" for e in self.events if e.get("error")]
-        problems += [f"fault {e['kind']} {e['target']}: not recovered within the recovery timeout"
+        problems += [f"fault {e['kind']} {e['target']}: not recovered within {self.recovery_timeout:.0f} s "
+                     "(integrity.recovery_timeout)"
                      + (f"; then: {self.unhealed}" if self.unhealed else "")
                      for e in self.events if e.get("undo") and e.get("recover_s") is None]
         if result["lost"] or result["corrupt"]:
