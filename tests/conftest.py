@@ -187,6 +187,13 @@ def stop_group(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
+def ctrl_c_as_at_a_terminal() -> None:
+    """Popen's preexec_fn for a dfslab that a test interrupts: SIGINT as a terminal's foreground job
+    has it. A suite started in the background (`make test &`) ignores SIGINT, its children inherit
+    that and Python then installs no KeyboardInterrupt: a Ctrl-C test's `up` ran on to HEALTH_OK."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_for(pred, timeout: float, what: str, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

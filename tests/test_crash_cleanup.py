@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DFSLAB, REPO, small_spec, dfslab, wait_for, write_spec
+from conftest import DFSLAB, REPO, ctrl_c_as_at_a_terminal, small_spec, dfslab, wait_for, write_spec
 from dfslab import cluster
 from dfslab.procs import marked_pids
 from dfslab.state import ClusterState
@@ -17,7 +17,8 @@ pytestmark = pytest.mark.cluster
 
 def start_up(tmp_path: Path, name: str, *options: str) -> subprocess.Popen:
     spec = write_spec(tmp_path, small_spec(name, cephfs=True))
-    return subprocess.Popen([*DFSLAB, "up", str(spec), *options], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([*DFSLAB, "up", str(spec), *options], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_as_at_a_terminal)
 
 
 def osds_started(name: str) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DFSLAB, REPO, dfslab
+from conftest import DFSLAB, REPO, ctrl_c_as_at_a_terminal, dfslab
 from dfslab import cluster
 
 pytestmark = pytest.mark.cluster
@@ -42,7 +42,7 @@ def interrupted_run(tmp_path: Path, sig: int) -> Path:
     # holds nothing else, never by listing one other tests write into.
     runs = tmp_path / "runs"
     proc = subprocess.Popen([*DFSLAB, "run", str(path)], cwd=REPO, env={**os.environ, "DFSLAB_RUNS": str(runs)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=ctrl_c_as_at_a_terminal)
     deadline = time.monotonic() + 300
     run = None
     while time.monotonic() < deadline:
