@@ -14,6 +14,7 @@ import yaml
 import pytest
 
 from conftest import dfslab
+from dfslab import cluster
 
 pytestmark = pytest.mark.cluster
 
@@ -67,7 +68,14 @@ def test_a_monitor_quorum_lost_during_a_step_fails_it_in_seconds_and_names_it(tm
     mon = None
     try:
         def rados() -> list[psutil.Process]:
-            return [p for p in psutil.Process(run.pid).children(recursive=True) if p.name() == "rados"]
+            found = []
+            for child in psutil.Process(run.pid).children(recursive=True):
+                try:
+                    if child.name() == "rados":
+                        found.append(child)
+                except psutil.NoSuchProcess:  # a short-lived child (ceph, ip) gone since the listing
+                    pass
+            return found
         deadline = time.monotonic() + 180
         while not rados() and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -89,6 +97,7 @@ def test_a_monitor_quorum_lost_during_a_step_fails_it_in_seconds_and_names_it(tm
         if run.poll() is None:
             run.kill()
             run.wait()
+            cluster.down(name, missing_ok=True)  # the killed run's own cluster (the test failed)
     assert 20 <= tool_gone < 40, tool_gone  # the monitors' 20 s of silence, then one watch interval
     assert run.returncode == 1, out[-3000:]
     report = next(line.split("report: ")[1].strip() for line in out.splitlines() if "report: " in line)
