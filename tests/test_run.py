@@ -242,8 +242,9 @@ def chromium() -> str:
     return path
 
 
-def test_report_renders_in_headless_chromium(run_dir):
+def test_report_renders_in_headless_chromium(run_dir, request):
     profile = tempfile.mkdtemp(prefix="dfslab-chromium-")
+    request.addfinalizer(lambda: shutil.rmtree(profile, ignore_errors=True))  # one was left in /tmp a run
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0"]
