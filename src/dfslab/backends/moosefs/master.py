@@ -29,7 +29,6 @@ def start(ctx: MooseContext) -> None:
         # finds chunks under goal, visits every chunk once a CHUNKS_LOOP_MIN_TIME, default 300 s
         # and at least 60 ("value too low (1) increased to 60"): after a chunk server's 5 s outage
         # under writes the cluster was whole again 71 and 104 s after the undo; with 300, minutes.
-        # A chunk locked for writing is never replicated (LOCKTIMEOUT, 120 s, built in): a master
-        # killed mid-write can leave one with a single copy for 120 s plus a loop.
+        # A chunk locked for writing waits longer (backend.py: recovery_timeout_seconds).
         "REPLICATIONS_DELAY_INIT": 0, "CHUNKS_LOOP_MIN_TIME": 60,
     }, extra=["-a"])  # -a: after a kill, restore the metadata from its change logs (a no-op when clean)
