@@ -40,6 +40,9 @@ CASES = [
     (["data", "load", "nosuch"], 1, "no cluster named 'nosuch'"),
     (["images", "build", "--bogus"], 2, "No such option: --bogus"),
     (["images", "list", "--bogus"], 2, "No such option: --bogus"),
+    (["releases", "build", "ceph", "squid"], 2, "ceph has no release 'squid'; its releases: pacific, reef"),
+    (["releases", "build", "ceph", "pacific"], 2, "this machine's own software"),
+    (["releases", "remove", "cephx", "reef"], 2, "unknown filesystem 'cephx'; one of: ceph"),
 ]
 
 
@@ -52,7 +55,7 @@ def _commands() -> set[str]:
 
 
 def test_every_subcommand_has_a_case():
-    covered = {" ".join(argv[:2]) if argv[0] in ("data", "images") else argv[0] for argv, _, _ in CASES}
+    covered = {" ".join(argv[:2]) if argv[0] in ("data", "images", "releases") else argv[0] for argv, _, _ in CASES}
     assert _commands() - covered == set()
 
 

@@ -25,6 +25,7 @@ from .fields import field_units
 from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
 from .results import RunDir
 from .runtime import runtime_of
+from .runtime.roots import release_argv
 from .spec import ClusterSpec
 from .workloads import Runner
 
@@ -71,7 +72,7 @@ def new_run_dir(exp: Experiment, spec: ClusterSpec, label: str | None, runs_root
     run_dir.start(spec_hash, backend_kind.versions(spec),
                   [c.as_json() for c in backend_kind.charts] + list(runtime_of(spec).charts),
                   {"servers": backend_kind.metadata_servers, "path": backend_kind.metadata_path,
-                   "client_write_ack": backend_kind.client_write_ack})
+                   "client_write_ack": backend_kind.client_write_ack}, lambda argv: release_argv(spec, argv))
     run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
     return run_dir
 

@@ -109,6 +109,31 @@ TARGETS = {
 }
 
 
+@dataclass(frozen=True)
+class Release:
+    """One release of a filesystem's software, as data (its package's `RELEASES`, the default
+    first): where its packages come from and what they gave when measured here. `suite` None:
+    this machine's own packages (Debian 12's); else a Debian suite whose packages dfslab installs
+    into a root of their own (dfslab.runtime.roots), shared by every cluster of that release."""
+
+    name: str  # what a spec's `release:` says: "reef", "11"
+    version: str  # the upstream version the suite gave when measured ("18.2.7")
+    says: str  # for messages: "Ceph 18 Reef"
+    suite: str | None = None
+    packages: tuple[str, ...] = ()  # what its root holds (their dependencies come along)
+    # apt options the suite needs on this mirror (forky's Release file is past its Valid-Until).
+    apt_options: tuple[str, ...] = ()
+    # Edits to the suite's files a cluster needs, each (path in the root, text, its replacement)
+    # with why in the package that declares it; applied once per build, refused if the text is not there.
+    patches: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The name of its root: the suite and what it holds, so two filesystems' releases that
+        ask for the same packages from the same suite share one."""
+        return f"{self.suite}-{self.name}"
+
+
 def load_class(path: str) -> Any:
     """The class a registry names as "module:Class", imported now (every registry's plugins)."""
     module, _, cls = path.partition(":")
@@ -188,3 +213,35 @@ def exposed_series() -> list[tuple]:
 def scraped_metrics() -> dict[str, tuple[str, float]]:
     """Every filesystem's exporter metrics worth sampling (its package's `SCRAPED`)."""
     return {name: how for fs in FILESYSTEMS for name, how in getattr(import_module(FILESYSTEMS[fs]), "SCRAPED", {}).items()}
+
+
+def releases_of(filesystem: str) -> tuple[Release, ...]:
+    """The releases of `filesystem` dfslab deploys (its package's `RELEASES`), the default first;
+    () where it deploys none of its own (a cluster you run)."""
+    return tuple(getattr(import_module(FILESYSTEMS[filesystem]), "RELEASES", ()))
+
+
+def release_named(filesystem: str, name: str | None) -> Release | None:
+    """`filesystem`'s release `name` (None: its default); None where it has no releases or none of that name."""
+    known = releases_of(filesystem)
+    if not known:
+        return None
+    if name is None:
+        return known[0]
+    return next((r for r in known if r.name == str(name)), None)
+
+
+def release_of(spec: Any) -> Release | None:
+    """The release a cluster of `spec` runs: its filesystem section's `release:` (None: none of
+    dfslab's own, as for a cluster you run)."""
+    section = getattr(spec, spec.filesystem, None)
+    return release_named(spec.filesystem, getattr(section, "release", None))
+
+
+def release_problem(filesystem: str, name: Any) -> str | None:
+    """What is wrong with `release: NAME` in `filesystem`'s section (None: nothing): the known ones."""
+    known = releases_of(filesystem)
+    if any(r.name == str(name) for r in known):
+        return None
+    listed = "; ".join(f"{r.name} ({r.says}, {r.version})" for r in known)
+    return f"unknown release {name!r}; {filesystem} releases: {listed} (dfslab releases lists them)"

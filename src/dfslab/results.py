@@ -20,7 +20,7 @@ import platform
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import psutil
 import yaml
@@ -91,13 +91,14 @@ class RunDir:
         return json.loads(path.read_text()) if path.exists() else {}
 
     def start(self, spec_hash: str, filesystem_versions: dict[str, str], charts: list[dict[str, Any]],
-              metadata: dict[str, Any] | None = None) -> None:
+              metadata: dict[str, Any] | None = None, as_run: Callable[[list[str]], list[str]] = list) -> None:
         """`charts`: the backend's figures of its own sampler series (`backends.Chart`);
-        `metadata`: where its metadata work goes ({servers: regex or None, path: text})."""
+        `metadata`: where its metadata work goes ({servers: regex or None, path: text}); `as_run`:
+        a tool's argv as the cluster's clients run it (from its release's root), for their versions."""
         self.write_json("provenance.json", {
             "dfslab_version": __version__, "git_revision": _git_revision(), "spec_sha256": spec_hash,
-            "filesystem_versions": filesystem_versions, "charts": charts, "fio_version": tool_version(["fio", "--version"]),
-            "iperf3_version": tool_version(["iperf3", "--version"]), "kernel": platform.release(),
+            "filesystem_versions": filesystem_versions, "charts": charts, "fio_version": tool_version(as_run(["fio", "--version"])),
+            "iperf3_version": tool_version(as_run(["iperf3", "--version"])), "kernel": platform.release(),
             "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total, "hostname": platform.node(),
             "start": time.time(), "end": None, "metadata": metadata,

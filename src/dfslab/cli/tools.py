@@ -55,6 +55,98 @@ def images_list() -> None:
         engine.stop_if_unused()
 
 
+releases_app = typer.Typer(help="The filesystems' releases dfslab deploys, and their roots (built once per machine "
+                                "from Debian's archive, shared by every cluster of the release).",
+                           invoke_without_command=True)
+app.add_typer(releases_app, name="releases")
+
+
+def _release_arg(filesystem: str, name: str):
+    from ..registry import FILESYSTEMS, release_named, releases_of
+    if filesystem not in FILESYSTEMS:
+        fail(ValueError(f"unknown filesystem {filesystem!r}; one of: {', '.join(FILESYSTEMS)}"))
+    release = release_named(filesystem, name)
+    if release is None:
+        known = ", ".join(r.name for r in releases_of(filesystem)) or "none of dfslab's own"
+        fail(ValueError(f"{filesystem} has no release {name!r}; its releases: {known}"))
+    if not release.suite:
+        fail(ValueError(f"{filesystem} {name} is this machine's own software ({release.says}): it has no root to build "
+                        "or remove"))
+    return release
+
+
+@releases_app.callback()
+def releases(ctx: typer.Context) -> None:
+    """Every release a spec's `<filesystem>: {release: NAME}` may name, the default first, with what
+    its Debian suite gave when measured and whether its root is built here (and how big, how old).
+
+    A release other than this machine's own runs from a root of its own: `dfslab up` builds it on
+    first use (mmdebstrap of the suite, about a minute here), or `dfslab releases build FS NAME` ahead."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..registry import FILESYSTEMS, releases_of
+    from ..runtime import roots
+    rows = []
+    for fs in FILESYSTEMS:
+        for i, release in enumerate(releases_of(fs)):
+            if not release.suite:
+                built = "this machine's packages"
+            else:
+                manifest = roots.read_manifest(release)
+                why = roots.problem(release, manifest)
+                built = (f"built {time.strftime('%Y-%m-%d', time.localtime(manifest['built']))}, "
+                         f"{manifest['bytes'] / 1e6:.0f} MB, {roots.root_home(release)}" if why is None else why)
+            rows.append((fs, release.name + (" (default)" if i == 0 else ""), release.version,
+                         release.suite or "-", built))
+    widths = [max(len(r[c]) for r in rows + [("filesystem", "release", "version", "suite", "root")]) for c in range(4)]
+    for row in [("filesystem", "release", "version", "suite", "root"), *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
+
+
+@releases_app.command("build")
+def releases_build(
+    filesystem: str = typer.Argument(..., help="a filesystem (dfslab releases lists each one's releases)"),
+    name: str = typer.Argument(..., help="one of its releases"),
+    rebuild: bool = typer.Option(False, help="build again even if a root for the same packages is there"),
+) -> None:
+    """Build a release's root now (what `dfslab up` would do on first use): mmdebstrap of its Debian
+    suite with its packages, into the machine-wide cache ($DFSLAB_RELEASES, default
+    /var/cache/dfslab/releases). Kept until `dfslab releases remove`; rebuilt when its packages
+    changed, or the suite in Debian's archive did."""
+    from ..runtime import roots
+    release = _release_arg(filesystem, name)
+    try:
+        with LiveProgress() as progress:
+            if rebuild:
+                with roots.locked(release):
+                    roots.build(release, progress)
+            root = roots.ensure(release, progress)
+            elapsed = time.monotonic() - progress.start
+    except roots.RootError as exc:
+        fail(exc, 1)
+    manifest = roots.read_manifest(release) or {}
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(manifest.get("versions", {}).items()))
+    print(f"{release.says}: {root.path} ({elapsed:.1f}s; {versions})")
+
+
+@releases_app.command("remove")
+def releases_remove(
+    filesystem: str = typer.Argument(..., help="a filesystem (dfslab releases lists each one's releases)"),
+    name: str = typer.Argument(..., help="one of its releases"),
+) -> None:
+    """Remove a release's root from this machine (refused while a process runs from it)."""
+    from ..runtime import roots
+    release = _release_arg(filesystem, name)
+    users = roots.users(release)
+    if users:
+        fail(ValueError(f"{release.says}'s root is in use by process(es) {', '.join(map(str, users[:8]))}: "
+                        "`dfslab down` the clusters of that release first"), 1)
+    if roots.remove(release):
+        print(f"removed {roots.root_home(release)}")
+    else:
+        print(f"{release.says}: no root built here")
+
+
 @app.command()
 def plan(
     layout: Path = typer.Argument(..., help="a layout file: racks, hosts (OSDs, sizes, NIC, disk speed), pools, failures"),

@@ -7,11 +7,13 @@ import os
 import signal
 import subprocess
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, Callable
 
 from ..procs import ProcessTable, TrackedProcess, terminate
 from ..spec import ClusterSpec
 from ..state import ClusterState
+from .roots import SoftwareRoot
 
 CLIENT = "client"
 # Set for a workload's tools: the run directory they write their output into. A runtime whose
@@ -69,6 +71,9 @@ class Runtime(ABC):
     nodes_on_subnet: bool = False
     # Each node has a link of its own (a veth pair dfslab made: `link_ends`), to shape and to cut.
     links: bool = False
+    # Starts a release's daemons and clients from the release's root (dfslab.runtime.roots):
+    # a filesystem release other than this machine's own runs only where this is True.
+    software_roots: bool = False
     one_host: bool = True  # every node's CPUs, disk and memory are this machine's
     deploy_seconds: float = 30.0  # a small cluster's deploy, as measured here (the dry run's estimate)
     debian_groups: tuple[str, ...] = ()  # groups of debian-packages.txt it needs on first use
@@ -212,6 +217,15 @@ class Runtime(ABC):
                 raise RuntimeError_(f"runtime {self.kind} has no links of its own to shape or cut")
             raise RuntimeError_(f"no node {node!r}; nodes: {', '.join(links)}")
         return [tuple(end) for end in links[node]]
+
+    @property
+    def client_mounts(self) -> Path:
+        """Where the filesystem's clients mount it on this machine (under the cluster's state)."""
+        return self.state.dir / "mnt"
+
+    def software_root(self) -> SoftwareRoot | None:
+        """The release root this cluster's programs run from (None: this machine's own software)."""
+        return SoftwareRoot.from_json(self.state.read().get("software_root"))
 
     def address(self, node: str) -> str:
         return self.state.read().get("addresses", {}).get(node, "")

@@ -64,6 +64,7 @@ def host_pid_among(candidates, pid: int) -> int | None:
 
 class DockerRuntime(LocalNetnsRuntime):
     kind = "docker"
+    software_roots = False  # its daemons run from dfslab's image (made from this machine's packages)
     where = "runtime docker"
     nodes_on_subnet = False  # Docker's bridge network hands out the addresses
     deploy_seconds = 30.0

@@ -20,8 +20,10 @@ import subprocess
 from pathlib import Path
 
 from ..procs import marked_pids, proc_start_time, terminate
+from ..registry import release_of
 from ..spec import ClusterSpec, LinkShape
 from ..state import ClusterState, list_clusters
+from . import roots
 from .base import Runtime, RuntimeError_
 
 NETNS_DIR = Path("/run/netns")
@@ -59,6 +61,10 @@ def netem_available() -> bool:
         _ip("netns", "del", probe, check=False)
 
 
+def is_mountpoint(path: str) -> bool:
+    return any(line.split()[4] == path for line in Path("/proc/self/mountinfo").read_text().splitlines())
+
+
 def node_addresses(spec: ClusterSpec) -> dict[str, str]:
     net = ipaddress.IPv4Network(spec.network.subnet)
     base = int(net.network_address)
@@ -93,6 +99,7 @@ class LocalNetnsRuntime(Runtime):
     client_wire_counted = True
     nodes_on_subnet = True
     links = True
+    software_roots = True
     capability_kind = "local"
     sample = {"runtime": "local", "nodes": 3}
     deploy_seconds = 10.0
@@ -114,6 +121,35 @@ class LocalNetnsRuntime(Runtime):
         for name in self.planned_namespaces(spec):
             if (NETNS_DIR / name).exists():
                 raise RuntimeError_(f"network namespace {name} already exists; run `dfslab down {self.state.name}` first")
+
+    def prepare(self, spec: ClusterSpec, progress) -> None:
+        """A release other than this machine's own: its root (built once per machine), and the
+        cluster's client mounts made a shared mount, so a FUSE client started from the root (in a
+        mount namespace of its own, rootexec.py) mounts where every process sees it."""
+        release = release_of(spec)
+        if release is None or not release.suite:
+            return
+        try:
+            root = roots.ensure(release, progress)
+        except roots.RootError as exc:
+            raise RuntimeError_(str(exc)) from None
+        mnt = self.client_mounts
+        mnt.mkdir(parents=True, exist_ok=True)
+        self.state.add_resource("shared_mounts", str(mnt))
+        for argv in (["mount", "--bind", str(mnt), str(mnt)], ["mount", "--make-shared", str(mnt)]):
+            res = subprocess.run(argv, capture_output=True, text=True)
+            if res.returncode != 0:
+                raise RuntimeError_(f"`{' '.join(argv)}` failed: {res.stderr.strip()}")
+        self.state.update(software_root=root.as_json())
+
+    def _unshare_mounts(self) -> list[str]:
+        """Undo `prepare`'s shared mount (after `down` unmounted the clients below it)."""
+        removed = []
+        for mnt in self.state.resources("shared_mounts"):
+            while is_mountpoint(mnt) and subprocess.run(["umount", "-l", mnt], capture_output=True).returncode == 0:
+                removed.append(f"mount {mnt}")
+            self.state.remove_resource("shared_mounts", mnt)
+        return removed
 
     def planned_namespaces(self, spec: ClusterSpec) -> list[str]:
         return [self.hub, *(self.ns(n) for n in [*spec.node_names(), *spec.client_names()])]
@@ -216,6 +252,9 @@ class LocalNetnsRuntime(Runtime):
         return found
 
     def command(self, node: str, argv: list[str]) -> list[str]:
+        root = self.software_root()
+        if root is not None:
+            argv = root.wrap(argv, str(self.client_mounts))
         return ["nsenter", f"--net={NETNS_DIR / self.ns(node)}", "--", *argv]
 
     def counter_window(self, node: str) -> str:
@@ -240,15 +279,16 @@ class LocalNetnsRuntime(Runtime):
             if _ip("netns", "del", ns, check=False).returncode == 0:
                 removed.append(ns)
             self.state.remove_resource("netns", ns)
-        return removed
+        return removed + self._unshare_mounts()
 
     def leftovers(self) -> list[str]:
         """Recorded namespaces still there, and (a check only, never a removal) any named like
         this cluster's that no other cluster has recorded."""
+        shared = [f"mount {m}" for m in self.state.resources("shared_mounts") if is_mountpoint(m)]
         found = [ns for ns in self._ours() if (NETNS_DIR / ns).exists()]
         others = {ns for name in list_clusters() if name != self.state.name
                   for ns in ClusterState(name).resources("netns")}
         if NETNS_DIR.is_dir():
             found += [p.name for p in NETNS_DIR.glob(f"dfs-{self.state.name}-*") if p.name not in others and p.name not in found]
-        return [f"netns {ns}" for ns in found]
+        return [f"netns {ns}" for ns in found] + shared
 

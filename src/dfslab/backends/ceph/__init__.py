@@ -11,6 +11,34 @@ IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common",
                   "udev", "gdisk", "lvm2", "cryptsetup-bin", "ceph-fuse"]
 
 
+from ...registry import Release  # noqa: E402 (data only: the registry imports nothing of dfslab's)
+
+# What a root of a newer release holds: the daemons, the clients (ceph CLI, rados, rbd, ceph-fuse)
+# and fio, so that a cluster's tools are of its release.
+_ROOT_PACKAGES = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph-mds", "ceph-common", "ceph-fuse", "radosgw", "fio")
+# Reef's mgr_util imports bcrypt at the top; Debian's bcrypt is a PyO3 module, which refuses to load
+# in a second Python subinterpreter, and the MGR runs each module in its own: every module then
+# fails (MGR_MODULE_DEPENDENCY, HEALTH_WARN for good). Only the dashboard's password hashing uses
+# it, so the import moves into that function (upstream moved the hashing out of the MGR in Squid).
+_REEF_BCRYPT = (
+    ("usr/share/ceph/mgr/mgr_util.py", "import bcrypt\nimport cephfs\n", "import cephfs\n"),
+    ("usr/share/ceph/mgr/mgr_util.py", "    if not password:\n        return None\n    if not salt_password:\n",
+     "    import bcrypt  # here, not at the top: see dfslab.backends.ceph (PyO3 and subinterpreters)\n"
+     "    if not password:\n        return None\n    if not salt_password:\n"),
+)
+# The releases `ceph: {release: ...}` names, the default first (measured 2026-11-28, ../shared/FACTS.md).
+# Pacific is this machine's own Ceph: `make demo` needs no root built (4 minutes fresh).
+RELEASES = (
+    Release("pacific", "16.2.15", "Ceph 16 Pacific (Debian 12's own packages)"),
+    Release("reef", "18.2.7", "Ceph 18 Reef (Debian 13 trixie)", "trixie", _ROOT_PACKAGES, patches=_REEF_BCRYPT),
+)
+# Not yet: Tentacle (20.2.4, Debian forky; its Release file here needs Acquire::Check-Valid-Until
+# "false"). Its daemons come up from a root of forky with every PG clean, but its monitors raise
+# six AUTH_INSECURE_* checks for dfslab's AES-128 cephx keys (Tentacle's are AES-256, type 2), and
+# dfslab's own client (Debian 12's librados, in its Python) cannot use AES-256 keys: the admin
+# channel has to move to the release's own tools first (docs/releases.md).
+
+
 def debian_groups_for(spec) -> list[str]:
     """What a Ceph spec needs beyond `make demo`'s packages: radosgw and s3cmd for gateways."""
     return ["rgw"] if spec.ceph.rgw else []

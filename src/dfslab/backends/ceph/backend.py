@@ -15,6 +15,7 @@ import psutil
 from ...procs import tool_version
 from ...units import human_bytes
 from ...runtime import CLIENT
+from ...runtime.roots import release_argv
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, table
 from ...registry import S3Endpoint
@@ -65,7 +66,9 @@ class CephBackend(Backend):
 
     @classmethod
     def versions(cls, spec=None) -> dict[str, str]:
-        return {"ceph": tool_version(["ceph", "--version"])}
+        if spec is None:
+            return {"ceph": tool_version(["ceph", "--version"])}
+        return {"ceph": tool_version(release_argv(spec, ["ceph", "--version"])), "release": spec.ceph.release}
 
     @classmethod
     def usable_bytes(cls, spec) -> int | None:

@@ -115,6 +115,15 @@ def box_tuning() -> dict[str, dict[str, object]]:
     }
 
 
+# ceph.conf options a release needs beside box_tuning's. Reef's restful module imports
+# cryptography's PyO3 core, which loads in one Python subinterpreter only (the MGR gives each
+# module its own): loaded, it fails and holds HEALTH_WARN (MGR_MODULE_DEPENDENCY) for good.
+# Nothing of dfslab's uses it; Pacific's own default keeps diskprediction_local out.
+RELEASE_CONF: dict[str, dict[str, dict[str, object]]] = {
+    "reef": {"global": {"mgr disabled modules": "restful diskprediction_local"}},
+}
+
+
 def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dict[str, str], public_network: str | None) -> str:
     """ceph.conf tuned for a 2-core / 24 GiB machine: small caches, no recovery sleep."""
     ceph = spec.ceph
@@ -168,7 +177,7 @@ def render_conf(spec: ClusterSpec, layout: CephLayout, fsid: str, addresses: dic
     sections["client.admin"] = {"keyring": str(layout.admin_keyring)}
     for osd_id, node in osd_placement(spec).items():
         sections[f"osd.{osd_id}"] = {"crush location": f"root=default host={node}"}
-    for section, options in ceph.conf.items():
+    for section, options in [*RELEASE_CONF.get(ceph.release, {}).items(), *ceph.conf.items()]:
         sections.setdefault(section, {}).update(options)
     return conf_text(sections)
 

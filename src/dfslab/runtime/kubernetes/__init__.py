@@ -77,6 +77,7 @@ def pod_subnet(index: int) -> str:
 
 class KubernetesRuntime(LocalNetnsRuntime):
     kind = "kubernetes"
+    software_roots = False  # its daemons run from images of this machine's packages
     where = "runtime kubernetes (the local one dfslab starts)"
     engine_deploys = True
     client_kinds = ("host", "job")

@@ -1,0 +1,94 @@
+"""A Ceph release other than this machine's own: examples/ceph-reef.yaml up from the release's root
+(built once per machine, shared), every daemon and client tool of Reef while the host keeps its
+Pacific, the quick workloads measured from storage, provenance naming what ran, nothing left."""
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cluster_up, dfslab, run_against
+from dfslab import cluster
+from dfslab.registry import release_named
+from dfslab.runtime import roots
+from dfslab.state import ClusterState
+
+pytestmark = pytest.mark.cluster
+NAME = "t-reef"
+REEF = release_named("ceph", "reef")
+
+
+def _host_usr() -> tuple[int, str]:
+    """This machine's ceph-osd (inode) and the mount of /usr in its own mount namespace."""
+    usr = [line for line in Path("/proc/1/mountinfo").read_text().splitlines() if line.split()[4] == "/usr"]
+    return os.stat("/usr/bin/ceph-osd").st_ino, "\n".join(usr)
+
+
+@pytest.fixture(scope="module")
+def reef():
+    host_before = _host_usr()
+    up = cluster_up(REPO / "examples" / "ceph-reef.yaml", NAME, "--name", NAME)
+    yield {"up": up, "host_before": host_before}
+    cluster.down(NAME, missing_ok=True)
+
+
+def test_every_daemon_runs_the_release(reef):
+    versions = json.loads(dfslab("exec", NAME, "--", "ceph", "versions", "--format", "json").stdout)
+    assert set(versions) >= {"mon", "mgr", "osd", "mds"}
+    for kind in ("mon", "mgr", "osd", "mds"):
+        assert list(versions[kind]) and all(f"{REEF.version} " in v and "reef" in v for v in versions[kind]), versions
+    assert sum(versions["osd"].values()) == 3
+    # ... while this machine's own ceph stays Pacific: the root's /usr was bound only in the daemons' namespaces.
+    host = subprocess.run(["ceph", "--version"], capture_output=True, text=True, check=True).stdout
+    assert "pacific" in host and REEF.version not in host
+    assert _host_usr() == reef["host_before"]
+
+
+def test_client_processes_run_from_the_root(reef):
+    info = json.loads(dfslab("status", NAME, "--json").stdout)
+    assert info["health"] == "HEALTH_OK", info.get("checks")
+    root = Path(roots.root_home(REEF) / "root")
+    osd = next(d for d in info["daemons"] if d["name"] == "osd.0")
+    # The OSD's /usr/bin/ceph-osd is the root's file, not this machine's.
+    assert os.stat(f"/proc/{osd['pid']}/root/usr/bin/ceph-osd").st_ino == os.stat(root / "usr/bin/ceph-osd").st_ino
+    assert os.stat(f"/proc/{osd['pid']}/root/usr/bin/ceph-osd").st_ino != os.stat("/usr/bin/ceph-osd").st_ino
+
+
+def test_quick_workloads_measure_the_release(reef):
+    run_dir, out = run_against(REPO / "examples" / "quick-any.yaml", NAME)
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["filesystem_versions"]["release"] == "reef"
+    assert f"ceph version {REEF.version}" in provenance["filesystem_versions"]["ceph"]
+    root_fio = roots.read_manifest(REEF)["versions"]["fio"].split("-")[0]
+    assert provenance["fio_version"] == f"fio-{root_fio}", provenance["fio_version"]
+    with open(run_dir / "results.csv") as fh:
+        rows = [{**r, "params": json.loads(r["params"])} for r in csv.DictReader(fh)]
+    measured = [r for r in rows if r["workload"] in ("radosbench", "fio")]
+    assert {r["params"].get("target") for r in measured if r["workload"] == "fio"} == {"rbd", "fs"}
+    ratios = [(r["workload"], r["params"].get("target"), float(r["value"])) for r in measured if r["metric"] == "from_storage"]
+    assert len(ratios) >= 6, ratios  # radosbench write, seq; fio rbd and fs, read and write
+    for ratio in ratios:  # the bytes the client's link carried against what the tool says it moved
+        assert 0.9 <= ratio[2] <= 1.3, ratio
+    # The table's rados bench write is its raw output's "Bandwidth (MB/sec)", which is MiB/s.
+    write = next(float(r["value"]) for r in measured if r["workload"] == "radosbench"
+                 and r["params"]["mode"] == "write" and r["metric"] == "bandwidth")
+    raw = next(p for p in (run_dir / "raw").glob("radosbench-*-write.txt"))
+    mib = float(re.search(r"Bandwidth \(MB/sec\):\s+([\d.]+)", raw.read_text()).group(1))
+    assert write == pytest.approx(mib * 1.048576, rel=0.01)
+    shutil.rmtree(run_dir)
+
+
+def test_down_leaves_the_root_and_nothing_else(reef):
+    shared = str(ClusterState(NAME).dir / "mnt")
+    dfslab("down", NAME)
+    mounts = Path("/proc/self/mountinfo").read_text()
+    assert f" {shared} " not in mounts
+    assert roots.problem(REEF, roots.read_manifest(REEF)) is None  # kept for the next cluster of Reef
+    assert roots.users(REEF) == []
+    listed = dfslab("releases").stdout
+    assert re.search(r"^ceph\s+reef\s+18\.2\.7\s+trixie\s+built ", listed, re.M), listed

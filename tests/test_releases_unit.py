@@ -1,0 +1,91 @@
+"""Releases as data: the spec's `release:` field, the roots' cache checks and patches, and which
+programs run from a root (no root is built here: tests/test_releases.py builds and runs one)."""
+
+import json
+import sys
+
+import pytest
+
+from dfslab.registry import Release, release_named, release_of, releases_of
+from dfslab.runtime import roots
+from dfslab.runtime.roots import ROOTEXEC, RootError, SoftwareRoot, program_of
+from dfslab.spec import SpecError, parse_spec
+
+SPEC = {"name": "r", "filesystem": "ceph", "nodes": 3}
+
+
+def test_release_defaults_to_this_machines_own_and_names_a_known_one():
+    assert parse_spec(SPEC).ceph.release == releases_of("ceph")[0].name == "pacific"
+    assert release_of(parse_spec(SPEC)).suite is None  # the default builds no root: make demo stays fast
+    spec = parse_spec({**SPEC, "ceph": {"release": "reef"}})
+    assert release_of(spec) == release_named("ceph", "reef") and release_of(spec).suite == "trixie"
+
+
+def test_unknown_release_is_refused_naming_the_field_and_the_known_ones():
+    with pytest.raises(SpecError) as err:
+        parse_spec({**SPEC, "ceph": {"release": "squid"}})
+    [(path, message)] = err.value.problems
+    assert path == "ceph.release"
+    assert "'squid'" in message and "pacific" in message and "reef" in message and "18.2.7" in message
+
+
+def test_a_rooted_release_is_refused_where_the_runtime_cannot_run_a_root():
+    with pytest.raises(SpecError) as err:
+        parse_spec({**SPEC, "runtime": "docker", "ceph": {"release": "reef"}})
+    [(path, message)] = err.value.problems
+    assert path == "ceph.release" and "runtime local" in message
+    assert parse_spec({**SPEC, "runtime": "docker"}).ceph.release == "pacific"  # its own release runs there
+
+
+@pytest.mark.parametrize("argv, program", [
+    (["ceph", "-s"], "ceph"),
+    (["timeout", "-s", "KILL", "30", "rados", "bench"], "rados"),
+    (["timeout", "--kill-after", "5", "10", "fio", "x.fio"], "fio"),
+    (["timeout", "5", "fio"], "fio"),
+    (["sh", "-c", "ceph -s"], "sh"),
+])
+def test_the_program_an_argv_runs(argv, program):
+    assert program_of(argv) == program
+
+
+def test_only_the_releases_programs_run_from_its_root():
+    root = SoftwareRoot("/cache/trixie-reef/root", ("ceph", "rados", "fio"))
+    assert root.wrap(["ip", "addr"], "/state/mnt") == ["ip", "addr"]  # this machine's tools stay its own
+    assert root.wrap(["mysqld", "--x"], "/state/mnt") == ["mysqld", "--x"]
+    wrapped = root.wrap(["timeout", "9", "rados", "bench"], "/state/mnt")
+    assert wrapped == [sys.executable, "-S", str(ROOTEXEC), "/cache/trixie-reef/root", "/state/mnt", "--",
+                       "timeout", "9", "rados", "bench"]
+    assert SoftwareRoot.from_json(root.as_json()) == root and SoftwareRoot.from_json(None) is None
+
+
+def _fake_root(tmp_path, monkeypatch, release, status="Package: ceph-mon\n"):
+    monkeypatch.setenv("DFSLAB_RELEASES", str(tmp_path))
+    tree = roots.root_home(release) / "root"
+    (tree / "var/lib/dpkg").mkdir(parents=True)
+    (tree / "var/lib/dpkg/status").write_text(status)
+    manifest = {"suite": release.suite, "packages": list(release.packages), "patched": [],
+                "status_sha256": roots._status_checksum(tree), "programs": ["ceph"]}
+    (roots.root_home(release) / "manifest.json").write_text(json.dumps(manifest))
+    return tree
+
+
+def test_a_built_root_is_used_only_while_it_is_what_was_built(tmp_path, monkeypatch):
+    release = Release("x", "1.0", "X 1", "trixie", ("ceph-mon",))
+    assert roots.problem(release, None) == "not built"
+    tree = _fake_root(tmp_path, monkeypatch, release)
+    assert roots.problem(release, roots.read_manifest(release)) is None
+    other = Release("x", "1.0", "X 1", "trixie", ("ceph-mon", "fio"))
+    assert roots.problem(other, roots.read_manifest(other)) == "built for other packages"
+    (tree / "var/lib/dpkg/status").write_text("Package: ceph-mon\nVersion: 2\n")  # something installed into it
+    assert "checksum" in roots.problem(release, roots.read_manifest(release))
+
+
+def test_patches_apply_once_and_refuse_text_that_is_not_there(tmp_path):
+    (tmp_path / "usr").mkdir()
+    (tmp_path / "usr/m.py").write_text("import bcrypt\nimport cephfs\n")
+    release = Release("x", "1", "X 1", "s", (), patches=(("usr/m.py", "import bcrypt\n", ""),))
+    roots.apply_patches(release, tmp_path)
+    assert (tmp_path / "usr/m.py").read_text() == "import cephfs\n"
+    with pytest.raises(RootError, match="usr/m.py .* does not hold"):
+        roots.apply_patches(release, tmp_path)  # the suite's file changed: refused, not half-applied
+
