@@ -18,7 +18,7 @@ from ...runtime import CLIENT
 from ...runtime.roots import release_argv
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, table
-from ...registry import S3Endpoint
+from ...registry import S3Endpoint, releases_of
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .checks import HealthChecks
 from .conf import CephLayout, mon_placement, osd_placement, render_conf
@@ -33,7 +33,9 @@ class CephBackend(Backend):
     name = "ceph"
     required_programs = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
     log_dirs = ("logs", "ceph/logs", "ceph/conf")
-    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more", "objclass": ""}
+    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more",
+              # cls_dfslab is built against this machine's (Pacific's) headers: another release's OSDs must not load it
+              "objclass": "ceph.release: pacific"}
     peek = "ceph -s"
     metadata_servers = r"mds\..+"
     metadata_path = "CephFS's MDS (one active here), which the OSDs back with its journal and directories"
@@ -78,7 +80,8 @@ class CephBackend(Backend):
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
         # objclass: the OSDs load classes from this machine's rados-classes (the docker image links it)
-        return frozenset({"rados", "rbd", "confine", "objclass", *(["fs"] if spec.ceph.cephfs else []),
+        own = spec.ceph.release == releases_of("ceph")[0].name
+        return frozenset({"rados", "rbd", "confine", *(["objclass"] if own else []), *(["fs"] if spec.ceph.cephfs else []),
                           *(["s3"] if spec.ceph.rgw else [])})
 
     @classmethod
