@@ -1,6 +1,7 @@
-"""A Ceph release other than this machine's own: examples/ceph-reef.yaml up from the release's root
-(built once per machine, shared), every daemon and client tool of Reef while the host keeps its
-Pacific, the quick workloads measured from storage, provenance naming what ran, nothing left."""
+"""A Ceph release other than this machine's own, as docs/releases.md shows it (its lines run verbatim,
+as a reader types them: no DFSLAB_* set, state in /var/lib/dfslab, runs in ./runs): Reef up from
+its root (built once per machine, shared), every daemon and client tool of Reef while the host keeps
+its Pacific, the quick workloads measured from storage, provenance naming what ran, nothing left."""
 
 import csv
 import json
@@ -12,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cluster_up, dfslab, run_against
-from dfslab import cluster
+from test_readme import run_dir_of, sh
 from dfslab.registry import release_named
 from dfslab.runtime import roots
-from dfslab.state import ClusterState
 
 pytestmark = pytest.mark.cluster
-NAME = "t-reef"
 REEF = release_named("ceph", "reef")
+# docs/releases.md's lines, run verbatim here (tests/test_docs_commands.py counts them)
+DOCS_BLOCK = ["dfslab up examples/ceph-reef.yaml", "dfslab exec reef -- ceph versions",
+              "dfslab run examples/quick-any.yaml --cluster reef", "dfslab down reef"]
+STATE = Path("/var/lib/dfslab/clusters/reef")
 
 
 def _host_usr() -> tuple[int, str]:
@@ -31,14 +33,17 @@ def _host_usr() -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def reef():
+    assert not STATE.exists(), "a cluster named reef is up"
     host_before = _host_usr()
-    up = cluster_up(REPO / "examples" / "ceph-reef.yaml", NAME, "--name", NAME)
+    up = sh(DOCS_BLOCK[0], timeout=900)
     yield {"up": up, "host_before": host_before}
-    cluster.down(NAME, missing_ok=True)
+    if STATE.exists():
+        sh("dfslab down reef")
 
 
 def test_every_daemon_runs_the_release(reef):
-    versions = json.loads(dfslab("exec", NAME, "--", "ceph", "versions", "--format", "json").stdout)
+    assert "is up" in reef["up"].stderr
+    versions = json.loads(sh(DOCS_BLOCK[1] + " --format json").stdout)
     assert set(versions) >= {"mon", "mgr", "osd", "mds"}
     for kind in ("mon", "mgr", "osd", "mds"):
         assert list(versions[kind]) and all(f"{REEF.version} " in v and "reef" in v for v in versions[kind]), versions
@@ -50,7 +55,7 @@ def test_every_daemon_runs_the_release(reef):
 
 
 def test_client_processes_run_from_the_root(reef):
-    info = json.loads(dfslab("status", NAME, "--json").stdout)
+    info = json.loads(sh("dfslab status reef --json").stdout)
     assert info["health"] == "HEALTH_OK", info.get("checks")
     root = Path(roots.root_home(REEF) / "root")
     osd = next(d for d in info["daemons"] if d["name"] == "osd.0")
@@ -60,7 +65,7 @@ def test_client_processes_run_from_the_root(reef):
 
 
 def test_quick_workloads_measure_the_release(reef):
-    run_dir, out = run_against(REPO / "examples" / "quick-any.yaml", NAME)
+    run_dir = run_dir_of(sh(DOCS_BLOCK[2], timeout=900).stdout)
     provenance = json.loads((run_dir / "provenance.json").read_text())
     assert provenance["filesystem_versions"]["release"] == "reef"
     assert f"ceph version {REEF.version}" in provenance["filesystem_versions"]["ceph"]
@@ -84,11 +89,12 @@ def test_quick_workloads_measure_the_release(reef):
 
 
 def test_down_leaves_the_root_and_nothing_else(reef):
-    shared = str(ClusterState(NAME).dir / "mnt")
-    dfslab("down", NAME)
+    shared = str(STATE / "mnt")
+    sh(DOCS_BLOCK[3])
+    assert not STATE.exists()
     mounts = Path("/proc/self/mountinfo").read_text()
     assert f" {shared} " not in mounts
     assert roots.problem(REEF, roots.read_manifest(REEF)) is None  # kept for the next cluster of Reef
     assert roots.users(REEF) == []
-    listed = dfslab("releases").stdout
+    listed = sh("dfslab releases").stdout
     assert re.search(r"^ceph\s+reef\s+18\.2\.7\s+trixie\s+built ", listed, re.M), listed
