@@ -67,7 +67,7 @@ def test_client_processes_run_from_the_root(reef):
 def test_quick_workloads_measure_the_release(reef):
     run_dir = run_dir_of(sh(DOCS_BLOCK[2], timeout=900).stdout)
     provenance = json.loads((run_dir / "provenance.json").read_text())
-    assert provenance["filesystem_versions"]["release"] == "reef"
+    assert provenance["filesystem_versions"]["release"] == "release reef"
     assert f"ceph version {REEF.version}" in provenance["filesystem_versions"]["ceph"]
     root_fio = roots.read_manifest(REEF)["versions"]["fio"].split("-")[0]
     assert provenance["fio_version"] == f"fio-{root_fio}", provenance["fio_version"]

@@ -70,7 +70,7 @@ class CephBackend(Backend):
     def versions(cls, spec=None) -> dict[str, str]:
         if spec is None:
             return {"ceph": tool_version(["ceph", "--version"])}
-        return {"ceph": tool_version(release_argv(spec, ["ceph", "--version"])), "release": spec.ceph.release}
+        return {"ceph": tool_version(release_argv(spec, ["ceph", "--version"])), "release": f"release {spec.ceph.release}"}
 
     @classmethod
     def usable_bytes(cls, spec) -> int | None:
