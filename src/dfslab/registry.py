@@ -129,8 +129,7 @@ class Release:
 
     @property
     def key(self) -> str:
-        """The name of its root: the suite and what it holds, so two filesystems' releases that
-        ask for the same packages from the same suite share one."""
+        """The name of its root's directory: its suite and its name (reef from trixie: trixie-reef)."""
         return f"{self.suite}-{self.name}"
 
 
@@ -240,8 +239,8 @@ def release_of(spec: Any) -> Release | None:
 
 def release_problem(filesystem: str, name: Any) -> str | None:
     """What is wrong with `release: NAME` in `filesystem`'s section (None: nothing): the known ones."""
-    known = releases_of(filesystem)
-    if any(r.name == str(name) for r in known):
+    if name is not None and release_named(filesystem, name) is not None:
         return None
+    known = releases_of(filesystem)
     listed = "; ".join(f"{r.name} ({r.says}, {r.version})" for r in known)
     return f"unknown release {name!r}; {filesystem} releases: {listed} (dfslab releases lists them)"

@@ -98,8 +98,9 @@ def releases(ctx: typer.Context) -> None:
                          f"{manifest['bytes'] / 1e6:.0f} MB, {roots.root_home(release)}" if why is None else why)
             rows.append((fs, release.name + (" (default)" if i == 0 else ""), release.version,
                          release.suite or "-", built))
-    widths = [max(len(r[c]) for r in rows + [("filesystem", "release", "version", "suite", "root")]) for c in range(4)]
-    for row in [("filesystem", "release", "version", "suite", "root"), *rows]:
+    rows.insert(0, ("filesystem", "release", "version", "suite", "root"))
+    widths = [max(len(r[c]) for r in rows) for c in range(4)]
+    for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
 
 
@@ -117,10 +118,7 @@ def releases_build(
     release = _release_arg(filesystem, name)
     try:
         with LiveProgress() as progress:
-            if rebuild:
-                with roots.locked(release):
-                    roots.build(release, progress)
-            root = roots.ensure(release, progress)
+            root = roots.ensure(release, progress, rebuild=rebuild)
             elapsed = time.monotonic() - progress.start
     except roots.RootError as exc:
         fail(exc, 1)

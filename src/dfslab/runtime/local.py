@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..procs import marked_pids, proc_start_time, terminate
 from ..registry import release_of
+from ..safety import mounts_under
 from ..spec import ClusterSpec, LinkShape
 from ..state import ClusterState, list_clusters
 from . import roots
@@ -59,10 +60,6 @@ def netem_available() -> bool:
         return res.returncode == 0
     finally:
         _ip("netns", "del", probe, check=False)
-
-
-def is_mountpoint(path: str) -> bool:
-    return any(line.split()[4] == path for line in Path("/proc/self/mountinfo").read_text().splitlines())
 
 
 def node_addresses(spec: ClusterSpec) -> dict[str, str]:
@@ -146,7 +143,7 @@ class LocalNetnsRuntime(Runtime):
         """Undo `prepare`'s shared mount (after `down` unmounted the clients below it)."""
         removed = []
         for mnt in self.state.resources("shared_mounts"):
-            while is_mountpoint(mnt) and subprocess.run(["umount", "-l", mnt], capture_output=True).returncode == 0:
+            while mnt in mounts_under(Path(mnt)) and subprocess.run(["umount", "-l", mnt], capture_output=True).returncode == 0:
                 removed.append(f"mount {mnt}")
             self.state.remove_resource("shared_mounts", mnt)
         return removed
@@ -284,7 +281,7 @@ class LocalNetnsRuntime(Runtime):
     def leftovers(self) -> list[str]:
         """Recorded namespaces still there, and (a check only, never a removal) any named like
         this cluster's that no other cluster has recorded."""
-        shared = [f"mount {m}" for m in self.state.resources("shared_mounts") if is_mountpoint(m)]
+        shared = [f"mount {m}" for m in self.state.resources("shared_mounts") if m in mounts_under(Path(m))]
         found = [ns for ns in self._ours() if (NETNS_DIR / ns).exists()]
         others = {ns for name in list_clusters() if name != self.state.name
                   for ns in ClusterState(name).resources("netns")}

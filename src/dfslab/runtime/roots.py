@@ -105,7 +105,7 @@ def archive_stamp(release: Release, timeout: float = 20) -> str | None:
 
 
 @contextmanager
-def locked(release: Release) -> Iterator[None]:
+def _locked(release: Release) -> Iterator[None]:
     home = root_home(release)
     home.mkdir(parents=True, exist_ok=True)
     with open(home / "lock", "w") as fh:
@@ -223,12 +223,12 @@ def problem(release: Release, manifest: dict | None) -> str | None:
     return None
 
 
-def ensure(release: Release, progress: Progress, check_archive: bool = True) -> SoftwareRoot:
+def ensure(release: Release, progress: Progress, check_archive: bool = True, rebuild: bool = False) -> SoftwareRoot:
     """`release`'s root, built first if it is not (or is stale: its checksum, or the suite's
-    archive changed since it was built)."""
-    with locked(release):
+    archive changed since it was built), or if `rebuild`."""
+    with _locked(release):
         manifest = read_manifest(release)
-        why = problem(release, manifest)
+        why = "asked to rebuild it" if rebuild else problem(release, manifest)
         if why is None and check_archive:
             stamp = archive_stamp(release, timeout=5)
             if stamp and manifest.get("archive_sha256") and stamp != manifest["archive_sha256"]:
@@ -258,7 +258,7 @@ def users(release: Release) -> list[int]:
 
 def remove(release: Release) -> bool:
     """Remove `release`'s root (its manifest proves it dfslab's); False where none was built."""
-    with locked(release):
+    with _locked(release):
         home = root_home(release)
         if read_manifest(release) is None:
             return False
