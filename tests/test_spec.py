@@ -130,9 +130,32 @@ def test_cli_missing_file_and_bad_yaml(tmp_path):
     result = CliRunner().invoke(app, ["up", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 2 and "no such file" in result.output
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: [unclosed")
+    bad.write_text("name: t\nnodes: [unclosed\n")
     result = CliRunner().invoke(app, ["up", str(bad)])
-    assert result.exit_code == 2 and "not valid YAML" in result.output
+    # the file's path and the line, not PyYAML's "<unicode string>"
+    assert result.exit_code == 2 and f"{bad}: not valid YAML: line 3" in result.output, result.output
+    assert "unicode string" not in result.output
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
+    """PyYAML keeps the last of two equal keys silently (`repetitions: 1` then `repetitions: 3`
+    ran 3): the file is refused, naming the key and both lines; merge keys (<<) still merge."""
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("name: t\nnodes: 3\nceph:\n  mons: 1\n  pg_num: 8\n  mons: 3\n")
+    result = CliRunner().invoke(app, ["up", str(twice)])
+    assert result.exit_code == 2, result.output
+    assert "line 6, column 3: 'mons' is given twice in one mapping (first on line 4)" in result.output, result.output
+    from dfslab.spec import read_yaml
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("base: &b {a: 1, c: 3}\nthing:\n  <<: *b\n  a: 2\n")
+    assert read_yaml(merged)["thing"] == {"a": 2, "c": 3}
+
+
+def test_a_value_of_the_wrong_type_is_shown_beside_what_was_expected(tmp_path):
+    spec = tmp_path / "typed.yaml"
+    spec.write_text("name: t\nnodes: three\n")
+    result = CliRunner().invoke(app, ["up", str(spec)])
+    assert result.exit_code == 2 and "the file says 'three'" in result.output, result.output
 
 
 def test_latency_is_refused_at_preflight_exactly_where_the_kernel_has_no_netem():

@@ -334,6 +334,8 @@ def _problems(exc: ValidationError, model: type[BaseModel] | None = None) -> lis
             msg = unknown_field(err["loc"][-1], fields_at(model, err["loc"][:-1]))
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"].endswith(("_parsing", "_type")) and not isinstance(err.get("input"), (dict, list)):
+            msg = f"{msg}; the file says {err['input']!r}"  # what was written, beside what was expected
         problems.append((_loc(err["loc"]), msg))
     # A model-level check names its own field in the message ("ceph.mons: ...").
     fixed = []
@@ -359,16 +361,49 @@ def parse_spec(data: Any, source: str = "spec", name: str | None = None, runtime
         raise SpecError(_problems(exc, ClusterSpec), source) from None
 
 
+class _OneKeyOnceLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping: PyYAML keeps the last one
+    silently (`repetitions: 1` then `repetitions: 3` ran 3), so a file could say two things."""
+
+
+def _mapping_once(loader: _OneKeyOnceLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    first_line: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            if key in first_line:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is given twice in one mapping (first on line {first_line[key] + 1}); "
+                    "keep the one you mean", key_node.start_mark)
+            first_line[key] = key_node.start_mark.line
+        except TypeError:
+            pass  # an unhashable key: construct_mapping says so
+    return loader.construct_mapping(node, deep)
+
+
+_OneKeyOnceLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_once)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line naming where it is (line and column of the file) and what is wrong."""
+    mark = getattr(exc, "problem_mark", None)
+    what = ": ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x) or str(exc)
+    return f"line {mark.line + 1}, column {mark.column + 1}: {what}" if mark is not None else what
+
+
 def read_yaml(path: str | Path) -> Any:
-    """A YAML file's data, or a SpecError saying why it cannot be read."""
+    """A YAML file's data, or a SpecError saying why it cannot be read (a syntax error or a key
+    given twice: where in the file)."""
     path = Path(path)
     if not path.is_file():
         where = "a directory, not a file" if path.is_dir() else f"no such file (from {Path.cwd()})"
         raise SpecError([("", f"{where}; give the path of a YAML file (the examples are in examples/)")], str(path))
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(path.read_text(), Loader=_OneKeyOnceLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
-        raise SpecError([("", f"not valid YAML: {exc}")], str(path)) from None
+        raise SpecError([("", f"not valid YAML: {yaml_problem(exc)}")], str(path)) from None
 
 
 def load_spec(path: str | Path, name: str | None = None, runtime: str | None = None) -> ClusterSpec:
