@@ -1,5 +1,5 @@
 """MooseFS's spec section and what the master says, without a cluster: bad specs refused naming
-the field, `mfscli`'s plain output read as the master wrote it (a capture from a live 3.0.117)."""
+the field, `mfscli`'s plain output read as the master wrote it (captures from a live 3.0.117 and 4.57.5)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,14 @@ def test_the_masters_answer_is_read_field_by_field():
     assert view.metaloggers == ["10.79.0.11"]
     assert view.chunks["missing"] == 0 and view.chunks["endangered"] == 296 and view.lacking() == 296
     assert view.info["avail space"] == "69735186432"  # and the disconnected chunk server is no connected one
+
+
+def test_the_answer_of_a_moosefs_4_master_is_read_as_well():
+    """MooseFS 4.57.5 (a capture from a live cluster of `moosefs: {release: 4}`, 200 MiB written at
+    2 copies): a chunk server's record has its state ("Normal") before its maintenance field, and
+    the master's figures are its "cluster summary"; chunks, used and total bytes all differ."""
+    view = parse((Path(__file__).parent / "data" / "mfscli-4.txt").read_text())
+    assert view.servers == [{"ip": f"10.77.2.1{i}", "port": "9422", "chunks": 4, "used": 28126072832,
+                             "total": 97793294336} for i in (1, 2)]
+    assert view.metaloggers == ["10.77.2.11"] and view.chunks["stable"] == 4 and view.lacking() == 0
+    assert view.info["master version"] == "4.57.5" and view.info["avail space"] == "139334443008"

@@ -1,4 +1,4 @@
-"""A Ceph release other than this machine's own, as docs/releases.md shows it (its lines run verbatim,
+"""Releases other than this machine's own, as docs/releases.md shows them (its lines run verbatim,
 as a reader types them: no DFSLAB_* set, state in /var/lib/dfslab, runs in ./runs): Reef up from
 its root (built once per machine, shared), every daemon and client tool of Reef while the host keeps
 its Pacific, the quick workloads measured from storage, provenance naming what ran, nothing left."""
@@ -23,6 +23,8 @@ REEF = release_named("ceph", "reef")
 DOCS_BLOCK = ["dfslab up examples/ceph-reef.yaml", "dfslab exec reef -- ceph versions",
               "dfslab run examples/quick-any.yaml --cluster reef", "dfslab down reef"]
 STATE = Path("/var/lib/dfslab/clusters/reef")
+MOOSEFS_4 = release_named("moosefs", "4")
+MOOSEFS_4_LINE = "dfslab run examples/files-moosefs-4.yaml"  # docs/releases.md's MooseFS 4 line
 
 
 def _host_usr() -> tuple[int, str]:
@@ -98,3 +100,36 @@ def test_down_leaves_the_root_and_nothing_else(reef):
     assert roots.users(REEF) == []
     listed = sh("dfslab releases").stdout
     assert re.search(r"^ceph\s+reef\s+18\.2\.7\s+trixie\s+built ", listed, re.M), listed
+
+
+def test_moosefs_4_up_measured_and_down_in_one_command():
+    """MooseFS 4 from its root, with its own rules: goals became storage classes (dfslab makes one
+    of `goal` copies), and mfscli's chunk-server records have a field more. Measured from storage
+    through mfsmount of the release; the host keeps its MooseFS 3.0."""
+    out = sh(MOOSEFS_4_LINE, timeout=900).stdout
+    run_dir = run_dir_of(out)
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["filesystem_versions"]["release"] == "release 4"
+    assert f"version: {MOOSEFS_4.version}" in provenance["filesystem_versions"]["moosefs"], provenance
+    root_fio = roots.read_manifest(MOOSEFS_4)["versions"]["fio"].split("-")[0]
+    assert provenance["fio_version"] == f"fio-{root_fio}", provenance["fio_version"]
+    status = json.loads((run_dir / "status.json").read_text())
+    summary = " ".join(status["summary"])
+    # the master's own answer, read through mfscli of the release: its version, both chunk servers
+    assert f"({MOOSEFS_4.version})" in summary and "2 of 2 chunk server(s)" in summary, summary
+    servers = next(t for t in status["tables"] if t["title"] == "chunk servers")["rows"]
+    assert len(servers) == 2 and all(0 < float(r[2]) < float(r[3]) for r in servers), servers
+    # every chunk on both servers: 2 copies (moosefs.goal), through the storage class dfslab made
+    assert status["chunks"]["stable"] > 0 and all(int(r[1]) == status["chunks"]["stable"] for r in servers), status
+    with open(run_dir / "results.csv") as fh:
+        rows = [{**r, "params": json.loads(r["params"])} for r in csv.DictReader(fh)]
+    ratios = [(r["params"]["rw"], r["params"]["bs"], float(r["value"])) for r in rows
+              if r["workload"] == "fio" and r["metric"] == "from_storage"]
+    assert len(ratios) == 4, ratios
+    for ratio in (r for r in ratios if r[1] == 1048576):  # 1 MiB: what crossed the client's link
+        assert 0.9 <= ratio[2] <= 1.3, ratio
+    assert {r["params"]["phase"] for r in rows if r["workload"] == "metadata"} == {"create", "stat", "read", "unlink"}
+    host = subprocess.run(["mfsmaster", "-v"], capture_output=True, text=True).stdout
+    assert "3.0." in host and MOOSEFS_4.version not in host
+    assert not Path("/var/lib/dfslab/clusters/mfs4").exists()
+    shutil.rmtree(run_dir)

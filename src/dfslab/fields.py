@@ -1,12 +1,12 @@
 """Typed values every spec section uses (sizes, rates, durations with units; strict models).
 Backends build their own spec sections from these, so this module imports nothing of dfslab's
-but `units`."""
+but `units` and the registry (whose data names a filesystem's releases)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from .units import UnitError, parse_bandwidth, parse_duration, parse_size
 
@@ -40,6 +40,23 @@ Bytes = Annotated[int, _unit_validator(parse_size), _with_unit("B"), Unit("B"), 
 BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit"), Unit("bit/s"),
                           _written("1gbit", "100mbit")]
 Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s"), Unit("s"), _written("10s", "5min", "0.5ms")]
+
+
+def ReleaseName(filesystem: str, product: str) -> Any:  # noqa: N802 (a type, as Bytes is)
+    """A filesystem section's `release:`: one of its package's RELEASES by name (a number written
+    without quotes too: `release: 4`), the first by default; an unknown one is refused listing them."""
+    from .registry import release_problem, releases_of
+    known = releases_of(filesystem)
+
+    def named(value: Any) -> str:
+        if problem := release_problem(filesystem, value):
+            raise ValueError(problem)
+        return str(value)
+    names = [r.name for r in known] + [int(r.name) for r in known if r.name.isdigit()]  # `release: 4` is 4
+    return Annotated[str, BeforeValidator(named), WithJsonSchema({"enum": names}), Field(known[0].name, description=(
+        f"the {product} release its daemons and clients run: " + ", ".join(f"{r.name} ({r.version})" for r in known)
+        + "; a release other than this machine's own runs from a root of Debian's packages that dfslab builds "
+        "once and caches (dfslab releases)"))]
 
 
 def field_units(model: type[BaseModel]) -> dict[str, str]:

@@ -79,6 +79,18 @@ class Chart:
         return asdict(self)
 
 
+def release_versions(spec: ClusterSpec | None, key: str, argv: list[str]) -> dict[str, str]:
+    """{key: what `argv` prints of its version} as a cluster of `spec` runs it (its release's root,
+    if it has one), and which release that is; this machine's own without a spec."""
+    from ..procs import tool_version
+    from ..registry import release_of
+    from ..runtime.roots import release_argv
+    if spec is None:
+        return {key: tool_version(argv)}
+    release = release_of(spec)
+    return {key: tool_version(release_argv(spec, argv)), **({"release": f"release {release.name}"} if release else {})}
+
+
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
     """One table of a status, rendered alike by `dfslab status` and the report."""
     return {"title": title, "columns": columns, "rows": [["-" if c is None else str(c) for c in r] for r in rows]}

@@ -12,12 +12,10 @@ from typing import Any
 
 import psutil
 
-from ...procs import tool_version
 from ...units import human_bytes
 from ...runtime import CLIENT
-from ...runtime.roots import release_argv
 from ...state import dfslab_home
-from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, table
+from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
 from ...registry import S3Endpoint, release_of
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .checks import HealthChecks
@@ -68,9 +66,7 @@ class CephBackend(Backend):
 
     @classmethod
     def versions(cls, spec=None) -> dict[str, str]:
-        if spec is None:
-            return {"ceph": tool_version(["ceph", "--version"])}
-        return {"ceph": tool_version(release_argv(spec, ["ceph", "--version"])), "release": f"release {spec.ceph.release}"}
+        return release_versions(spec, "ceph", ["ceph", "--version"])
 
     @classmethod
     def usable_bytes(cls, spec) -> int | None:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from ...fields import Bytes, Strict
-from ...registry import release_problem, releases_of, runtime_of
+from ...fields import Bytes, ReleaseName, Strict
+from ...registry import runtime_of
 from .options import as_text, option_problem
 
 if TYPE_CHECKING:
@@ -28,21 +28,10 @@ class CephSpec(Strict):
                                                 "(runtime kubernetes: Rook's CephObjectStore, on the servers), "
                                                 "serving S3 on port 7480 of its node's address, with an S3 user "
                                                 "whose keys dfslab keeps 0600 in the cluster's state")
-    release: str = Field(releases_of("ceph")[0].name, description="the Ceph release its daemons and clients run: "
-                         + ", ".join(f"{r.name} ({r.version})" for r in releases_of("ceph"))
-                         + "; a release other than this machine's own runs from a root of Debian's packages that "
-                         "dfslab builds once and caches (dfslab releases)")
+    release: ReleaseName("ceph", "Ceph")
     conf: dict[str, dict[str, str | int | float | bool]] = Field(
         default_factory=dict, description="extra ceph.conf options by section: {global: {...}, osd: {...}}"
     )
-
-    @field_validator("release", mode="before")
-    @classmethod
-    def _release(cls, value: object) -> str:
-        problem = release_problem("ceph", value)
-        if problem:
-            raise ValueError(problem)
-        return str(value)
 
     @field_validator("osd_size")
     @classmethod

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ...polling import wait_until
-from ...procs import tool_version
 from ...runtime import CLIENT
-from .. import Backend, BackendError, Chart, Progress, table
-from . import chunkserver, cli, client, master, metalogger
+from .. import Backend, BackendError, Chart, Progress, release_versions, table
+from . import SET_COPIES, chunkserver, cli, client, master, metalogger
 from .context import MooseContext
 
 
@@ -40,7 +39,7 @@ class MooseFSBackend(Backend):
 
     @classmethod
     def versions(cls, spec=None) -> dict[str, str]:
-        return {"moosefs": tool_version(["mfsmaster", "-v"])}
+        return release_versions(spec, "moosefs", ["mfsmaster", "-v"])
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
@@ -79,7 +78,17 @@ class MooseFSBackend(Backend):
                                           f"see their logs in {self.state.dir / 'logs'}"))
         progress("mounting", f"mfsmount in the client namespace at {client.mount_point(self.ctx, CLIENT)[1]}")
         mnt = self.mount(CLIENT)
-        self.runtime.run(CLIENT, ["mfssetgoal", "-r", str(m.goal), str(mnt)], timeout=60)
+        self._set_copies(mnt)
+
+    def _set_copies(self, mnt: Path) -> None:
+        """Every file under the mount kept in moosefs.goal copies, as this release says it (SET_COPIES)."""
+        goal = self.spec.moosefs.goal
+        for words in SET_COPIES[self.spec.moosefs.release]:
+            argv = [w.format(goal=goal, mnt=mnt, copies=",".join("*" * goal)) for w in words]
+            res = self.runtime.run(CLIENT, argv, timeout=60, check=False)
+            if res.returncode != 0:
+                raise BackendError(f"{' '.join(argv[:2])} on the client's mount failed (exit {res.returncode}): "
+                                   f"{(res.stderr or res.stdout).strip()[-300:]}")
 
     def _view(self) -> cli.MasterView:
         """The master's answer, or an empty view while it does not answer."""

@@ -35,15 +35,16 @@ def records(text: str) -> list[list[str]]:
 def parse(text: str) -> MasterView:
     view = MasterView()
     for section, *fields in records(text):
-        if section == "chunk servers:" and len(fields) >= 10:
-            # ip, port, id, labels, version, load, maintenance, chunks, used bytes, total bytes, ...
-            view.servers.append({"ip": fields[0], "port": fields[1], "chunks": _int(fields[7]),
-                                 "used": _int(fields[8]), "total": _int(fields[9])})
+        if section == "chunk servers:" and (m := _maintenance_at(fields)) is not None and len(fields) > m + 3:
+            # ip, port, id, labels, version, load, [state (4: "Normal")], maintenance, chunks, used
+            # bytes, total bytes, ...: read from the maintenance field on, which every release has
+            view.servers.append({"ip": fields[0], "port": fields[1], "chunks": _int(fields[m + 1]),
+                                 "used": _int(fields[m + 2]), "total": _int(fields[m + 3])})
         elif section == "metadata backup loggers:" and fields:
             view.metaloggers.append(fields[0])
         elif section == "all chunks matrix:" and len(fields) == 2 and fields[0].startswith("chunkclass "):
             view.chunks[fields[0].removeprefix("chunkclass ").rstrip(":")] = _int(fields[1])
-        elif section == "master info:" and len(fields) == 2:
+        elif section in ("master info:", "cluster summary:") and len(fields) == 2:  # 3.0's name, 4's
             view.info[fields[0]] = fields[1]
     return view
 
@@ -60,6 +61,10 @@ def ask(ctx: MooseContext, timeout: float = 10) -> MasterView:
         raise BackendError(f"mfscli asked the master on {ctx.master} and failed: "
                            f"{(res.stderr or res.stdout).strip()[-300:] or 'no answer'}")
     return parse(res.stdout)
+
+
+def _maintenance_at(fields: list[str]) -> int | None:
+    return next((i for i, f in enumerate(fields) if f.startswith("maintenance_")), None)
 
 
 def _int(text: str) -> int:
