@@ -197,3 +197,15 @@ def test_rgw_gateways_need_a_node_each_and_on_kubernetes_are_rooks_object_store(
     assert ROOK_CR_ORDER.index("CephObjectStore") < ROOK_CR_ORDER.index("CephCluster")
     assert not [o for o in cluster_objects(ClusterSpec.model_validate({**k8s.model_dump(mode="json"), "ceph": {
         **k8s.model_dump(mode="json")["ceph"], "rgw": 0}}), "ns", "img:1", "/x", {}) if o["kind"] == "CephObjectStore"]
+
+
+def test_a_runtime_the_command_line_names_is_checked_there_and_its_help_names_every_runtime():
+    """`--runtime podman` is the command's mistake (exit 2, naming the option and the runtimes),
+    not a problem of the spec file; the option's help lists every runtime a spec may name."""
+    from dfslab.cli.common import RUNTIME_HELP
+    from dfslab.registry import spec_runtimes
+    for command in (["up", "examples/ceph-small.yaml"], ["run", "examples/quickstart.yaml", "--dry-run"]):
+        result = CliRunner().invoke(app, [*command, "--runtime", "podman"])
+        assert result.exit_code == 2 and "'podman' is not a runtime" in result.output, result.output
+        assert "ceph-small.yaml" not in result.output.split("Error")[-1]
+    assert all(f"{name} (" in RUNTIME_HELP for name in spec_runtimes()), RUNTIME_HELP

@@ -18,7 +18,7 @@ from ..backends import backend_class
 from ..spec import load_spec
 from ..state import list_clusters, teardown_order
 from ..units import human_bytes
-from .common import NameArg, RUNTIME_HELP, USER_ERRORS, _cluster_name, app, fail
+from .common import NameArg, RUNTIME_HELP, runtime_option, USER_ERRORS, _cluster_name, app, fail
 
 
 @app.command()
@@ -27,7 +27,7 @@ def up(
     name: Optional[str] = typer.Option(None, callback=_cluster_name, help="override the spec's name (run several copies side by side)"),
     timeout: float = typer.Option(300, help="seconds to wait for HEALTH_OK before giving up and tearing down"),
     keep_on_failure: bool = typer.Option(False, help="leave a failed cluster in place to debug it (remove with `dfslab down`)"),
-    runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
+    runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP, callback=runtime_option),
 ) -> None:
     """Bring a real cluster up from SPEC_FILE and wait until it is healthy.
 

@@ -59,8 +59,20 @@ def NameArg(help: str = "cluster name", optional: bool = False):  # noqa: N802 (
     return typer.Argument(None if optional else ..., help=help, callback=_cluster_name)
 
 
-RUNTIME_HELP = ("override the spec's runtime: local (network namespaces) or docker (every daemon in its own "
-                "container; the image is built on first use, see `dfslab images build`)")
+RUNTIME_HELP = ("override the spec's runtime: local (network namespaces), docker (every daemon in its own "
+                "container; the image is built on first use, see `dfslab images build`), kubernetes (a local "
+                "Kubernetes dfslab starts, or yours: kubernetes.kubeconfig in the spec) or host (a cluster you "
+                "run, reached from this machine)")
+
+
+def runtime_option(value: Optional[str]) -> Optional[str]:
+    """--runtime checked on the command line (a wrong one is the command's mistake, not the file's)."""
+    from ..registry import spec_runtimes
+    if value is not None and value not in spec_runtimes():
+        raise typer.BadParameter(f"{value!r} is not a runtime; give one of {', '.join(spec_runtimes())}")
+    return value
+
+
 USER_ERRORS = (SpecError, cluster.ClusterError, BackendError, RuntimeError_, BadName)
 
 

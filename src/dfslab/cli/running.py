@@ -13,7 +13,7 @@ import typer
 from .. import cluster
 from ..terminal import LiveProgress, console
 from ..spec import SpecError
-from .common import RUNTIME_HELP, USER_ERRORS, _cluster_name, app, fail
+from .common import RUNTIME_HELP, runtime_option, USER_ERRORS, _cluster_name, app, fail
 from .common import RESULTS_FIT
 
 # --until-decided's runs per side at most: without --budget, what bounds its time; with one, the
@@ -28,7 +28,7 @@ def run(
     cluster_name: Optional[str] = typer.Option(None, "--cluster", callback=_cluster_name,
                                                help="run against this cluster, already up (not torn down)"),
     keep: bool = typer.Option(False, help="leave the cluster up after the run"),
-    runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP),
+    runtime: Optional[str] = typer.Option(None, help=RUNTIME_HELP, callback=runtime_option),
     resume: bool = typer.Option(False, "--resume", help="EXPERIMENT is an interrupted run directory: keep its "
                                 "completed steps, run the rest on a fresh cluster, append them to it"),
     runs: Optional[int] = typer.Option(None, "--runs", min=1, max=20,

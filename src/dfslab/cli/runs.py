@@ -121,6 +121,9 @@ def _run_list(text: str) -> Path | list[Path]:
         if not (path / "results.csv").exists():
             fail(ValueError(f"{part} is not a run directory with results (no results.csv); give runs/<id>, a run id "
                             f"from `dfslab runs`, or several joined by commas"))
+        if any(path.resolve() == p.resolve() for p in paths):
+            # counted twice it would pass for two runs: intervals too narrow, a gate failing too often
+            fail(ValueError(f"{part} is given twice in {text}: each run counts once; name different runs"))
         paths.append(path)
     if not paths:
         fail(ValueError("no run directory given: name one (runs/<id>) or several joined by commas"))
