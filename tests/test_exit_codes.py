@@ -42,6 +42,8 @@ CASES = [
     (["images", "list", "--bogus"], 2, "No such option: --bogus"),
     (["releases", "build", "ceph", "squid"], 2, "ceph has no release 'squid'; its releases: pacific, reef"),
     (["releases", "build", "ceph", "pacific"], 2, "this machine's own software"),
+    (["releases", "build"], 2, "or give --all to build every one"),
+    (["releases", "build", "ceph", "reef", "--all"], 2, "not both"),
     (["releases", "remove", "cephx", "reef"], 2, "unknown filesystem 'cephx'; one of: ceph"),
 ]
 

@@ -25,6 +25,8 @@ DOCS_BLOCK = ["dfslab up examples/ceph-reef.yaml", "dfslab exec reef -- ceph ver
 STATE = Path("/var/lib/dfslab/clusters/reef")
 MOOSEFS_4 = release_named("moosefs", "4")
 MOOSEFS_4_LINE = "dfslab run examples/files-moosefs-4.yaml"  # docs/releases.md's MooseFS 4 line
+GLUSTER_11 = release_named("gluster", "11")
+GLUSTER_11_LINE = "dfslab run examples/files-gluster-11.yaml"  # and its GlusterFS 11 line
 
 
 def _host_usr() -> tuple[int, str]:
@@ -132,4 +134,33 @@ def test_moosefs_4_up_measured_and_down_in_one_command():
     host = subprocess.run(["mfsmaster", "-v"], capture_output=True, text=True).stdout
     assert "3.0." in host and MOOSEFS_4.version not in host
     assert not Path("/var/lib/dfslab/clusters/mfs4").exists()
+    shutil.rmtree(run_dir)
+
+
+def test_gluster_11_up_measured_and_down_in_one_command():
+    """GlusterFS 11 from its root: glusterd started through `unshare ... sh -c '... exec glusterd'`
+    runs from it (and so the bricks it starts, and the CLI run in its mount namespace); fio through
+    the FUSE client and libgfapi (fio of the root, linked against 11's library), from storage:
+    a replica-3 write sends each byte to the three bricks."""
+    out = sh(GLUSTER_11_LINE, timeout=900).stdout
+    run_dir = run_dir_of(out)
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["filesystem_versions"] == {"glusterfs": f"glusterfs {GLUSTER_11.version}", "release": "release 11"}
+    root_fio = roots.read_manifest(GLUSTER_11)["versions"]["fio"].split("-")[0]
+    assert provenance["fio_version"] == f"fio-{root_fio}", provenance["fio_version"]
+    status = json.loads((run_dir / "status.json").read_text())
+    bricks = next(t for t in status["tables"] if t["title"] == "bricks")["rows"]
+    assert len(bricks) == 3 and all(row[3] == "online" for row in bricks), bricks
+    with open(run_dir / "results.csv") as fh:
+        rows = [{**r, "params": json.loads(r["params"])} for r in csv.DictReader(fh)]
+    ratios = {(r["params"]["target"], r["params"]["rw"]): float(r["value"]) for r in rows
+              if r["workload"] == "fio" and r["metric"] == "from_storage"}
+    assert set(ratios) == {("fs", "write"), ("fs", "randread"), ("gfapi", "write"), ("gfapi", "randread")}, ratios
+    for (target, rw), ratio in ratios.items():
+        low, high = (2.9, 3.3) if rw == "write" else (0.9, 1.3)  # replica 3: the client writes every copy
+        assert low <= ratio <= high, (target, rw, ratio)
+    assert {r["params"]["phase"] for r in rows if r["workload"] == "metadata"} == {"create", "stat", "read", "unlink"}
+    host = subprocess.run(["glusterfs", "--version"], capture_output=True, text=True).stdout
+    assert "glusterfs 10." in host
+    assert not Path("/var/lib/dfslab/clusters/g11").exists()
     shutil.rmtree(run_dir)

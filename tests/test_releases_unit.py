@@ -43,6 +43,12 @@ def test_a_rooted_release_is_refused_where_the_runtime_cannot_run_a_root():
     (["timeout", "--kill-after", "5", "10", "fio", "x.fio"], "fio"),
     (["timeout", "5", "fio"], "fio"),
     (["sh", "-c", "ceph -s"], "sh"),
+    # glusterd's start: private mounts in a namespace of its own, then the daemon
+    (["unshare", "--mount", "--propagation", "private", "sh", "-c",
+      "mount --bind /s/lib /var/lib/glusterd && mount --bind /s/run /run && exec glusterd -N --log-level INFO"], "glusterd"),
+    (["unshare", "--mount", "ceph-osd", "-f"], "ceph-osd"),
+    (["sh", "-c", "echo exec-free; glusterfs --version"], "sh"),  # no exec: the shell is what runs
+    (["timeout", "5", "sh", "-c", "cd /x && exec fio a.fio"], "fio"),
 ])
 def test_the_program_an_argv_runs(argv, program):
     assert program_of(argv) == program

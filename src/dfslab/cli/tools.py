@@ -106,25 +106,34 @@ def releases(ctx: typer.Context) -> None:
 
 @releases_app.command("build")
 def releases_build(
-    filesystem: str = typer.Argument(..., help="a filesystem (dfslab releases lists each one's releases)"),
-    name: str = typer.Argument(..., help="one of its releases"),
+    filesystem: Optional[str] = typer.Argument(None, help="a filesystem (dfslab releases lists each one's releases)"),
+    name: Optional[str] = typer.Argument(None, help="one of its releases"),
+    every: bool = typer.Option(False, "--all", help="every release that has a root (instead of FILESYSTEM NAME)"),
     rebuild: bool = typer.Option(False, help="build again even if a root for the same packages is there"),
 ) -> None:
     """Build a release's root now (what `dfslab up` would do on first use): mmdebstrap of its Debian
     suite with its packages, into the machine-wide cache ($DFSLAB_RELEASES, default
     /var/cache/dfslab/releases). Kept until `dfslab releases remove`; rebuilt when its packages
-    changed, or the suite in Debian's archive did."""
+    changed, or the suite in Debian's archive did. `--all`: every release's, one after another."""
+    from ..registry import FILESYSTEMS, releases_of
     from ..runtime import roots
-    release = _release_arg(filesystem, name)
-    try:
-        with LiveProgress() as progress:
-            root = roots.ensure(release, progress, rebuild=rebuild)
-            elapsed = time.monotonic() - progress.start
-    except roots.RootError as exc:
-        fail(exc, 1)
-    manifest = roots.read_manifest(release) or {}
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(manifest.get("versions", {}).items()))
-    print(f"{release.says}: {root.path} ({elapsed:.1f}s; {versions})")
+    if every == (filesystem is not None):
+        fail(ValueError("name a release (FILESYSTEM NAME, as `dfslab releases` lists them), or give --all to build every one"
+                        + (", not both" if every else "")))
+    if not every and name is None:
+        fail(ValueError(f"name one of {filesystem}'s releases too (dfslab releases lists them)"))
+    chosen = ([r for fs in FILESYSTEMS for r in releases_of(fs) if r.suite] if every
+              else [_release_arg(filesystem, name)])
+    for release in chosen:
+        try:
+            with LiveProgress() as progress:
+                root = roots.ensure(release, progress, rebuild=rebuild)
+                elapsed = time.monotonic() - progress.start
+        except roots.RootError as exc:
+            fail(exc, 1)
+        manifest = roots.read_manifest(release) or {}
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(manifest.get("versions", {}).items()))
+        print(f"{release.says}: {root.path} ({elapsed:.1f}s; {versions})")
 
 
 @releases_app.command("remove")

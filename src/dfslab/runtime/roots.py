@@ -72,14 +72,28 @@ class SoftwareRoot:
         return cls(data["path"], tuple(data["programs"])) if data else None
 
 
+# unshare's options that take a value as the next word (the rest are flags or --opt=value).
+_UNSHARE_VALUED = ("--propagation", "--setgroups", "-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd")
+
+
 def program_of(argv: list[str]) -> str:
-    """The program `argv` runs, past a `timeout [OPTIONS] DURATION` before it (the root has its own)."""
-    if os.path.basename(argv[0]) != "timeout":
-        return argv[0]
+    """The program `argv` runs, past a `timeout [OPTIONS] DURATION` or an `unshare [OPTIONS]` before
+    it, and inside `sh -c SCRIPT` the program its last `exec` runs (glusterd's start: its private
+    mounts, then `exec glusterd`). The root has its own timeout, unshare, sh and mount."""
+    name = os.path.basename(argv[0])
     rest = argv[1:]
-    while rest and rest[0].startswith("-"):
-        rest = rest[2:] if rest[0] in ("-s", "--signal", "-k", "--kill-after") else rest[1:]
-    return rest[1] if len(rest) > 1 else argv[0]
+    if name == "timeout":
+        while rest and rest[0].startswith("-"):
+            rest = rest[2:] if rest[0] in ("-s", "--signal", "-k", "--kill-after") else rest[1:]
+        return program_of(rest[1:]) if len(rest) > 1 else argv[0]
+    if name == "unshare":
+        while rest and rest[0].startswith("-"):
+            rest = rest[2:] if rest[0] in _UNSHARE_VALUED else rest[1:]
+        return program_of(rest) if rest else argv[0]
+    if name in ("sh", "dash", "bash") and len(rest) >= 2 and rest[0] == "-c":
+        execs = re.findall(r"(?:^|[;&|]\s*|\bthen\s+)exec\s+([^\s;&|]+)", rest[1])
+        return execs[-1] if execs else argv[0]
+    return argv[0]
 
 
 def mirror() -> str:

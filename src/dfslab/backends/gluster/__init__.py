@@ -4,6 +4,18 @@ bricks on those nodes (volume.py), FUSE clients (client.py). `section.py` is the
 
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version).
 IMAGE_PACKAGES = ["glusterfs-server"]
+
+from ...registry import Release  # noqa: E402 (data only: the registry imports nothing of dfslab's)
+
+# The releases `gluster: {release: ...}` names, the default first (measured 2026-11-28, ../shared/FACTS.md).
+# 10 is this machine's own; 11 runs from a root of Debian trixie: glusterd (and the bricks and
+# self-heal daemon it starts, in its mount namespace), the gluster CLI (run in that namespace), the
+# FUSE client, and fio with its gfapi engine, linked against 11's libgfapi; fuse3 for /bin/mount.
+RELEASES = (
+    Release("10", "10.3", "GlusterFS 10 (Debian 12's own packages)"),
+    Release("11", "11.1", "GlusterFS 11 (Debian 13 trixie)", "trixie",
+            ("glusterfs-server", "glusterfs-client", "fio", "fuse3")),
+)
 # Groups of src/dfslab/debian-packages.txt this filesystem needs here beyond `make demo`'s
 # (installed on its first use, dfslab.deps).
 DEBIAN_GROUPS = ["gluster"]

@@ -8,11 +8,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...procs import tool_version
+from ...polling import wait_until
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
-from .. import Backend, BackendError, Chart, Confinement, Progress, table
+from .. import Backend, BackendError, Chart, Confinement, Progress, release_versions, table
 from ...registry import VolumeLibrary
 from ..fuse import is_mounted
 from . import client, glusterd, volume
@@ -36,7 +36,7 @@ class GlusterBackend(Backend):
 
     @classmethod
     def versions(cls, spec=None) -> dict[str, str]:
-        return {"glusterfs": tool_version(["glusterfs", "--version"])}
+        return release_versions(spec, "glusterfs", ["glusterfs", "--version"])
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
@@ -159,9 +159,22 @@ class GlusterBackend(Backend):
             found.append(f"glusterd on {self.first} has not answered for {time.monotonic() - self.answered_at:.0f} s")
         return found
 
-    def start_offline_bricks(self) -> None:
-        """`volume start force`: restarts bricks that are down, leaves running ones alone."""
-        glusterd.cli(self.ctx, self.first, "volume", "start", volume.VOLUME, "force")
+    def start_offline_bricks(self, timeout: float = 60) -> None:
+        """`volume start force` until every brick is online. It restarts bricks that are down and
+        leaves running ones alone, but a brick killed a moment before may still hold the lock on its
+        pidfile: glusterd then takes it for running ("discovered already-running brick", GlusterFS
+        11.1, 1.4 s after a kill -9) and starts nothing, so it is asked again."""
+        want = len(volume.bricks(self.ctx, self.first))
+
+        def started() -> bool:
+            glusterd.cli(self.ctx, self.first, "volume", "start", volume.VOLUME, "force")
+            try:
+                return bool(volume.wait_bricks_online(self.ctx, self.first, want, timeout=5))
+            except BackendError:
+                return False
+        wait_until(started, "every brick online after volume start force", timeout, 1,
+                   lambda _: BackendError(f"bricks not all online {timeout:.0f} s after volume start force; see the "
+                                          f"brick logs under {self.ctx.root}/<node>/log/bricks/"))
 
     @contextmanager
     def confine(self, runner: Any, nodes: list[str], pgs: int = 0) -> Iterator[Confinement]:
