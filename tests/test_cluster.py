@@ -118,6 +118,11 @@ def test_list_and_fault_list_take_json(up_cluster):
     from dfslab.chaos import FAULTS
     assert faults["active"] == [] and set(faults["kinds"]) == set(FAULTS)
     assert faults["kinds"]["degrade"]["options"]["bandwidth"] == "100mbit"
+    # the kinds this cluster takes, and why not the others (a GlusterFS kind, Kubernetes' pods)
+    assert faults["kinds"]["kill"]["refused"] is None and faults["kinds"]["fill"]["refused"] is None
+    assert "gluster" in faults["kinds"]["brick"]["refused"] and "kubernetes" in faults["kinds"]["pod"]["refused"]
+    listed = dfslab("fault", NAME, "list").stdout
+    assert "not here: brick" in listed and f"daemons of {NAME} (kill, stop): mon.a" in listed, listed
 
 
 def test_keys_are_private(up_cluster):

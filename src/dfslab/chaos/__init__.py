@@ -104,23 +104,35 @@ FAULTS = {**GENERIC_FAULTS, **{k: v for fs in FILESYSTEMS for k, v in faults_of(
 FILESYSTEM_OF = {k: fs for fs in FILESYSTEMS for k in faults_of(fs)}
 
 
-def check_applies(kind: str, spec: Any) -> None:
-    """Refused before anything runs: a kind the cluster's backend refuses (e.g. any fault not
-    allowed on a cluster dfslab did not make), and a filesystem's own kind on another's cluster
-    unless that backend borrows it (it works through the same client tools)."""
+def refusal_of(kind: str, spec: Any) -> str | None:
+    """Why a cluster of `spec` does not take fault `kind` (None: it does): a kind the cluster's
+    backend refuses (e.g. any fault not allowed on a cluster dfslab did not make), a kind its
+    runtime cannot do, and a filesystem's own kind on another's cluster unless that backend
+    borrows it (it works through the same client tools)."""
     backend = backend_class_of(spec.filesystem, spec.runtime)
     refusal = backend.refuses_faults(spec, kind)
     if refusal:
-        raise FaultInputError(refusal)
+        return refusal
     if kind in FAULTS:
         refusal = fault_class(kind).runtime_refusal(runtime_of(spec))
         if refusal:
-            raise FaultInputError(f"fault {kind}: {refusal}")
-    filesystem = spec.filesystem
+            return f"fault {kind}: {refusal}"
     owner = FILESYSTEM_OF.get(kind)
-    if owner and owner != filesystem and kind not in backend.borrowed_faults:
-        here = sorted(k for k in FAULTS if FILESYSTEM_OF.get(k, filesystem) == filesystem)
-        raise FaultInputError(f"fault {kind} is for {owner} clusters; this one is {filesystem}: kinds here: {', '.join(here)}")
+    if owner and owner != spec.filesystem and kind not in backend.borrowed_faults:
+        return f"fault {kind} is for {owner} clusters; this one is {spec.filesystem}"
+    return None
+
+
+def kinds_for(spec: Any) -> list[str]:
+    """The fault kinds a cluster of `spec` takes, by name."""
+    return [k for k in sorted(FAULTS) if refusal_of(k, spec) is None]
+
+
+def check_applies(kind: str, spec: Any) -> None:
+    """Refused before anything runs: what refusal_of says, with the kinds this cluster takes."""
+    refusal = refusal_of(kind, spec)
+    if refusal:
+        raise FaultInputError(f"{refusal}: kinds here: {', '.join(kinds_for(spec)) or 'none'}")
 
 
 def not_one_of(what: str, target: str, names: list[str] | None) -> str | None:

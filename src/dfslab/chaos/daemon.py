@@ -14,7 +14,8 @@ from . import Fault, FaultInputError, daemons_of, not_one_of
 
 class KillDaemon(Fault):
     kind = "kill"
-    help = "kill -9 a daemon (osd.N, mon.X, mds.a, mgr.x, rgw.node1); undo: start it again (on Kubernetes: its kubelet does)"
+    help = ("kill -9 a daemon, by its name (`fault NAME list` names the cluster's: osd.1, glusterd.node2, master.node1); "
+            "undo: start it again (on Kubernetes: its kubelet does)")
     signal = signal.SIGKILL
 
     @classmethod

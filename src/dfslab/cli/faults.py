@@ -27,7 +27,8 @@ def fault(
     target: Optional[str] = typer.Argument(None, help="osd.1, mon.b, mds.a, mgr.x, a node name, node2/b0 (brick), or rook (fault operator)"),
     option: List[str] = typer.Option([], "--set", help="fault option KEY=VALUE, e.g. --set bandwidth=100mbit "
                                                        "(`dfslab fault NAME list` shows each kind's options)"),
-    as_json: bool = typer.Option(False, "--json", help="with list: active faults and every kind as JSON"),
+    as_json: bool = typer.Option(False, "--json", help="with list: active faults and every kind as JSON (refused: why "
+                                                          "this cluster does not take it, or null)"),
 ) -> None:
     """Break a running cluster on purpose, and put it back.
 
@@ -51,16 +52,11 @@ def fault(
         fail(exc)
     try:
         if kind == "list" and as_json:
-            kinds = {k: {"help": chaos.fault_class(k).help, "options": chaos.fault_class(k).option_defaults()}
-                     for k in sorted(chaos.FAULTS)}
+            kinds = {k: {"help": chaos.fault_class(k).help, "options": chaos.fault_class(k).option_defaults(),
+                         "refused": chaos.refusal_of(k, attached.spec)} for k in sorted(chaos.FAULTS)}
             print(json.dumps({"active": chaos.active(attached), "kinds": kinds}, indent=2))
         elif kind == "list":
-            for f in chaos.active(attached):
-                print(f"active: {f['kind']} {f['target']}")
-            for k in sorted(chaos.FAULTS):
-                cls = chaos.fault_class(k)
-                opts = ", ".join(f"{o}={d}" for o, d in cls.option_defaults().items())
-                print(f"{k:<10} {cls.help}" + (f" [options: {opts}]" if opts else ""))
+            _list_kinds(attached)
         elif kind == "restore":
             undone = chaos.restore_all(attached)
             console.print(f"[green]✓[/] undid {len(undone)} fault(s): " + ", ".join(f"{f['kind']} {f['target']}" for f in undone))
@@ -73,6 +69,24 @@ def fault(
         fail(exc)
     finally:
         attached.close()
+
+
+def _list_kinds(attached) -> None:
+    """The active faults, the kinds this cluster takes (each with its help and options), its
+    daemons by the names kill and stop take, and the kinds it does not take, each with why."""
+    from .. import chaos
+    for f in chaos.active(attached):
+        print(f"active: {f['kind']} {f['target']}")
+    here = chaos.kinds_for(attached.spec)
+    for k in here:
+        cls = chaos.fault_class(k)
+        opts = ", ".join(f"{o}={d}" for o, d in cls.option_defaults().items())
+        print(f"{k:<10} {cls.help}" + (f" [options: {opts}]" if opts else ""))
+    daemons = attached.backend.daemon_names(attached.spec)
+    if daemons:
+        print(f"daemons of {attached.spec.name} (kill, stop): {', '.join(daemons)}")
+    for k in sorted(set(chaos.FAULTS) - set(here)):
+        print(f"not here: {k:<10} {chaos.refusal_of(k, attached.spec)}")
 
 
 @app.command()
