@@ -69,6 +69,10 @@ RUN_ELSEWHERE = {"kubernetes.md": GLUSTER_K8S_BLOCK, "docker.md": DOCKER_BLOCK, 
 # Run as their own `--dry-run` (the spec and experiment validated, every step planned): a
 # measurement's recipe too long to run whole here, and what it costs.
 DRY_RUN = {
+    "releases.md": {"dfslab run examples/ceph-releases.yaml":
+                    "about 6 min: four fresh clusters, two releases; test_releases runs Reef's cluster and "
+                    "workloads, test_settings a sweep of cluster settings over runs",
+                    "dfslab run examples/ceph-releases.yaml --until-decided --budget 60min": "an hour of runs"},
     "docker.md": {"dfslab run examples/containerized-vs-host.yaml":
                   "about 40 min: four runtimes, Rook among them, twice each; test_docker and "
                   "test_kubernetes compare runtimes on experiments of their own"},
