@@ -57,8 +57,8 @@ def main() -> None:
                 warm.append(time.monotonic() - start)
             median = statistics.median(warm)
             print(f"{release.key:<16} cold {cold:6.1f} s ({cold / COLD_TARGET_S:.2f}x of {COLD_TARGET_S:.0f} s), "
-                  f"{size:.0f} MB; warm median {median:.2f} s over {len(warm)} "
-                  f"({median / WARM_TARGET_S:.2f}x of {WARM_TARGET_S:.0f} s), max {max(warm):.2f} s")
+                  f"{size:.0f} MB; warm median {median * 1000:.0f} ms over {len(warm)} "
+                  f"({median / WARM_TARGET_S:.3f}x of {WARM_TARGET_S:.0f} s), max {max(warm) * 1000:.0f} ms")
             remove_owned_tree(roots.root_home(release), [Path(scratch)], "the bench's scratch root")
 
 
