@@ -39,7 +39,9 @@ def run(
                                        "headline metric is decided (different, or the same within ±10 %), --max-runs, "
                                        "or --budget; tested half way and at the last round the budget allows (sized "
                                        "from the first round), the two looks sharing the 5 % error (most of it at the last, as "
-                                       "O'Brien-Fleming's spending function)"),
+                                       "O'Brien-Fleming's spending function); exit 3 when some metric is still "
+                                       "undecided at the end or none could be compared (0 when every one is decided, 1 "
+                                       "when a step failed)"),
     budget: Optional[str] = typer.Option(None, "--budget", help="with --until-decided: no pair of runs starts past "
                                          "this much time (e.g. 30min, 2h); default: no limit but --max-runs"),
     max_runs: Optional[int] = typer.Option(None, "--max-runs", min=2, max=UNTIL_DECIDED_MOST,
