@@ -84,3 +84,20 @@ def test_every_command_in_the_docs_names_a_real_subcommand_options_and_files():
         problems += [f"{page}: {line}: {key} has no {o}" for o in options if o not in helps[key]]
         problems += [f"{page}: {line}: no file {w}" for w in words if w.startswith("examples/") and not (Path(REPO) / w).exists()]
     assert problems == []
+
+
+def test_every_command_is_named_in_the_docs():
+    """Each `dfslab ...` command (subcommands too) appears in README.md or docs/ by its full name:
+    quickstart, version and images list were in no page."""
+    import typer
+
+    from dfslab.cli import app
+    text = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+
+    def names(command, path):
+        subs = getattr(command, "commands", None)
+        if subs is None:
+            return [" ".join(path)]
+        return [n for name, sub in subs.items() for n in names(sub, [*path, name])]
+    missing = [n for n in names(typer.main.get_command(app), []) if f"dfslab {n}" not in text]
+    assert missing == [], missing
