@@ -283,6 +283,8 @@ def test_a_new_users_fault_mistakes_are_all_refused_before_anything_starts(tmp_p
         res = dfslab("run", str(path), *args, check=False)
         said = res.stderr.replace("\n    ", " ")
         assert res.returncode == 2 and "4 problem(s)" in said and all(e in said for e in expected), said
+        # named by the file they are in, as every other spec error is (it said "mistakes:", the experiment's name)
+        assert f"error: {path}: 4 problem(s)" in res.stderr, res.stderr
     assert not made_here("small")
     # the same targets, right, pass
     text = path.read_text().replace("osd.7", "osd.2").replace("node9", "node2").replace("osd.3", "osd.0")

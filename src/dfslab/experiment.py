@@ -144,6 +144,7 @@ class Experiment:
     raw: dict[str, Any]
     notices: list[str] = field(default_factory=list)  # one line each, for the user (e.g. a former name)
     variants: list[Variant] = field(default_factory=list)  # cluster settings swept (none: one cluster)
+    source: str = "experiment"  # the file it was read from, which every later error names
 
     @property
     def name(self) -> str:
@@ -373,7 +374,7 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
         _client_applies(exp.client, running, "", source)
     notices = [n for i, entry in enumerate(exp.workloads) for n in former_name_notices(i, entry)]
     notices += _fault_placement_notices(exp, steps)
-    return Experiment(exp, cluster, steps, data, notices, variants)
+    return Experiment(exp, cluster, steps, data, notices, variants, source)
 
 
 def _fault_placement_notices(exp: ExperimentFile, steps: list[Step]) -> list[str]:

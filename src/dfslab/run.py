@@ -278,7 +278,7 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
     if port and not _port_free(port):
         problems.append(("sampler.prometheus_port", f"127.0.0.1:{port} is already in use; pick a free port or 0 (off)"))
     if problems:
-        raise SpecError(sorted(set(problems)), exp.name)
+        raise SpecError(sorted(set(problems)), exp.source)
 
 
 def _port_free(port: int) -> bool:

@@ -210,7 +210,7 @@ def _print_plan(exp, running) -> None:
         writes = "?" if s["writes"] is None else f"{s['writes'] / 2**20:.0f} MiB"
         print(f"  {s['seconds']:7.1f} s  {writes:>9}  workloads[{s['index']}] {s['label']}")
     if p.problems:
-        fail(SpecError(p.problems, exp.name))
+        fail(SpecError(p.problems, exp.source))
     raise typer.Exit(0)
 
 
