@@ -108,7 +108,7 @@ def run_seconds(exp: Experiment, spec: ClusterSpec, one: Plan) -> list[tuple[str
     if exp.file.runtimes:
         return [(f"runtime {rt}", on(rt)) for rt in runtime_order(exp)]
     if exp.variants:
-        return [(f"setting {exp.variants.index(v) + 1}", one.seconds) for v in settings_order(exp)]
+        return [(v.label if ", " not in v.label else f"[{v.label}]", one.seconds) for v in settings_order(exp)]
     return [(f"run {i}", one.seconds) for i in range(1, exp.file.runs + 1)]
 
 
