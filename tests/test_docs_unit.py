@@ -101,3 +101,12 @@ def test_every_command_is_named_in_the_docs():
         return [n for name, sub in subs.items() for n in names(sub, [*path, name])]
     missing = [n for n in names(typer.main.get_command(app), []) if f"dfslab {n}" not in text]
     assert missing == [], missing
+
+
+def test_the_command_reference_is_the_commands():
+    """docs/cli.md is rendered from the commands (every option of every command, with its help):
+    20 options (run --keep, tune --reps, render --context, ...) were in no page before it."""
+    from dfslab.cli import app
+    from dfslab.cli.reference import markdown
+    assert (REPO / "docs" / "cli.md").read_text() == markdown(app), \
+        "docs/cli.md differs from the commands: .venv/bin/python -m dfslab.cli.reference > docs/cli.md"
