@@ -36,9 +36,8 @@ def main() -> None:
     parser.add_argument("--release", action="append", help="FILESYSTEM:RELEASE (default: every release with a root)")
     parser.add_argument("--warm-repeats", type=int, default=5)
     args = parser.parse_args()
-    from dfslab.registry import FILESYSTEMS, release_named, releases_of
-    chosen = ([release_named(*r.split(":", 1)) for r in args.release] if args.release else
-              [r for fs in FILESYSTEMS for r in releases_of(fs) if r.suite])
+    from dfslab.registry import release_named, rooted_releases
+    chosen = [release_named(*r.split(":", 1)) for r in args.release] if args.release else rooted_releases()
     print(f"CPU: {cpu_model()} ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory(prefix="bench-releases-") as scratch:
         os.environ["DFSLAB_RELEASES"] = scratch  # read by roots at each call: the machine's cache untouched

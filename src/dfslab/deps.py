@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .registry import debian_groups, release_of, runtime_class
+from .registry import debian_groups, rooted_release, runtime_class
 from .runtime import Runtime, RuntimeError_
 from .spec import ClusterSpec
 from .state import dfslab_home
@@ -60,8 +60,7 @@ def _script(name: str, args: list[str], what: str, log_name: str) -> None:
 
 def ensure(spec: ClusterSpec, runtime: type[Runtime], progress: Callable[[str, str], None]) -> None:
     """Install what `spec` on `runtime` needs and this machine lacks, saying what and why."""
-    release = release_of(spec)
-    rooted = ["releases"] if release is not None and release.suite else []
+    rooted = ["releases"] if rooted_release(spec) is not None else []
     ensure_groups([*runtime.debian_groups, *debian_groups(spec.filesystem, spec), *rooted], progress)
     for build in runtime.builds:
         BUILDS[build](progress)

@@ -237,6 +237,18 @@ def release_of(spec: Any) -> Release | None:
     return release_named(spec.filesystem, getattr(section, "release", None))
 
 
+def rooted_release(spec: Any) -> Release | None:
+    """The release a cluster of `spec` runs when it runs from a root of its own (a Debian suite's
+    packages); None where it runs this machine's own software or none of dfslab's."""
+    release = release_of(spec)
+    return release if release is not None and release.suite else None
+
+
+def rooted_releases() -> list[Release]:
+    """Every release of every filesystem that runs from a root (what `dfslab releases build --all` builds)."""
+    return [r for fs in FILESYSTEMS for r in releases_of(fs) if r.suite]
+
+
 def release_problem(filesystem: str, name: Any) -> str | None:
     """What is wrong with `release: NAME` in `filesystem`'s section (None: nothing): the known ones."""
     if name is not None and release_named(filesystem, name) is not None:

@@ -17,8 +17,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
-from .registry import (FILESYSTEMS, default_runtime, engines_of, release_of, runtime_class, runtime_of, section_class,
-                       spec_runtimes)
+from .registry import (FILESYSTEMS, default_runtime, engines_of, rooted_release, runtime_class, runtime_of,
+                       section_class, spec_runtimes)
 from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 
@@ -247,8 +247,8 @@ class ClusterBase(Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"nodes: duplicate node names {dupes}")
-        release = release_of(self)
-        if release is not None and release.suite and not runtime.software_roots:
+        release = rooted_release(self)
+        if release is not None and not runtime.software_roots:
             raise ValueError(f"{self.filesystem}.release: {release.name} ({release.says}) runs from a root of its own, "
                              f"which {runtime.where} cannot start daemons in yet (runtime local can); use runtime "
                              f"local, or the default release on {self.runtime}")

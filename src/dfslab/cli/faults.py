@@ -77,16 +77,17 @@ def _list_kinds(attached) -> None:
     from .. import chaos
     for f in chaos.active(attached):
         print(f"active: {f['kind']} {f['target']}")
-    here = chaos.kinds_for(attached.spec)
-    for k in here:
+    refusals = {k: chaos.refusal_of(k, attached.spec) for k in sorted(chaos.FAULTS)}
+    for k in (k for k, why in refusals.items() if why is None):
         cls = chaos.fault_class(k)
         opts = ", ".join(f"{o}={d}" for o, d in cls.option_defaults().items())
         print(f"{k:<10} {cls.help}" + (f" [options: {opts}]" if opts else ""))
     daemons = attached.backend.daemon_names(attached.spec)
     if daemons:
         print(f"daemons of {attached.spec.name} (kill, stop): {', '.join(daemons)}")
-    for k in sorted(set(chaos.FAULTS) - set(here)):
-        print(f"not here: {k:<10} {chaos.refusal_of(k, attached.spec)}")
+    for k, why in refusals.items():
+        if why is not None:
+            print(f"not here: {k:<10} {why}")
 
 
 @app.command()

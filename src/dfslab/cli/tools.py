@@ -115,15 +115,14 @@ def releases_build(
     suite with its packages, into the machine-wide cache ($DFSLAB_RELEASES, default
     /var/cache/dfslab/releases). Kept until `dfslab releases remove`; rebuilt when its packages
     changed, or the suite in Debian's archive did. `--all`: every release's, one after another."""
-    from ..registry import FILESYSTEMS, releases_of
+    from ..registry import rooted_releases
     from ..runtime import roots
     if every == (filesystem is not None):
         fail(ValueError("name a release (FILESYSTEM NAME, as `dfslab releases` lists them), or give --all to build every one"
                         + (", not both" if every else "")))
     if not every and name is None:
         fail(ValueError(f"name one of {filesystem}'s releases too (dfslab releases lists them)"))
-    chosen = ([r for fs in FILESYSTEMS for r in releases_of(fs) if r.suite] if every
-              else [_release_arg(filesystem, name)])
+    chosen = rooted_releases() if every else [_release_arg(filesystem, name)]
     for release in chosen:
         try:
             with LiveProgress() as progress:

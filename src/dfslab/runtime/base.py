@@ -16,6 +16,7 @@ from ..state import ClusterState
 from .roots import SoftwareRoot
 
 CLIENT = "client"
+_UNREAD = object()  # Runtime.software_root not read from the state yet
 # Set for a workload's tools: the run directory they write their output into. A runtime whose
 # tools run elsewhere (kubernetes: in a pod) makes it visible there at the same path.
 RUN_DIR_ENV = "DFSLAB_RUN_DIR"
@@ -108,6 +109,7 @@ class Runtime(ABC):
     def __init__(self, state: ClusterState):
         self.state = state
         self.procs = ProcessTable(state)
+        self._software_root: Any = _UNREAD  # software_root(), read from the state once
         # How the filesystem's daemons in pods are named (its Backend.daemon_of_process and
         # daemon_of_pod, given by cluster.attach): a runtime runs pods, the filesystem knows
         # which of their processes are its daemons. Until then, none is.
@@ -224,8 +226,12 @@ class Runtime(ABC):
         return self.state.dir / "mnt"
 
     def software_root(self) -> SoftwareRoot | None:
-        """The release root this cluster's programs run from (None: this machine's own software)."""
-        return SoftwareRoot.from_json(self.state.read().get("software_root"))
+        """The release root this cluster's programs run from (None: this machine's own software).
+        Read from the cluster's state once, not at every command: `prepare` records it (and sets
+        it here) before the first daemon starts, and it does not change for the cluster's life."""
+        if self._software_root is _UNREAD:
+            self._software_root = SoftwareRoot.from_json(self.state.read().get("software_root"))
+        return self._software_root
 
     def address(self, node: str) -> str:
         return self.state.read().get("addresses", {}).get(node, "")

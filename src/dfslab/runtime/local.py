@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from ..procs import marked_pids, proc_start_time, terminate
-from ..registry import release_of
+from ..registry import rooted_release
 from ..safety import mounts_under
 from ..spec import ClusterSpec, LinkShape
 from ..state import ClusterState, list_clusters
@@ -123,8 +123,8 @@ class LocalNetnsRuntime(Runtime):
         """A release other than this machine's own: its root (built once per machine), and the
         cluster's client mounts made a shared mount, so a FUSE client started from the root (in a
         mount namespace of its own, rootexec.py) mounts where every process sees it."""
-        release = release_of(spec)
-        if release is None or not release.suite:
+        release = rooted_release(spec)
+        if release is None:
             return
         try:
             root = roots.ensure(release, progress)
@@ -138,6 +138,7 @@ class LocalNetnsRuntime(Runtime):
             if res.returncode != 0:
                 raise RuntimeError_(f"`{' '.join(argv)}` failed: {res.stderr.strip()}")
         self.state.update(software_root=root.as_json())
+        self._software_root = root
 
     def _unshare_mounts(self) -> list[str]:
         """Undo `prepare`'s shared mount (after `down` unmounted the clients below it)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..registry import Release, release_of
+from ..registry import Release, rooted_release
 from ..safety import remove_owned_tree
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -251,7 +251,11 @@ def ensure(release: Release, progress: Progress, check_archive: bool = True, reb
             if why != "not built":
                 progress("building the release's root", f"rebuilding {release.says}'s root: {why}")
             manifest = build(release, progress)
-        return SoftwareRoot(str(root_home(release) / "root"), tuple(manifest["programs"]))
+        return _built(release, manifest)
+
+
+def _built(release: Release, manifest: dict) -> SoftwareRoot:
+    return SoftwareRoot(str(root_home(release) / "root"), tuple(manifest["programs"]))
 
 
 def users(release: Release) -> list[int]:
@@ -286,8 +290,6 @@ def remove(release: Release) -> bool:
 def release_argv(spec, argv: list[str]) -> list[str]:
     """`argv` as a cluster of `spec` runs it: from its release's root where that release has one
     (and it is built), else as it is (this machine's program)."""
-    release = release_of(spec)
-    manifest = read_manifest(release) if release is not None and release.suite else None
-    if manifest is None:
-        return argv
-    return SoftwareRoot(str(root_home(release) / "root"), tuple(manifest["programs"])).wrap(argv, "")
+    release = rooted_release(spec)
+    manifest = read_manifest(release) if release is not None else None
+    return argv if manifest is None else _built(release, manifest).wrap(argv, "")

@@ -16,7 +16,7 @@ from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
 from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
-from ...registry import S3Endpoint, release_of
+from ...registry import S3Endpoint, rooted_release
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .checks import HealthChecks
 from .conf import CephLayout, mon_placement, osd_placement, render_conf
@@ -76,7 +76,7 @@ class CephBackend(Backend):
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
         # objclass: the OSDs load classes from this machine's rados-classes (the docker image links it)
-        own = release_of(spec).suite is None  # this machine's Ceph, whose headers cls_dfslab is built against
+        own = rooted_release(spec) is None  # this machine's Ceph, whose headers cls_dfslab is built against
         return frozenset({"rados", "rbd", "confine", *(["objclass"] if own else []), *(["fs"] if spec.ceph.cephfs else []),
                           *(["s3"] if spec.ceph.rgw else [])})
 
