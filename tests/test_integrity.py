@@ -67,11 +67,13 @@ def test_what_the_writer_sent_in_a_window_is_its_journalled_payloads(tmp_path):
     import threading
     import time
     from dfslab.chaos.integrity import sent_between, write
+    from dfslab.polling import wait_until
     journal, stop = tmp_path / "journal", tmp_path / "stop"
     started = time.time()
     worker = threading.Thread(target=write, args=(f"fs:{tmp_path / 'live'}", str(journal), str(stop)))
     worker.start()
-    time.sleep(0.5)
+    wait_until(lambda: journal.exists() and journal.read_text().count('"intent"') > 8, "9 writes journalled",
+               timeout=60, interval=0.05)
     stop.touch()
     worker.join(timeout=30)
     intents = [json.loads(line) for line in journal.read_text().splitlines() if '"intent"' in line]

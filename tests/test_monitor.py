@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dfslab.monitor import PrometheusEndpoint, ResourceSampler
+from dfslab.polling import wait_until
 from dfslab.procs import ProcessTable
 from dfslab.state import ClusterState
 
@@ -36,7 +37,7 @@ def test_sampler_measures_cpu_and_rss_of_tracked_processes(procs, tmp_path):
     spinner = psutil.Process(procs.get("osd.9").pid)
     used_before = sum(spinner.cpu_times()[:2])
     sampler = ResourceSampler(procs.all, lambda: {"ceph.health": (0, "0=OK")}, interval=0.3).start()
-    time.sleep(1.5)
+    _samples_of(sampler, "cpu.osd.9", 5)
     sampler.stop()
     used = sum(spinner.cpu_times()[:2]) - used_before
     names = {series for _, series, _, _ in sampler.rows}
@@ -58,7 +59,7 @@ def test_prometheus_endpoint_serves_latest_sample(procs):
                                               "ceph.client_write": (100.0, "MB/s")}, interval=0.2).start()
     endpoint = PrometheusEndpoint(sampler, "t-mon", 0).start()
     try:
-        time.sleep(1.0)
+        _samples_of(sampler, "ceph.client_write", 5)  # 0.8 s of 100 MB/s integrated at least
         reply = urllib.request.urlopen(f"http://127.0.0.1:{endpoint.port}/metrics", timeout=5)
         body = reply.read().decode()
     finally:
@@ -114,6 +115,13 @@ def test_a_real_prometheus_scrapes_the_endpoint_and_answers_queries(procs, tmp_p
         sampler.stop()
 
 
+def _samples_of(sampler: ResourceSampler, series: str, count: int) -> None:
+    """Wait until the sampler's thread has taken `count` samples of `series` (a loaded machine
+    takes longer than the intervals add up to)."""
+    wait_until(lambda: sum(1 for _, s, _, _ in list(sampler.rows) if s == series) >= count,
+               f"{count} samples of {series}", timeout=60, interval=0.1)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -127,7 +135,7 @@ def test_the_platforms_cpu_is_summed_apart_from_the_storage_daemons(procs):
     from dfslab.runtime.kubernetes import KubernetesRuntime
     procs.spawn("kubelet-node1", "node1", ["python3", "-c", "while True: pass"])
     sampler = ResourceSampler(procs.all, None, interval=0.3, platform=KubernetesRuntime.platform).start()
-    time.sleep(1.5)
+    _samples_of(sampler, "cpu.platform", 4)
     sampler.stop()
     by_time: dict[float, dict[str, float]] = {}
     for t, series, value, _ in sampler.rows:

@@ -2,10 +2,10 @@
 
 import json
 import subprocess
-import time
 
 import pytest
 
+from dfslab.polling import wait_until
 from dfslab.runtime import CLIENT
 from dfslab.runtime.local import LocalNetnsRuntime
 from dfslab.spec import parse_spec
@@ -30,7 +30,8 @@ def shaped():
         addrs = runtime.create(spec)
         state.update(addresses=addrs)
         runtime.spawn("iperf3-server", CLIENT, ["iperf3", "-s", "-B", addrs[CLIENT]])
-        time.sleep(0.5)
+        wait_until(lambda: f"{addrs[CLIENT]}:5201" in runtime.run(CLIENT, ["ss", "-ltnH"]).stdout, "iperf3 listening",
+                   timeout=30, interval=0.1)
         yield runtime, addrs
     finally:
         runtime.procs.stop_all(timeout=2)
@@ -83,7 +84,8 @@ def test_unshaped_link_is_much_faster(tmp_path):
         addrs = runtime.create(spec)
         state.update(addresses=addrs)
         runtime.spawn("iperf3-server", CLIENT, ["iperf3", "-s", "-B", addrs[CLIENT]])
-        time.sleep(0.5)
+        wait_until(lambda: f"{addrs[CLIENT]}:5201" in runtime.run(CLIENT, ["ss", "-ltnH"]).stdout, "iperf3 listening",
+                   timeout=30, interval=0.1)
         bps = iperf_bps(runtime, "node1", addrs[CLIENT], seconds=2)
         print(f"unshaped: iperf3 measured {bps / 1e9:.1f} Gbit/s")
         assert bps > 2e9

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import dfslab
 from dfslab import cluster
+from dfslab.polling import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -80,7 +81,9 @@ def test_a_monitor_quorum_lost_during_a_step_fails_it_in_seconds_and_names_it(tm
         while not rados() and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
         assert rados(), "rados bench never started"
-        time.sleep(2)  # writing
+        # writing: its objects on their way to the OSDs (wchar counts what it sent on its sockets)
+        wait_until(lambda: sum(p.io_counters().write_chars for p in rados()) > 256 * 1024, "rados bench writing",
+                   timeout=60, interval=0.2, retry_on=(psutil.NoSuchProcess,))
         daemons = json.loads(dfslab("status", name, "--json").stdout)["daemons"]
         (mon,) = [d["pid"] for d in daemons if d["name"].startswith("mon")]
         stopped_at = time.monotonic()
