@@ -115,8 +115,8 @@ def test_list_and_fault_list_take_json(up_cluster):
     listed = {c["name"]: c for c in json.loads(dfslab("list", "--json").stdout)}
     assert listed[NAME]["phase"] == "up" and listed[NAME]["filesystem"] == "ceph"
     faults = json.loads(dfslab("fault", NAME, "list", "--json").stdout)
-    from dfslab.chaos import FAULTS
-    assert faults["active"] == [] and set(faults["kinds"]) == set(FAULTS)
+    from dfslab.chaos import fault_kinds
+    assert faults["active"] == [] and set(faults["kinds"]) == set(fault_kinds())
     assert faults["kinds"]["degrade"]["options"]["bandwidth"] == "100mbit"
     # the kinds this cluster takes, and why not the others (a GlusterFS kind, Kubernetes' pods)
     assert faults["kinds"]["kill"]["refused"] is None and faults["kinds"]["fill"]["refused"] is None

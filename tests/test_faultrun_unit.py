@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dfslab.chaos import faultrun, schedule
+from dfslab import faultrun
+from dfslab.chaos import schedule
 from dfslab.chaos.entry import FaultEntry
 from dfslab.experiment import Integrity
 from dfslab.workloads import Runner

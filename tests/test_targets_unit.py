@@ -57,7 +57,7 @@ _Offers.__abstractmethods__ = frozenset()  # only the methods above are asked
 
 
 def _stores(offered: set[str], mount_is_here: bool = True) -> list[str]:
-    from dfslab.chaos.faultrun import FaultRun
+    from dfslab.faultrun import FaultRun
     backend = _Offers()
     backend.offered = frozenset(offered)
     run = FaultRun.__new__(FaultRun)
@@ -105,9 +105,10 @@ def test_faults_and_pod_names_that_are_rooks_live_in_the_ceph_package():
     from dfslab.backends import PodSelector
     from dfslab.backends.ceph.rook import RookCephBackend
     from dfslab.backends.gluster.kube import GlusterKubernetesBackend
-    from dfslab.chaos import FILESYSTEM_OF, fault_class
+    from dfslab.chaos import fault_class
+    from dfslab.registry import fault_owner
     from dfslab.chaos.kube import KubernetesFault
-    assert FILESYSTEM_OF["operator"] == "ceph" and issubclass(fault_class("operator"), KubernetesFault)
+    assert fault_owner("operator") == "ceph" and fault_owner("kill") is None and issubclass(fault_class("operator"), KubernetesFault)
     osd = {"app": "rook-ceph-osd", "ceph_daemon_type": "osd", "ceph_daemon_id": "0", "pod-template-hash": "x"}
     assert RookCephBackend.pod_identity(osd) == {"ceph_daemon_type": "osd", "ceph_daemon_id": "0"}
     assert RookCephBackend.pod_identity({"app": "rook-ceph-crashcollector", "node_name": "n1"}) == \

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .backends import Backend, backend_class
-from .chaos import FAULTS, FaultError, check_applies
+from .chaos import FaultError, check_applies, fault_kinds
 from .registry import FILESYSTEMS, RUNTIMES, TARGETS, runtime_class, runtime_of, samples_of
 from .spec import ClusterSpec, SpecError, parse_spec
 from .workloads import WORKLOADS, Workload, workload
@@ -101,7 +101,7 @@ def cells(cluster: str, spec: ClusterSpec) -> list[Cell]:
             cell(f"{name} {picked}".strip(), refused or workload_refusal(work, target, spec))
     integrity = refused or integrity_refusal(spec)
     cell("integrity", integrity, "checksummed writes during a fault, read back after")
-    for kind in sorted(FAULTS):
+    for kind in sorted(fault_kinds()):
         try:
             check_applies(kind, spec)
             problem = refused or integrity
@@ -133,7 +133,7 @@ def sample_cells() -> list[Cell]:
 def capability_names() -> list[str]:
     """Every capability's name, in the order cells lists them."""
     work = [f"{name} {picked}".strip() for name in WORKLOADS for picked in workload(name).cluster_targets()]
-    return ["deploy", *work, "integrity", *(f"fault {k}" for k in sorted(FAULTS)), "ledger", "watch"]
+    return ["deploy", *work, "integrity", *(f"fault {k}" for k in sorted(fault_kinds())), "ledger", "watch"]
 
 
 def matrix(specs: list[tuple[str, ClusterSpec]] | None = None) -> list[Cell]:

@@ -44,7 +44,7 @@ class Sampler(Strict):
 
 class Integrity(Strict):
     seed_objects: int = Field(40, ge=0, le=10000, description="checksummed objects or files written on each target with a store (object pools, the POSIX mount, S3) before the faults")
-    recovery_timeout: Seconds | None = Field(None, description="how long to wait for HEALTH_OK after an undo (unset: the filesystem's, 180 s; MooseFS 300 s, its write locks last 120 s)")
+    recovery_timeout: Seconds | None = Field(None, description="how long to wait for the cluster to be healthy again after an undo (unset: the filesystem's own, 180 s unless it says longer; dfslab capabilities and the dry run say it)")
 
     def timeout_for(self, backend) -> float:
         """The recovery wait: the one written, or what the filesystem takes at worst."""

@@ -201,7 +201,7 @@ class FaultPhase:
     read back by `verify`; a run cut short undoes what is in effect and stops the writer."""
 
     def __init__(self, record: RunRecord, attached: Any, runner: Runner):
-        from .chaos.faultrun import FaultRun  # chaos is a layer above this module's imports
+        from .faultrun import FaultRun
         file = record.exp.file
         self.record = record
         self.faults = FaultRun(file.faults, file.integrity, attached, runner, record.run_dir) if file.faults else None

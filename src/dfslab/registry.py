@@ -5,7 +5,7 @@ names the modules it points to as strings, imported only when asked.
 A filesystem is a package under `backends/`: its `__init__` (light, no imports) may declare
 `FAULTS` (fault kinds only it has, kind -> "module:Class"), `DEBIAN_GROUPS` (what it needs installed
 here beyond `make demo`'s), `IMAGE_PACKAGES` (the Debian packages its daemons need in a container
-image), `ENGINES` (another Backend per runtime), `EXPOSED` and `SCRAPED` (its Prometheus series)
+image), `ENGINES` (another Backend per runtime), `WORDS` (its own words), `EXPOSED` and `SCRAPED` (its Prometheus series)
 and `DEFAULT_RUNTIME`; `section.py` (`SECTION`: the model of its
 spec section, with a `check(cluster)` for what depends on the nodes) and `backend.py`
 (`BACKEND`: its `Backend` class). This module imports neither until asked, so the spec can
@@ -184,6 +184,17 @@ def samples_of(filesystem: str) -> dict[str, dict]:
 def faults_of(filesystem: str) -> dict[str, str]:
     """Fault kinds only `filesystem` has."""
     return dict(getattr(import_module(FILESYSTEMS[filesystem]), "FAULTS", {}))
+
+
+def fault_owner(kind: str) -> str | None:
+    """The filesystem whose own fault kind `kind` is (None: a generic kind, or none)."""
+    return next((fs for fs in FILESYSTEMS if kind in faults_of(fs)), None)
+
+
+def words_of(filesystem: str) -> tuple[str, ...]:
+    """`filesystem`'s own words (regular expressions of whole words, its package's `WORDS`): what
+    code outside its package should not say (the layering test reads them)."""
+    return tuple(getattr(import_module(FILESYSTEMS[filesystem]), "WORDS", ()))
 
 
 def image_packages(filesystem: str) -> list[str]:

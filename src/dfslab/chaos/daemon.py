@@ -9,7 +9,7 @@ import signal
 from typing import Any
 
 from ..procs import TrackedProcess
-from . import Fault, FaultInputError, daemons_of, not_one_of
+from ..fault import Fault, FaultInputError, daemons_of, not_one_of
 
 
 class KillDaemon(Fault):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 
 from ..fields import Seconds, Strict
-from . import FAULTS, FaultError, fault_class
+from . import FaultError, fault_class, fault_kinds
 
 
 class FaultEntry(Strict):
@@ -20,8 +20,8 @@ class FaultEntry(Strict):
     @field_validator("kind")
     @classmethod
     def _kind(cls, value: str) -> str:
-        if value not in FAULTS:
-            raise ValueError(f"unknown fault {value!r}; valid: {', '.join(sorted(FAULTS))}")
+        if value not in fault_kinds():
+            raise ValueError(f"unknown fault {value!r}; valid: {', '.join(sorted(fault_kinds()))}")
         return value
 
     @model_validator(mode="after")

@@ -23,53 +23,8 @@ import signal
 import time
 from typing import Any
 
+from ..fault import FaultError, FaultInputError, KubernetesFault, not_a_machine
 from ..runtime.kubernetes.objects import running_ready
-from . import Fault, FaultError, FaultInputError, not_a_machine
-from ..polling import wait_until
-
-RESTART_TIMEOUT = 300
-
-
-class KubernetesFault(Fault):
-    """A fault through the API server of a cluster dfslab runs on its local Kubernetes."""
-
-    @classmethod
-    def runtime_refusal(cls, runtime) -> str | None:
-        if not runtime.daemons_in_pods:
-            return (f"for a filesystem in Kubernetes' pods (runtime kubernetes); on {runtime.where} its daemons are "
-                    "processes: use kill, stop or node")
-        return None
-
-    def api(self):
-        if not self.cluster.runtime.daemons_in_pods:
-            raise FaultInputError(f"fault {self.kind} is for a filesystem in Kubernetes' pods; cluster "
-                                  f"{self.cluster.state.name} runs on {self.cluster.runtime.where}")
-        return self.cluster.backend.api()
-
-    def core(self):
-        from kubernetes import client
-        return client.CoreV1Api(self.api())
-
-    @property
-    def namespace(self) -> str:
-        return self.cluster.runtime.namespace  # Rook's (the spec's) or the filesystem's own
-
-    def wait(self, done, what: str, timeout: float = RESTART_TIMEOUT) -> None:
-        wait_until(done, what, timeout, 1.0, lambda _: FaultError(
-            f"{what} not within {timeout:.0f} s; `dfslab status {self.cluster.state.name}` shows the pods"))
-
-    def wait_for_nothing_missing(self, missing, what: str, timeout: float = RESTART_TIMEOUT) -> None:
-        """`wait`, naming in its error what was still missing at the deadline."""
-        left: list[str] = []
-
-        def done() -> bool:
-            left[:] = missing()
-            return not left
-        try:
-            self.wait(done, what, timeout)
-        except FaultError as exc:
-            raise FaultError(f"{exc}; still missing: {'; '.join(left[:6])}{' …' if len(left) > 6 else ''}"
-                             if left else str(exc)) from None
 
 
 class _NodeFault(KubernetesFault):

@@ -10,7 +10,7 @@ from typing import Any
 from ..runtime import RuntimeError_
 from ..runtime.local import netem_available, tbf_args
 from ..units import UnitError, parse_bandwidth, parse_duration, parse_percent
-from . import Fault, FaultError, FaultInputError, not_a_machine
+from ..fault import Fault, FaultError, FaultInputError, not_a_machine
 
 
 class _LinkFault(Fault):

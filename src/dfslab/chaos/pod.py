@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import FaultError, FaultInputError, daemons_of, not_one_of
 from ..backends import Backend, PodSelector
-from .kube import RESTART_TIMEOUT, KubernetesFault, running_ready
+from ..fault import RESTART_TIMEOUT, FaultError, FaultInputError, KubernetesFault, daemons_of, not_one_of
+from ..runtime.kubernetes.objects import running_ready
 
 
 def selector(backend: Backend | type[Backend], target: str) -> PodSelector:

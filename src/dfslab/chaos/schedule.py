@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cluster import Attached
-from .entry import FaultEntry
+from ..fault import FaultedCluster
 from ..workloads import Runner
 from . import inject, undo
+from .entry import FaultEntry
 from .integrity import STREAM
 
 INTEGRITY = [sys.executable, "-m", "dfslab.chaos.integrity"]
@@ -24,7 +24,7 @@ INTEGRITY = [sys.executable, "-m", "dfslab.chaos.integrity"]
 class TimedFault:
     """One fault entry: inject, hold, undo; events with wall-clock times."""
 
-    def __init__(self, cluster: Attached, entry: FaultEntry, index: int):
+    def __init__(self, cluster: FaultedCluster, entry: FaultEntry, index: int):
         self.cluster, self.entry, self.index = cluster, entry, index
         self.events: dict[str, Any] = {"index": index, "kind": entry.kind, "target": entry.target,
                                        "during": entry.during, "error": None}
@@ -139,7 +139,7 @@ class Writer:
 STABLE_S = 5.0
 
 
-def wait_recovered(cluster: Attached, timeout: float, stable: float = STABLE_S) -> float | None:
+def wait_recovered(cluster: FaultedCluster, timeout: float, stable: float = STABLE_S) -> float | None:
     """Seconds until the backend reports full health and keeps it for `stable` s (counted from the
     first healthy answer of that stretch), or None on timeout."""
     start = time.time()

@@ -16,8 +16,8 @@ from .common import NameArg, USER_ERRORS, app, fail
 
 
 def _fault_kinds() -> str:
-    from ..chaos import FAULTS
-    return " | ".join(sorted(FAULTS))
+    from ..chaos import fault_kinds
+    return " | ".join(sorted(fault_kinds()))
 
 
 @app.command()
@@ -53,7 +53,7 @@ def fault(
     try:
         if kind == "list" and as_json:
             kinds = {k: {"help": chaos.fault_class(k).help, "options": chaos.fault_class(k).option_defaults(),
-                         "refused": chaos.refusal_of(k, attached.spec)} for k in sorted(chaos.FAULTS)}
+                         "refused": chaos.refusal_of(k, attached.spec)} for k in sorted(chaos.fault_kinds())}
             print(json.dumps({"active": chaos.active(attached), "kinds": kinds}, indent=2))
         elif kind == "list":
             _list_kinds(attached)
@@ -77,7 +77,7 @@ def _list_kinds(attached) -> None:
     from .. import chaos
     for f in chaos.active(attached):
         print(f"active: {f['kind']} {f['target']}")
-    refusals = {k: chaos.refusal_of(k, attached.spec) for k in sorted(chaos.FAULTS)}
+    refusals = {k: chaos.refusal_of(k, attached.spec) for k in sorted(chaos.fault_kinds())}
     for k in (k for k, why in refusals.items() if why is None):
         cls = chaos.fault_class(k)
         opts = ", ".join(f"{o}={d}" for o, d in cls.option_defaults().items())

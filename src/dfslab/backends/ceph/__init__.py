@@ -4,6 +4,11 @@
 Rook keeps them apart; `backend.py` only orders them and answers for the cluster.
 """
 
+# Its words (regular expressions of whole words): code outside its package that says one belongs
+# in it (tests/test_layering.py reads them through registry.words_of).
+WORDS = (r"ceph\w*", "rados", "radosgw", "rbd", "osds?", "mds", "mons?", "mgrs?", "bluestore", "crush", "pgs?", "rgw",
+         "rook")
+
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version),
 # then Rook's needs on Kubernetes (ceph-volume's udevadm, sgdisk, lvm, cryptsetup) and the client
 # its Jobs mount CephFS with.

@@ -29,7 +29,7 @@ import re
 import time
 from typing import Any
 
-from ...chaos import Fault, FaultError, FaultInputError, daemons_of, not_one_of
+from ...fault import Fault, FaultError, FaultInputError, daemons_of, not_one_of
 from ...units import UnitError, parse_duration, parse_size
 
 

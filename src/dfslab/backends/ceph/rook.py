@@ -32,6 +32,7 @@ from ... import deps
 from ...runtime.kubernetes.job import CLIENT_SECRET, POD_MOUNTS_KEY
 from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
 from ...polling import poll, wait_until
+from ...registry import fault_owner
 
 GROUP, VERSION = "ceph.rook.io", "v1"
 CLUSTER_NAME = "dfslab"
@@ -263,8 +264,7 @@ class RookCephBackend(CephBackend):
 
     @classmethod
     def refuses_faults(cls, spec, kind: str) -> str | None:
-        from ...chaos import FILESYSTEM_OF
-        if FILESYSTEM_OF.get(kind, spec.filesystem) != spec.filesystem:
+        if fault_owner(kind) not in (None, spec.filesystem):
             return None  # another filesystem's kind: the fault check says whose
         if spec.kubernetes.user_cluster:
             if kind in cls.CONSENTED_FAULTS:

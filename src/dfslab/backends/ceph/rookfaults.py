@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...chaos import FaultInputError
-from ...chaos.kube import KubernetesFault
+from ...fault import FaultInputError, KubernetesFault
 from ...runtime.kubernetes.objects import running_ready
 
 OPERATOR = "rook-ceph-operator"

@@ -2,6 +2,9 @@
 bricks on those nodes (volume.py), FUSE clients (client.py). `section.py` is the spec's
 `gluster:` section; `backend.py` only orders them and answers for the cluster."""
 
+# Its words (regular expressions of whole words; registry.words_of).
+WORDS = (r"gluster\w*", "bricks?")
+
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version).
 IMAGE_PACKAGES = ["glusterfs-server"]
 

@@ -11,7 +11,7 @@ import re
 import signal
 from typing import Any
 
-from ...chaos import Fault, FaultError, FaultInputError, not_one_of
+from ...fault import Fault, FaultError, FaultInputError, not_one_of
 from ...procs import is_marked
 
 

@@ -4,6 +4,9 @@ the other nodes, and FUSE clients (`mfsmount`). `section.py` is the spec's `moos
 one module per daemon kind (master, metalogger, chunkserver), `client.py` the mount, `cli.py`
 what `mfscli` tells of the cluster; `backend.py` only orders them and answers for the cluster."""
 
+# Its words (regular expressions of whole words; registry.words_of).
+WORDS = ("moosefs", r"mfs\w*", "chunkservers?", "metaloggers?")
+
 # Debian packages a daemon image needs for this filesystem (the first one names the image's version).
 IMAGE_PACKAGES = ["moosefs-master", "moosefs-chunkserver", "moosefs-metalogger", "moosefs-client", "moosefs-cli"]
 

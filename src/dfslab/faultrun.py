@@ -1,4 +1,5 @@
-"""The fault part of a run: seed checksummed data, time faults into workloads with a
+"""The fault part of a run (a phase of run.py's, above chaos/, whose faults and writer it times):
+seed checksummed data, time faults into workloads with a
 checksummed writer beside them, wait for recovery, measure what held, verify every
 acknowledged write."""
 
@@ -9,20 +10,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..registry import TARGETS
-from ..workloads import WorkloadError
-from .integrity import FROM_STDIN, STREAM, sent_between
-from .schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
-                       wait_recovered, write_latency)
+from .chaos.integrity import FROM_STDIN, STREAM, sent_between
+from .chaos.schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
+                             wait_recovered, write_latency)
+from .registry import TARGETS
+from .workloads import WorkloadError
 
 FS_TARGET_NAME = "fs"  # the POSIX mount's target (registry.TARGETS)
 
 if TYPE_CHECKING:
-    from ..cluster import Attached
-    from ..experiment import Integrity
-    from ..results import RunDir
-    from ..workloads import Runner
-    from .entry import FaultEntry
+    from .chaos.entry import FaultEntry
+    from .cluster import Attached
+    from .experiment import Integrity
+    from .results import RunDir
+    from .workloads import Runner
 
 
 class FaultRun:
