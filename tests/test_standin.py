@@ -61,3 +61,27 @@ def test_a_filesystem_runtime_and_tool_registered_from_outside_run_a_step_end_to
     cells = json.loads(_dfslab_with_standins(["capabilities", str(spec), "--json"], tmp_path, home).stdout)
     said = {c["capability"]: c["ok"] for c in cells}
     assert said["ddwrite"] and said["fio target=fs"] and not said["radosbench"], said
+
+
+def test_the_stand_in_runtime_is_compared_with_local_in_one_runtimes_run(tmp_path):
+    """A runtime registered after dfslab was imported is one an experiment's `runtimes:` may list:
+    the stand-in filesystem runs on the stand-in runtime, then on local (network namespaces), and
+    the second is compared with the first, as local is with docker."""
+    exp = tmp_path / "both.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "standin-both", "runtimes": ["standin", "local"], "repetitions": 2,
+        "baselines": {"network": False, "disk": False},
+        "cluster": {"name": "t-standin2", "filesystem": "standin", "nodes": 1, "network": {"subnet": "10.77.7.0/24"}},
+        "workloads": [{"type": "ddwrite", "mib": 8}]}))
+    home = tmp_path / "home"
+    res = _dfslab_with_standins(["run", str(exp)], tmp_path, home)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    reports = [Path(line.split("report: ")[1]) for line in res.stdout.splitlines() if line.startswith("report: ")]
+    assert [r.parent.name.rsplit("-", 1)[1] for r in reports] == ["standin", "local"], reports
+    comparison = json.loads((reports[1].parent / "comparison.json").read_text())
+    assert comparison["baseline_runtime"] == "standin" and comparison["runtime"] == "local"
+    bandwidth = [r for r in comparison["rows"] if r["workload"] == "ddwrite" and r["metric"] == "bandwidth"]
+    assert len(bandwidth) == 1 and bandwidth[0]["reps_a"] == bandwidth[0]["reps_b"] == 2, bandwidth
+    status = json.loads((reports[1].parent / "status.json").read_text())
+    assert status["runtime"] == "local" and status["health"] == "HEALTH_OK"
+    assert not list((home / "clusters").glob("t-standin2*"))  # both torn down

@@ -25,8 +25,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .chaos.entry import FaultEntry
 from .fields import Seconds, Strict, field_units
-from .registry import runtime_of
-from .spec import ClusterSpec, SpecError, _problems, check_name, model_in, parse_spec, read_yaml
+from .registry import runtime_of, spec_runtimes
+from .spec import ClusterSpec, SpecError, _problems, check_name, cluster_spec_model, model_in, parse_spec, read_yaml
 from .units import ByteCount
 from .workloads import FORMER_NAMES, WORKLOADS, Workload, current_name, workload
 
@@ -40,6 +40,9 @@ class Baselines(Strict):
 class Sampler(Strict):
     interval: Seconds = "1s"
     prometheus_port: int = Field(0, ge=0, le=65535, description="serve latest samples on 127.0.0.1:PORT (0: off)")
+
+
+CLIENT_KINDS = ("host", "job")  # where a step's tools can run (Runtime.client_kinds): experiment `client:`
 
 
 class Integrity(Strict):
@@ -75,14 +78,25 @@ class ExperimentFile(Strict):
                                                  "cannot stand in for (dfslab run --runs N sets it too)")
     mirrored: bool = Field(False, description="with cluster settings swept: run the combinations forward, then "
                                               "backward (A B B A), so a drift over time cancels out")
-    runtimes: list[Literal["local", "docker", "kubernetes", "kubernetes+job"]] = Field(
+    runtimes: list[str] = Field(
         default_factory=list, max_length=6,
         description="run the whole experiment once per entry, in order (a fresh cluster each), then compare each "
                     "runtime's runs with the first runtime's: INFN's containerized-vs-host question "
                     "(kubernetes: the local Kubernetes, Ceph by Rook, the tools on the host's client as on local; "
                     "kubernetes+job: the same with client: job, each tool a Job that mounts anew). "
                     "[local, docker, docker, local] pools each runtime's two runs and cancels drift over time")
-    client: Literal["auto", "host", "job"] = Field(
+
+    @field_validator("runtimes")
+    @classmethod
+    def _runtimes(cls, value: list[str]) -> list[str]:
+        # The registered runtimes as they stand when the file is read (one registered later counts).
+        for entry in value:
+            runtime, plus, client = entry.partition("+")
+            if runtime not in spec_runtimes() or (plus and client not in CLIENT_KINDS):
+                raise ValueError(f"{entry!r} is not a runtime: give one of {', '.join(spec_runtimes())}, or one with "
+                                 f"+{' or +'.join(CLIENT_KINDS)} for where its tools run (kubernetes+job)")
+        return value
+    client: Literal["auto", *CLIENT_KINDS] = Field(  # type: ignore[valid-type]
         "auto", description="where the workloads' tools run. host: in the client node's network namespace on this "
                             "machine, through the one long-lived FUSE mount dfslab keeps (runtime local and docker; "
                             "on runtime kubernetes too, so that a comparison with local measures the servers under "
@@ -200,10 +214,11 @@ def client_kind(asked: str, spec: ClusterSpec) -> str:
     return asked
 
 
-def cluster_axes(data: dict[str, Any], model: Any = ClusterSpec, path: tuple = ()) -> list[tuple[tuple, list]]:
+def cluster_axes(data: dict[str, Any], model: Any = "spec", path: tuple = ()) -> list[tuple[tuple, list]]:
     """(path, values) of every sweep axis in a cluster mapping: a list where the spec takes a
     single value (at any depth, e.g. ceph.conf.osd.osd_op_num_shards), or a list of lists where
-    it takes a list (nodes)."""
+    it takes a list (nodes). `model`: the model of `data` ("spec": the cluster spec's; None: none)."""
+    model = cluster_spec_model() if model == "spec" else model
     axes = []
     for key, value in data.items():
         info = model.model_fields.get(key) if model is not None else None

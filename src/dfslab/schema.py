@@ -14,14 +14,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from .experiment import ExperimentFile
-from .spec import ClusterSpec
+from .spec import cluster_spec_model
 from .workloads import WORKLOADS, workload
 
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 
 def spec_schema() -> dict[str, Any]:
-    schema = ClusterSpec.model_json_schema()
+    schema = cluster_spec_model().model_json_schema()
     nodes = schema["properties"]["nodes"]
     schema["properties"]["nodes"] = {"description": nodes.get("description", ""),
                                      "anyOf": [{"type": "integer", "minimum": 1, "maximum": 16},
@@ -98,7 +98,7 @@ def spec_reference() -> str:
     """Every section of a cluster spec, one table each, from the models."""
     from .registry import FILESYSTEMS, section_class
     from .spec import KubernetesSection, LocalKubernetes, Network, Node
-    parts = [("Top level", ClusterSpec), ("network", Network), ("nodes (each)", Node), ("kubernetes", KubernetesSection),
+    parts = [("Top level", cluster_spec_model()), ("network", Network), ("nodes (each)", Node), ("kubernetes", KubernetesSection),
              ("kubernetes.local", LocalKubernetes)]
     parts += [(fs, section_class(fs)) for fs in FILESYSTEMS]
     return "\n\n".join(f"### {title}\n\n{model_table(model)}" for title, model in parts)

@@ -8,6 +8,7 @@ and reported with the YAML path of the bad field (``ceph.replica_size``,
 from __future__ import annotations
 
 import difflib
+import functools
 import ipaddress
 import re
 import typing
@@ -185,10 +186,7 @@ class ClusterBase(Strict):
 
     name: str = Field(description="cluster name; namespaces and the state directory are named after it")
     filesystem: str = "ceph"
-    runtime: Literal[spec_runtimes()] = Field(  # type: ignore[valid-type]
-        "local", description="local: nodes are network namespaces (the default); docker: every daemon in its own "
-                             "container; kubernetes: Rook deploys Ceph (a StatefulSet GlusterFS) on a Kubernetes (kubernetes.local: one "
-                             "dfslab starts here); host: nothing is started (filesystem: external, the default there)")
+    runtime: str = "local"  # one of the registered runtimes (cluster_spec_model makes it a Literal of them)
     kubernetes: KubernetesSection = Field(default_factory=lambda: KubernetesSection(local=LocalKubernetes()))
     network: Network = Field(default_factory=Network)
     nodes: list[Node] = Field(default_factory=list, max_length=16,
@@ -275,12 +273,36 @@ class ClusterBase(Strict):
         )
 
 
-# The filesystem's own section (ceph:, gluster:, ...) comes from its backend package.
-ClusterSpec = create_model(
-    "ClusterSpec", __base__=ClusterBase, __module__=__name__,
-    filesystem=(Literal[tuple(FILESYSTEMS)], Field("ceph", description=" or ".join(FILESYSTEMS))),  # type: ignore[valid-type]
-    **{fs: (section_class(fs), Field(default_factory=section_class(fs))) for fs in FILESYSTEMS},
-)
+RUNTIME_FIELD_HELP = ("local: nodes are network namespaces (the default); docker: every daemon in its own "
+                      "container; kubernetes: Rook deploys Ceph (a StatefulSet GlusterFS) on a Kubernetes "
+                      "(kubernetes.local: one dfslab starts here); host: nothing is started (filesystem: external, the "
+                      "default there)")
+
+
+@functools.cache
+def _model_of(filesystems: tuple[tuple[str, str], ...], runtimes: tuple[str, ...]) -> type[ClusterBase]:
+    # The filesystem's own section (ceph:, gluster:, ...) comes from its backend package.
+    names = tuple(fs for fs, _ in filesystems)
+    return create_model(
+        "ClusterSpec", __base__=ClusterBase, __module__=__name__,
+        filesystem=(Literal[names], Field("ceph", description=" or ".join(names))),  # type: ignore[valid-type]
+        runtime=(Literal[runtimes], Field("local", description=RUNTIME_FIELD_HELP)),  # type: ignore[valid-type]
+        **{fs: (section_class(fs), Field(default_factory=section_class(fs))) for fs in names},
+    )
+
+
+def cluster_spec_model() -> type[ClusterBase]:
+    """The spec's model as the registry stands now: one section per registered filesystem, a
+    runtime of the registered ones. Built when asked (and kept while the registry is unchanged), so
+    a filesystem or runtime registered after dfslab was imported is a whole part of it."""
+    return _model_of(tuple(FILESYSTEMS.items()), spec_runtimes())
+
+
+def __getattr__(name: str) -> Any:
+    # `spec.ClusterSpec` is the model of the registry as it stands (the name other modules annotate with).
+    if name == "ClusterSpec":
+        return cluster_spec_model()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _loc(loc: tuple) -> str:
@@ -356,9 +378,9 @@ def parse_spec(data: Any, source: str = "spec", name: str | None = None, runtime
     if runtime:
         data = {**data, "runtime": runtime}
     try:
-        return ClusterSpec.model_validate(data)
+        return cluster_spec_model().model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_problems(exc, ClusterSpec), source) from None
+        raise SpecError(_problems(exc, cluster_spec_model()), source) from None
 
 
 class _OneKeyOnceLoader(yaml.SafeLoader):
