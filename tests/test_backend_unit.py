@@ -216,7 +216,7 @@ def test_new_bricks_fill_the_emptiest_nodes_with_the_next_free_index(tmp_path):
 def test_report_renders_what_the_backend_declared(tmp_path):
     run = RunDir.create("unit", tmp_path)
     ceph = backend_class_of("ceph")
-    run.start("hash", {"ceph": "ceph version 16.2.15"}, [c.as_json() for c in ceph.charts])
+    run.start("hash", {"ceph": "ceph version 16.2.15"}, [c.as_json() for c in ceph.facts.charts])
     now = time.time()
     run.add([Measurement("fio", "bandwidth", v, "MB/s", {"rw": "write", "bs": bs}, i)
              for bs in (4096, 1 << 20) for i, v in enumerate((100.0, 110.0))])
@@ -234,7 +234,7 @@ def test_report_renders_what_the_backend_declared(tmp_path):
     assert "bs=1MiB" in html and "bs=4KiB" in html  # the unit the run recorded, not the key's name
     assert "ceph version 16.2.15" in html and "PGs: 32/32" in html
     assert "<h3>pools</h3>" in html and "<td class=\"l\">dfslab</td>" in html
-    assert ceph.charts[0].title in html  # the backend's own series got their figure
+    assert ceph.facts.charts[0].title in html  # the backend's own series got their figure
     assert "client throughput as Ceph saw it" not in html  # faults_only: no faults in this run
 
 

@@ -199,7 +199,7 @@ def test_every_registered_filesystem_is_a_complete_package():
         assert issubclass(backend, Backend) and backend.name == fs
         assert not getattr(backend, "__abstractmethods__", None), f"{fs}: {backend.__abstractmethods__}"
         assert callable(section_class(fs)().check)
-        assert set(backend.offers) <= set(__import__("dfslab.backends", fromlist=["TARGETS"]).TARGETS)
+        assert set(backend.facts.offers) <= set(__import__("dfslab.backends", fromlist=["TARGETS"]).TARGETS)
 
 
 def test_the_checks_can_fail():

@@ -99,7 +99,7 @@ def _keep_logs(state: ClusterState, spec: ClusterSpec) -> Path | None:
     if not state.dir.exists():
         return None
     dest = dfslab_home() / "failed" / f"{state.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    subs = sorted({str(p.relative_to(state.dir)) for g in backend_class(spec).log_dirs for p in state.dir.glob(g)})
+    subs = sorted({str(p.relative_to(state.dir)) for g in backend_class(spec).facts.log_dirs for p in state.dir.glob(g)})
     for sub in subs:
         src = state.dir / sub
         if src.is_dir():
@@ -257,7 +257,7 @@ def introduce(runtime: Runtime, backend: Backend) -> None:
     """What a runtime learns from the filesystem it runs: how its daemons in pods are named, and
     which of its commands are admin CLIs rather than workloads."""
     runtime.daemon_of_process, runtime.daemon_of_pod = backend.daemon_of_process, backend.daemon_of_pod
-    runtime.admin_tools = backend.admin_tools
+    runtime.admin_tools = backend.facts.admin_tools
 
 
 def _shaping(spec: ClusterSpec) -> tuple:

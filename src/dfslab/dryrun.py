@@ -69,7 +69,7 @@ def fault_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, float]]
     out = [(f"integrity: seed {integrity.seed_objects} checksummed objects, read everything back at the end",
             INTEGRITY_SECONDS + INTEGRITY_PER_OBJECT * integrity.seed_objects)]
     backend = backend_class(spec)
-    recovery, timeout = backend.typical_recovery_seconds, integrity.timeout_for(backend)
+    recovery, timeout = backend.facts.typical_recovery_seconds, integrity.timeout_for(backend)
     for i, fault in enumerate(exp.file.faults):
         _, load = exp.fault_load(fault)
         held = max(0.0, fault.at + fault.duration - load) if load is not None else 0.0

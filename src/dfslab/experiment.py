@@ -51,7 +51,7 @@ class Integrity(Strict):
 
     def timeout_for(self, backend) -> float:
         """The recovery wait: the one written, or what the filesystem takes at worst."""
-        return self.recovery_timeout if self.recovery_timeout is not None else backend.recovery_timeout_seconds
+        return self.recovery_timeout if self.recovery_timeout is not None else backend.facts.recovery_timeout_seconds
 
 
 class ExperimentFile(Strict):

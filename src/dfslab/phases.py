@@ -70,9 +70,9 @@ def new_run_dir(exp: Experiment, spec: ClusterSpec, label: str | None, runs_root
     spec_hash = run_dir.write_spec(exp.cluster.model_dump(mode="json"))
     backend_kind = backend_class(spec)
     run_dir.start(spec_hash, backend_kind.versions(spec),
-                  [c.as_json() for c in backend_kind.charts] + list(runtime_of(spec).charts),
-                  {"servers": backend_kind.metadata_servers, "path": backend_kind.metadata_path,
-                   "client_write_ack": backend_kind.client_write_ack}, lambda argv: release_argv(spec, argv))
+                  [c.as_json() for c in backend_kind.facts.charts] + list(runtime_of(spec).charts),
+                  {"servers": backend_kind.facts.metadata_servers, "path": backend_kind.facts.metadata_path,
+                   "client_write_ack": backend_kind.facts.client_write_ack}, lambda argv: release_argv(spec, argv))
     run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
     return run_dir
 

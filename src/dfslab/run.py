@@ -233,7 +233,7 @@ def _step_name(label: str, rep: int) -> str:
 def _hint(target: str) -> str:
     """What a target is and which filesystems offer it, from the backends themselves."""
     offers = [f"filesystem: {fs}" + (f" with {cond}" if cond else "") for fs in FILESYSTEMS
-              for t, cond in backend_class_of(fs).offers.items() if t == target]
+              for t, cond in backend_class_of(fs).facts.offers.items() if t == target]
     return f"{TARGETS[target].says if target in TARGETS else target} ({'; '.join(offers) or 'no filesystem offers it'})"
 
 

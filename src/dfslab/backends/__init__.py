@@ -11,9 +11,9 @@ from __future__ import annotations
 import shutil
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from ..registry import TARGETS, Reach, backend_class_of  # noqa: F401 (TARGETS: re-exported)
 
@@ -79,6 +79,43 @@ class Chart:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a filesystem is, as data (as fio keeps an engine's flags apart from its ops): what the
+    layers above read of every filesystem alike, before or without a cluster. A fact only one
+    filesystem has, or only one layer needs, belongs in that filesystem's package instead."""
+
+    # Every target `targets_for` may offer (a key of TARGETS), with what the spec needs for it.
+    offers: Mapping[str, str] = field(default_factory=dict)
+    # Figures of this backend's sampler series in every run's report.
+    charts: tuple[Chart, ...] = ()
+    # What a user runs to look at the cluster (`dfslab exec NAME -- ...`).
+    peek: str = "df -h"
+    # Programs deploy needs on this machine (checked before anything is made).
+    required_programs: tuple[str, ...] = ()
+    # Directories below the cluster's state dir (globs) worth keeping when a bring-up fails.
+    log_dirs: tuple[str, ...] = ("logs",)
+    # Seconds from a fault's undo until such a cluster is healthy again, as measured here: the
+    # dry run's estimate of a fault's recovery wait (the wait itself is bounded by
+    # integrity.recovery_timeout).
+    typical_recovery_seconds: float = 10.0
+    # The recovery wait when the experiment sets none (integrity.recovery_timeout): past it a
+    # fault is reported "not recovered" and the run fails.
+    recovery_timeout_seconds: float = 180.0
+    # Where a file system's metadata work goes (creates, stats, unlinks): the daemons that serve it
+    # (a regular expression over daemon names) and how the report says it; None: no such server.
+    metadata_servers: str | None = None
+    metadata_path: str = ""
+    # Where its client acknowledges a write before the servers hold it, even under O_DIRECT (the
+    # report says it beside the write rows: their latency is the client's); "" where it does not.
+    client_write_ack: str = ""
+    # Fault kinds of another filesystem that work here too (through the same client tools).
+    borrowed_faults: tuple[str, ...] = ()
+    # Its admin CLIs: on a runtime of Jobs they take the control path (this machine, or a toolbox
+    # pod) rather than a Job each.
+    admin_tools: frozenset[str] = frozenset()
+
+
 def release_versions(spec: ClusterSpec | None, key: str, argv: list[str]) -> dict[str, str]:
     """{key: what `argv` prints of its version} as a cluster of `spec` runs it (its release's root,
     if it has one), and which release that is; this machine's own without a spec."""
@@ -104,30 +141,7 @@ class Backend(ABC):
     `<name>.degraded` (0 or 1): how fault runs tell that the backend noticed a fault."""
 
     name: str = "?"
-    # Figures of this backend's sampler series in every run's report.
-    charts: tuple[Chart, ...] = ()
-    # What a user runs to look at the cluster (`dfslab exec NAME -- ...`).
-    peek: str = "df -h"
-    # Programs deploy needs on this machine (checked before anything is made).
-    required_programs: tuple[str, ...] = ()
-    # Directories below the cluster's state dir (globs) worth keeping when a bring-up fails.
-    log_dirs: tuple[str, ...] = ("logs",)
-    # Every target `targets_for` may offer (a key of TARGETS), with what the spec needs for it.
-    offers: dict[str, str] = {}
-    # Seconds from a fault's undo until such a cluster is healthy again, as measured here: the
-    # dry run's estimate of a fault's recovery wait (the wait itself is bounded by
-    # integrity.recovery_timeout).
-    typical_recovery_seconds: float = 10.0
-    # The recovery wait when the experiment sets none (integrity.recovery_timeout): past it a
-    # fault is reported "not recovered" and the run fails.
-    recovery_timeout_seconds: float = 180.0
-    # Where a file system's metadata work goes (creates, stats, unlinks): the daemons that serve it
-    # (a regular expression over daemon names) and how the report says it; None: no such server.
-    metadata_servers: str | None = None
-    metadata_path: str = ""
-    # Where its client acknowledges a write before the servers hold it, even under O_DIRECT (the
-    # report says it beside the write rows: their latency is the client's); "" where it does not.
-    client_write_ack: str = ""
+    facts: Facts = Facts()
 
     @classmethod
     def targets_for(cls, spec: ClusterSpec) -> frozenset[str]:
@@ -146,10 +160,11 @@ class Backend(ABC):
         """Why a cluster of `spec` does not offer `target` (one `targets_for` leaves out)."""
         from ..registry import runtime_of
         says = TARGETS[target].says if target in TARGETS else target
-        if target not in cls.offers:
+        offers = cls.facts.offers
+        if target not in offers:
             return f"{cls.name} does not offer {says}"
-        if cls.offers[target]:
-            return f"{says}: needs {cls.offers[target]}"
+        if offers[target]:
+            return f"{says}: needs {offers[target]}"
         return f"{says}: not on {runtime_of(spec).where}"
 
     @classmethod
@@ -163,7 +178,7 @@ class Backend(ABC):
     def preflight(cls, spec: ClusterSpec) -> None:
         """Refuse, before anything is made, a cluster this machine cannot hold."""
         cls.refuse_if_refused(spec)
-        missing = [t for t in cls.required_programs if shutil.which(t) is None]
+        missing = [t for t in cls.facts.required_programs if shutil.which(t) is None]
         if missing:
             raise PreflightError(f"missing tools {missing}; run `make install-deps` (scripts/install-deps.sh) as root")
 
@@ -178,13 +193,8 @@ class Backend(ABC):
         """Versions of the filesystem's software (on this machine, or the cluster's), for provenance."""
         return {}
 
-    # Fault kinds of another filesystem that work here too (through the same client tools).
-    borrowed_faults: tuple[str, ...] = ()
     # What `fault pod` takes on this filesystem (examples for its errors), where its daemons are pods.
     pod_daemons: str = ""
-    # Its admin CLIs: on a runtime of Jobs they take the control path (this machine, or a toolbox
-    # pod) rather than a Job each.
-    admin_tools: frozenset[str] = frozenset()
 
     @classmethod
     def pod_selector(cls, target: str) -> PodSelector | None:

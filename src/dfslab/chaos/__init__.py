@@ -67,7 +67,7 @@ def refusal_of(kind: str, spec: Any) -> str | None:
         if refusal:
             return f"fault {kind}: {refusal}"
     owner = fault_owner(kind)
-    if owner and owner != spec.filesystem and kind not in backend.borrowed_faults:
+    if owner and owner != spec.filesystem and kind not in backend.facts.borrowed_faults:
         return f"fault {kind} is for {owner} clusters; this one is {spec.filesystem}"
     return None
 

@@ -46,7 +46,7 @@ def up(
         raise typer.Exit(130)
     console.print(f"[bold green]cluster {spec.name} is up[/] (HEALTH_OK in {elapsed:.1f}s) — "
                   f"nodes: {', '.join(f'{n}={a}' for n, a in addresses.items())}")
-    peek = backend_class(spec).peek
+    peek = backend_class(spec).facts.peek
     console.print(f"next: dfslab status {spec.name} · dfslab exec {spec.name} -- {peek} · dfslab down {spec.name}")
 
 

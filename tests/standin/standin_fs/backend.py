@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dfslab.backends import Backend
+from dfslab.backends import Backend, Facts
 
 
 class StandInBackend(Backend):
     name = "standin"
-    offers = {"fs": ""}
+    facts = Facts(offers={"fs": ""})
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:

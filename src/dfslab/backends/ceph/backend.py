@@ -15,7 +15,7 @@ import psutil
 from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
+from .. import Backend, BackendError, Chart, Facts, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
 from ...registry import S3Endpoint, rooted_release
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .checks import HealthChecks
@@ -29,21 +29,28 @@ PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 <
 
 class CephBackend(Backend):
     name = "ceph"
-    required_programs = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc")
-    log_dirs = ("logs", "ceph/logs", "ceph/conf")
-    offers = {"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more",
-              # cls_dfslab is built against this machine's (Pacific's) headers: another release's OSDs must not load it
-              "objclass": "ceph.release: pacific"}
-    peek = "ceph -s"
-    metadata_servers = r"mds\..+"
-    metadata_path = "CephFS's MDS (one active here), which the OSDs back with its journal and directories"
-    # examples/fault-matrix.yaml (docs/measurements.md): HEALTH_OK with every PG clean 0-17 s after
-    # the undo, 7 s for half of the kinds
-    typical_recovery_seconds = 7.0
-    charts = (
-        Chart(r"ceph\.pgs\..*|ceph\.osds_(up|in)|ceph\.health", "count",
-              "Ceph: PG states, OSDs up/in and health (0 OK, 1 WARN, 2 ERR) over time"),
-        Chart(r"ceph\.client_(write|read)", "MB/s", "client throughput as Ceph saw it", faults_only=True),
+    facts = Facts(
+        required_programs=("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"),
+        log_dirs=("logs", "ceph/logs", "ceph/conf"),
+        offers={"fs": "ceph.cephfs: true", "rados": "", "rbd": "", "confine": "", "s3": "ceph.rgw: 1 or more",
+                # cls_dfslab is built against this machine's (Pacific's) headers: another release's OSDs must not load it
+                "objclass": "ceph.release: pacific"},
+        peek="ceph -s",
+        metadata_servers=r"mds\..+",
+        metadata_path="CephFS's MDS (one active here), which the OSDs back with its journal and directories",
+        # examples/fault-matrix.yaml (docs/measurements.md): HEALTH_OK with every PG clean 0-17 s after
+        # the undo, 7 s for half of the kinds
+        typical_recovery_seconds=7.0,
+        charts=(
+            Chart(r"ceph\.pgs\..*|ceph\.osds_(up|in)|ceph\.health", "count",
+                  "Ceph: PG states, OSDs up/in and health (0 OK, 1 WARN, 2 ERR) over time"),
+            Chart(r"ceph\.client_(write|read)", "MB/s", "client throughput as Ceph saw it", faults_only=True),
+        ),
+        # The admin CLIs set a step up (pools, CRUSH rules, the RBD image fio's rbd engine opens): on a
+        # runtime of Jobs each takes the control path and spares a pod start (~5 s: 11 of them made a
+        # 3 s servers-scaling step take 80 s). s3cmd too: `dfslab exec NAME -- s3cmd ...` finds the S3
+        # user's keys where they are kept, in the cluster's state on this machine (a pod has neither).
+        admin_tools=frozenset({"ceph", "rbd", "s3cmd"}),
     )
 
     @classmethod
@@ -153,12 +160,6 @@ class CephBackend(Backend):
                                f"`dfslab down {self.spec.name}` and up again")
         return S3Endpoint(tuple(creds["endpoints"]), str(self.layout.root / "conf" / rgw.CREDENTIALS), "us-east-1",
                           self.new_bucket())
-
-    # The admin CLIs set a step up (pools, CRUSH rules, the RBD image fio's rbd engine opens): on a
-    # runtime of Jobs each takes the control path and spares a pod start (~5 s: 11 of them made a
-    # 3 s servers-scaling step take 80 s). s3cmd too: `dfslab exec NAME -- s3cmd ...` finds the S3
-    # user's keys where they are kept, in the cluster's state on this machine (a pod has neither).
-    admin_tools = frozenset({"ceph", "rbd", "s3cmd"})
 
     def gateways(self) -> list[tuple[str, str, bool]]:
         """(name, S3 endpoint, whether it runs) of each RADOS gateway."""

@@ -18,6 +18,7 @@ import base64
 import json
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -193,8 +194,8 @@ ROOK_DAEMON = re.compile(rf"({'|'.join(CEPH_DAEMON_KINDS)})\.([A-Za-z0-9-]+)")
 
 class RookCephBackend(CephBackend):
     name = "ceph"
-    required_programs = ("ceph", "rados", "nsenter", "ip", "tc")
-    log_dirs = ("logs", "ceph/conf", "kubernetes/nodes/*/pod-logs")
+    facts = replace(CephBackend.facts, required_programs=("ceph", "rados", "nsenter", "ip", "tc"),
+                    log_dirs=("logs", "ceph/conf", "kubernetes/nodes/*/pod-logs"))
     pod_daemons = f"osd.0, mon.a, mgr.a, mds.cephfs-a, rgw.node1, rgw.{OBJECT_STORE}"
 
     @classmethod

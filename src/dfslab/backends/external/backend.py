@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from ... import s3api
 from ...runtime import CLIENT
 from ...safety import remove_owned_tree
-from .. import Backend, BackendError, Chart, PreflightError, Progress, Reach, table
+from .. import Backend, BackendError, Chart, Facts, PreflightError, Progress, Reach, table
 from ...registry import S3Endpoint
 from ..ceph import existing_cluster
 from ..fuse import fuse_mount, fuse_unmount, is_mounted
@@ -26,12 +26,17 @@ from .probe import FIO_PORT, IPERF_PORT, http_answers, split_endpoint, tcp_answe
 
 class ExternalBackend(Backend):
     name = "external"
-    offers = {"fs": "external.posix, or external.ceph with cephfs: true", "rados": "external.ceph",
-              "rbd": "external.ceph", "s3": "external.s3"}
-    charts = (Chart(r"ceph\.(health|osds_up)", "count", "existing Ceph cluster: health (0 OK) and OSDs up"),
-              Chart(r"prom\..*_bytes|prom\..*(receive|transmit|read|written).*", "MB/s",
-                    "scraped Prometheus endpoints: network and disk throughput"))
-    log_dirs = ()
+    facts = Facts(
+        offers={"fs": "external.posix, or external.ceph with cephfs: true", "rados": "external.ceph",
+                "rbd": "external.ceph", "s3": "external.s3"},
+        charts=(Chart(r"ceph\.(health|osds_up)", "count", "existing Ceph cluster: health (0 OK) and OSDs up"),
+                Chart(r"prom\..*_bytes|prom\..*(receive|transmit|read|written).*", "MB/s",
+                      "scraped Prometheus endpoints: network and disk throughput")),
+        log_dirs=(),
+        # Ceph's `out` (`ceph osd out`, undone by `ceph osd in`) and `fill` (an OSD filled under lowered
+        # full ratios, undone by the ratios, device class and pool as they were), with the user's credentials.
+        borrowed_faults=("out", "fill"),
+    )
 
     @classmethod
     def targets_for(cls, spec) -> frozenset[str]:
@@ -88,10 +93,6 @@ class ExternalBackend(Backend):
             out["posix mount"] = f"{mnt.get('type', '?')} {mnt.get('source', '?')} on {mnt.get('mountpoint', '?')} ({mnt.get('options', '')})"
         return out
 
-    # Ceph's `out` (`ceph osd out`, undone by `ceph osd in`) and `fill` (an OSD filled under lowered
-    # full ratios, undone by the ratios, device class and pool as they were), with the user's credentials.
-    borrowed_faults = ("out", "fill")
-
     @classmethod
     def target_refusal(cls, spec, target: str) -> str:
         if target == "objclass" and spec.external.ceph:
@@ -109,11 +110,11 @@ class ExternalBackend(Backend):
         ext = spec.external
         if kind in ext.allow_faults and ext.ceph:
             return None
-        if kind in cls.borrowed_faults:
+        if kind in cls.facts.borrowed_faults:
             return (f"fault {kind} on a cluster dfslab did not make needs the owner's consent: list it under "
                     f"external.allow_faults (and external.ceph)")
         return (f"fault {kind}: dfslab injects into a cluster it did not make only faults the cluster's own API "
-                f"undoes ({', '.join(cls.borrowed_faults)}, listed under external.allow_faults); it never signals "
+                f"undoes ({', '.join(cls.facts.borrowed_faults)}, listed under external.allow_faults); it never signals "
                 f"a process it did not start")
 
     @classmethod

@@ -12,7 +12,7 @@ from ...polling import wait_until
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
-from .. import Backend, BackendError, Chart, Confinement, Progress, release_versions, table
+from .. import Backend, BackendError, Chart, Facts, Confinement, Progress, release_versions, table
 from ...registry import VolumeLibrary
 from ..fuse import is_mounted
 from . import client, glusterd, volume
@@ -22,17 +22,18 @@ from ...polling import wait_until
 
 class GlusterBackend(Backend):
     name = "gluster"
-    required_programs = ("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
-    log_dirs = ("logs", "gluster/*/log")
-    offers = {"fs": "", "gfapi": "", "confine": ""}
-    metadata_path = ("no metadata server: the client hashes each name to a brick (DHT), and the bricks' glusterfsd "
-                     "(started by glusterd, not sampled one by one) do the metadata work beside the data")
-    # examples/gluster-faults.yaml (docs/measurements.md): healed 14-41 s after the undo, 21 s a
-    # fault over its four kinds (a degraded link heals at once)
-    typical_recovery_seconds = 21.0
-
-    charts = (Chart(r"gluster\..*", "count", "GlusterFS: bricks online, peers connected, entries pending heal, "
-                    "degraded (0 OK, 1 degraded) over time"),)
+    facts = Facts(
+        required_programs=("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"),
+        log_dirs=("logs", "gluster/*/log"),
+        offers={"fs": "", "gfapi": "", "confine": ""},
+        metadata_path=("no metadata server: the client hashes each name to a brick (DHT), and the bricks' glusterfsd "
+                       "(started by glusterd, not sampled one by one) do the metadata work beside the data"),
+        # examples/gluster-faults.yaml (docs/measurements.md): healed 14-41 s after the undo, 21 s a
+        # fault over its four kinds (a degraded link heals at once)
+        typical_recovery_seconds=21.0,
+        charts=(Chart(r"gluster\..*", "count", "GlusterFS: bricks online, peers connected, entries pending heal, "
+                      "degraded (0 OK, 1 degraded) over time"),),
+    )
 
     @classmethod
     def versions(cls, spec=None) -> dict[str, str]:

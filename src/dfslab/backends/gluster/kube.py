@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +141,8 @@ def bootstrap_job(namespace: str, image: str, root: Path, node: str, script: str
 class GlusterKubernetesBackend(GlusterBackend):
     """GlusterFS whose glusterd run as pods of the local Kubernetes."""
 
-    required_programs = ("gluster", "glusterfs", "unshare", "nsenter", "ip", "tc")
-    log_dirs = ("logs", "gluster/*/log", "kubernetes/nodes/*/pod-logs")
+    facts = replace(GlusterBackend.facts, required_programs=("gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"),
+                    log_dirs=("logs", "gluster/*/log", "kubernetes/nodes/*/pod-logs"))
 
     @classmethod
     def refusal(cls, spec) -> str | None:

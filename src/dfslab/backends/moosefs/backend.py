@@ -9,33 +9,35 @@ from typing import Any
 
 from ...polling import wait_until
 from ...runtime import CLIENT
-from .. import Backend, BackendError, Chart, Progress, release_versions, table
+from .. import Backend, BackendError, Chart, Facts, Progress, release_versions, table
 from . import SET_COPIES, chunkserver, cli, client, master, metalogger
 from .context import MooseContext
 
 
 class MooseFSBackend(Backend):
     name = "moosefs"
-    required_programs = ("mfsmaster", "mfschunkserver", "mfsmetalogger", "mfsmount", "mfscli")
-    log_dirs = ("logs", "moosefs/*/data")
-    offers = {"fs": ""}
-    peek = "mfscli -SIN"
-    metadata_servers = r"master\..+"
-    metadata_path = "MooseFS's one master, which holds every file's metadata in memory (Lustre's MDS)"
-    client_write_ack = ("mfsmount acknowledges O_DIRECT and O_SYNC writes from its write-back cache (1 MiB at least: "
-                        "moosefs.write_cache) and sends them on after; only fsync waits for the chunk servers. fio's "
-                        "4 KiB writes, 4 jobs at depth 1: 28.8 k IOPS at 0.043 ms with O_DIRECT, 27.1 k with O_SYNC, "
-                        "2.37 k with fsync=1 (GlusterFS with strict-o-direct: 2.39 k): the write rows' latency is "
-                        "the client's, their bytes reach the chunk servers within the step (from_storage)")
-    # A chunk server's outage under writes (its stale chunks found by the master's 60 s chunk
-    # loop, master.py): whole again 71 and 104 s after the undo; a killed master: 5 s.
-    typical_recovery_seconds = 70.0
-    # A chunk locked for writing is never replicated and the lock lasts 120 s (LOCKTIMEOUT): a
-    # master killed mid-write can leave one chunk with one copy for 120 s plus a 60 s loop (CI
-    # once: 1 chunk endangered 180 s after the undo).
-    recovery_timeout_seconds = 300.0
-    charts = (Chart(r"moosefs\..*", "count", "MooseFS: chunk servers connected, chunks under goal and missing, "
-                    "degraded (0 OK, 1 degraded) over time"),)
+    facts = Facts(
+        required_programs=("mfsmaster", "mfschunkserver", "mfsmetalogger", "mfsmount", "mfscli"),
+        log_dirs=("logs", "moosefs/*/data"),
+        offers={"fs": ""},
+        peek="mfscli -SIN",
+        metadata_servers=r"master\..+",
+        metadata_path="MooseFS's one master, which holds every file's metadata in memory (Lustre's MDS)",
+        client_write_ack=("mfsmount acknowledges O_DIRECT and O_SYNC writes from its write-back cache (1 MiB at least: "
+                          "moosefs.write_cache) and sends them on after; only fsync waits for the chunk servers. fio's "
+                          "4 KiB writes, 4 jobs at depth 1: 28.8 k IOPS at 0.043 ms with O_DIRECT, 27.1 k with O_SYNC, "
+                          "2.37 k with fsync=1 (GlusterFS with strict-o-direct: 2.39 k): the write rows' latency is "
+                          "the client's, their bytes reach the chunk servers within the step (from_storage)"),
+        # A chunk server's outage under writes (its stale chunks found by the master's 60 s chunk
+        # loop, master.py): whole again 71 and 104 s after the undo; a killed master: 5 s.
+        typical_recovery_seconds=70.0,
+        # A chunk locked for writing is never replicated and the lock lasts 120 s (LOCKTIMEOUT): a
+        # master killed mid-write can leave one chunk with one copy for 120 s plus a 60 s loop (CI
+        # once: 1 chunk endangered 180 s after the undo).
+        recovery_timeout_seconds=300.0,
+        charts=(Chart(r"moosefs\..*", "count", "MooseFS: chunk servers connected, chunks under goal and missing, "
+                      "degraded (0 OK, 1 degraded) over time"),),
+    )
 
     @classmethod
     def versions(cls, spec=None) -> dict[str, str]:
