@@ -252,6 +252,7 @@ def test_a_backend_describes_its_targets_as_data_and_fio_maps_each_kind_to_its_e
     into its options, the asynchronous engine where more than one I/O is to be in flight."""
     from types import SimpleNamespace
 
+    from dfslab.backends.abilities import ToolTargets
     from dfslab.registry import BlockImage, ObjectPool, VolumeLibrary
     from dfslab.workloads.fio import ENGINES, FIO_ON, engine_options, target_options
     assert engine_options(ObjectPool("p", "u", "/c.conf")) == {"ioengine": "rados", "clientname": "u", "pool": "p",
@@ -262,7 +263,7 @@ def test_a_backend_describes_its_targets_as_data_and_fio_maps_each_kind_to_its_e
     assert set(ENGINES) == {ObjectPool, BlockImage, VolumeLibrary} and set(FIO_ON) == {"fs", "rados", "rbd", "gfapi"}
     asked = []
 
-    class Storage:
+    class Storage(ToolTargets):
         def reach(self, runner, target, size_bytes, client_cache=None):
             asked.append((target, size_bytes, client_cache))
             return VolumeLibrary("v", "10.0.0.2", "d")

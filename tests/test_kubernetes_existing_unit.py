@@ -72,7 +72,7 @@ def test_rook_is_told_the_nodes_by_name_and_keeps_your_pod_network(kubeconfig):
                                            {"name": "n2", "devices": [{"name": "/dev/sdb"}]}]
     # CephFS is offered: each client Job's pod mounts it; the s3 worker is not in the pods there
     assert "fs" in rook.RookCephBackend.targets_for(spec) and "s3" not in rook.RookCephBackend.targets_for(spec)
-    assert "kubernetes.allow_faults" in rook.RookCephBackend.refuses_faults(spec, "pod")  # the owner consents first
+    assert "kubernetes.allow_faults" in rook.RookCephBackend.refusal(spec, fault="pod")  # the owner consents first
 
 
 def test_the_pushed_image_keeps_dfslab_tag():

@@ -362,3 +362,34 @@ def test_the_modules_dfslabs_image_runs_import_only_what_the_image_has():
         code = f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\nimport {module}\n"
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert res.returncode == 0, (module, res.stderr[-600:])
+
+
+# A filesystem's lifecycle is small; what only some filesystems do is an ability they choose
+# (backends/abilities.py), and a fact is a field of its `Facts` record, not a class attribute.
+def _backend_interface() -> list[str]:
+    from dfslab.backends import Backend
+    return [n for n, v in vars(Backend).items() if not n.startswith("_") and (callable(v) or isinstance(v, classmethod))]
+
+
+def test_the_backend_base_class_is_a_small_lifecycle_named_for_no_tool_or_filesystem():
+    methods = _backend_interface()
+    assert len(methods) <= 12, methods
+    named = [m for m in methods if FS_WORDS.search(m.replace("_", " ")) or re.search(r"pool|bucket|pod|rados|s3|fio", m)]
+    assert named == [], named
+    from dfslab.backends import Backend
+    attributes = [n for n, v in vars(Backend).items() if not n.startswith("_") and n not in methods]
+    assert attributes == ["name", "facts"], attributes
+
+
+def test_every_method_of_the_base_class_is_the_lifecycle_of_more_than_one_filesystem():
+    """A method only one filesystem implements belongs in an ability (or its own package)."""
+    from dfslab.backends import Backend
+    from dfslab.registry import backend_class_of, engines_of
+    concrete = {m for m in _backend_interface() if not getattr(getattr(Backend, m), "__isabstractmethod__", False)}
+    classes = {fs: {backend_class_of(fs), *(backend_class_of(fs, r) for r in engines_of(fs))} for fs in FILESYSTEMS}
+    overridden = {m: sorted(fs for fs, kinds in classes.items()
+                            if any(m in vars(k) for kind in kinds for k in kind.__mro__ if k is not Backend
+                                   and k.__module__.startswith(f"dfslab.backends.{fs}")))
+                  for m in concrete}
+    lonely = {m: who for m, who in overridden.items() if len(who) == 1}
+    assert lonely == {}, f"implemented by one filesystem only: move into an ability: {lonely}"

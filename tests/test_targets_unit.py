@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from dfslab.backends import Backend
+from dfslab.backends.abilities import ObjectPools
 from dfslab.chaos.integrity import FileStore, open_store
 from dfslab.monitor import metric_families
 from dfslab.registry import TARGETS, store_class
@@ -33,7 +34,7 @@ def test_a_file_store_round_trips_and_an_unknown_target_is_named(tmp_path):
         open_store("rbd:pool")
 
 
-class _Offers(Backend):
+class _Offers(Backend, ObjectPools):
     """A backend as the fault run sees it: what it offers, where its mount and pool are."""
 
     name = "t"

@@ -1,5 +1,5 @@
 """What each kind of cluster can do, from the same declarations that refuse a run before it starts:
-a backend's `refusal` and `targets_for` / `target_refusal`, a workload's `cluster_targets` and
+a backend's `refusal` (of the cluster, a target, a fault) and `targets_for`, a workload's `cluster_targets` and
 `workers` against the runtime's `runs_module`, each fault kind's `check_applies`, the runtime's
 `client_wire_counted` and a backend's health alarms. `run.check_against_cluster` asks the same
 functions, so `dfslab capabilities` cannot say yes to what a run refuses (or the reverse).
@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .backends import Backend, backend_class
+from .backends.abilities import HealthAlarms, ability
 from .chaos import FaultError, check_applies, fault_kinds
 from .registry import FILESYSTEMS, RUNTIMES, TARGETS, runtime_class, runtime_of, samples_of
 from .spec import ClusterSpec, SpecError, parse_spec
@@ -55,7 +56,7 @@ def workload_refusal(work: Workload, target: str | None, spec: ClusterSpec) -> s
     """Why `work` cannot run against `target` on a cluster of `spec` (None: it can)."""
     backend = backend_class(spec)
     if target and target not in backend.targets_for(spec):
-        return backend.target_refusal(spec, target)
+        return backend.refusal(spec, target=target)
     runtime = runtime_of(spec)
     for module in work.workers:
         if not runtime.runs_module(module):
@@ -78,7 +79,8 @@ def integrity_refusal(spec: ClusterSpec) -> str | None:
 
 
 def _watch(backend: type[Backend], spec: ClusterSpec) -> tuple[bool, str]:
-    if backend.watches(spec):
+    health = ability(backend, HealthAlarms)
+    if health and health.watches(spec):
         return True, "full, stuck or silent storage stops a step (dfslab.watch)"
     return False, ("it has no health dfslab can read (a mount or an endpoint only); a stuck step ends at its "
                    "deadline, or after a minute with nothing on the client's wire")

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends import Backend, BackendError, PreflightError, Progress, backend_class, backend_for
+from .backends import Backend, BackendError, PreflightError, Progress, backend_class, backend_for, close_handles, require
+from .backends.abilities import LiveSettings, ObjectPools, PodsOnKubernetes, SecondClients, ability, client_setup
 from .backends.fuse import unmount
 from .procs import ENV_MARK, cpu_seconds, marked_pids, stray_tools, terminate
 from .safety import UnsafeRemoval, inside, mounts_under
@@ -81,7 +82,7 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
             raise
         kept = _keep_logs(state, spec)
         if backend is not None:
-            backend.close()
+            close_handles(backend)
             backend = None
         down(spec.name, missing_ok=True)
         if isinstance(exc, (BackendError, RuntimeError_)) and kept:
@@ -89,7 +90,7 @@ def up(spec: ClusterSpec, progress: Progress, timeout: float = 300, keep_on_fail
         raise
     finally:
         if backend is not None:
-            backend.close()
+            close_handles(backend)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
@@ -155,7 +156,7 @@ def _release(state: ClusterState, runtime: Runtime) -> list[str]:
     except Exception as exc:
         return [f"could not release what {state.name} made: {exc}"]
     finally:
-        backend.close()
+        close_handles(backend)
 
 
 def leftovers(name: str) -> list[str]:
@@ -207,7 +208,7 @@ def status(name: str) -> dict[str, Any]:
             out["health"] = "UNREACHABLE"
             out["error"] = str(exc)
         finally:
-            backend.close()
+            close_handles(backend)
     return out
 
 
@@ -223,11 +224,12 @@ class Attached:
     @property
     def env(self) -> dict[str, str]:
         # Marked, so that `down` finds a tool left running by a dfslab that died.
-        return {**os.environ, **self.backend.client_env(), ENV_MARK: self.state.name}
+        return {**os.environ, **client_setup(self.backend).client_env(), ENV_MARK: self.state.name}
 
     def runner(self, raw_dir: Path, client: str) -> Runner:
         """The workloads' runner; `client` (host or job, Experiment.client_kind): where their tools run."""
         scratch = self.state.sub("scratch")
+        second = ability(self.backend, SecondClients)
         env = {**self.env, RUN_DIR_ENV: str(raw_dir.parent.resolve())}
         # A Job's pod mounts the filesystem itself: no client outlives a step, so none carries a
         # cache from one step into the next, and a read needs no fresh client of dfslab's.
@@ -235,12 +237,12 @@ class Attached:
                       mount=self.backend.mount, scratch=scratch,
                       addresses=self.state.read().get("addresses", {}), nodes=self.spec.node_names(),
                       clients=self.spec.client_names(), disk_per_node=self.runtime.disk_per_node,
-                      fresh_client=None if client == "job" else self.backend.fresh_client,
+                      fresh_client=None if client == "job" or second is None else second.fresh_client,
                       storage=self.backend, pod_dirs_env=None if self.runtime.mounts_here else POD_DIRS_ENV,
                       daemon_cpu=lambda prefix: cpu_seconds(self.runtime.sampled_processes(), prefix))
 
     def close(self) -> None:
-        self.backend.close()
+        close_handles(self.backend)
 
 
 def attach(name: str) -> Attached:
@@ -256,7 +258,8 @@ def attach(name: str) -> Attached:
 def introduce(runtime: Runtime, backend: Backend) -> None:
     """What a runtime learns from the filesystem it runs: how its daemons in pods are named, and
     which of its commands are admin CLIs rather than workloads."""
-    runtime.daemon_of_process, runtime.daemon_of_pod = backend.daemon_of_process, backend.daemon_of_pod
+    if pods := ability(backend, PodsOnKubernetes):
+        runtime.daemon_of_process, runtime.daemon_of_pod = pods.daemon_of_process, pods.daemon_of_pod
     runtime.admin_tools = backend.facts.admin_tools
 
 
@@ -282,7 +285,8 @@ def apply_live(name: str, new: ClusterSpec) -> list[str] | None:
                 return None
             done += reshaped
             attached.backend.spec = _with_shaping_of(old, new)
-        backend_done = attached.backend.apply_live(new)
+        live = ability(attached.backend, LiveSettings)
+        backend_done = live.apply_live(new) if live else None
         if backend_done is None:
             return None
         done += backend_done
@@ -298,9 +302,9 @@ def bench_pool(name: str) -> str:
     state, spec = load(name)
     backend = backend_for(spec, attach_runtime(state))
     try:
-        return backend.bench_pool(None)
+        return require(backend, ObjectPools).bench_pool(None)
     finally:
-        backend.close()
+        close_handles(backend)
 
 
 def client_command(name: str, argv: list[str], node: str = "client") -> tuple[list[str], dict[str, str]]:
@@ -313,7 +317,8 @@ def client_command(name: str, argv: list[str], node: str = "client") -> tuple[li
     runtime = attach_runtime(state)
     backend = backend_for(spec, runtime)
     introduce(runtime, backend)
-    return runtime.job_command(node, backend.on_node(node, argv)), {**os.environ, **backend.client_env()}
+    setup = client_setup(backend)
+    return runtime.job_command(node, setup.on_node(node, argv)), {**os.environ, **setup.client_env()}
 
 
 def on_each_cluster(fn: Callable[[str], Any]) -> list[Any]:

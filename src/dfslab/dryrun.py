@@ -8,6 +8,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from .backends import backend_class
+from .backends.abilities import CapacityPlan, ability
 from .experiment import Experiment
 from .registry import runtime_of
 from .spec import ClusterSpec, SpecError
@@ -79,10 +80,16 @@ def fault_seconds(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, float]]
     return out
 
 
+def usable_bytes(spec: ClusterSpec) -> int | None:
+    """What a cluster of `spec` can hold of user data, where its filesystem knows it from the spec."""
+    plan = ability(backend_class(spec), CapacityPlan)
+    return plan.usable_bytes(spec) if plan else None
+
+
 def fill_problems(exp: Experiment, spec: ClusterSpec) -> list[tuple[str, str]]:
     """Every step that would write more than FILL_LIMIT of what the cluster holds, with the
     arithmetic: refused before a run starts (a full cluster blocks its clients' writes)."""
-    usable = backend_class(spec).usable_bytes(spec)
+    usable = usable_bytes(spec)
     problems = []
     for step in exp.steps:
         writes = step.workload.writes(step.params)
@@ -115,7 +122,7 @@ def run_seconds(exp: Experiment, spec: ClusterSpec, one: Plan) -> list[tuple[str
 def plan(exp: Experiment, spec: ClusterSpec, owned: bool, check=None) -> Plan:
     """The plan of `exp` on a cluster of `spec` (made by the run when `owned`). `check(exp, spec)`
     raises SpecError with what only the cluster can tell (run.check_against_cluster)."""
-    result = Plan(usable=backend_class(spec).usable_bytes(spec))
+    result = Plan(usable=usable_bytes(spec))
     if check is not None:
         try:
             check(exp, spec)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from .chaos.integrity import FROM_STDIN, STREAM, sent_between
 from .chaos.schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
                              wait_recovered, write_latency)
+from .backends import require
+from .backends.abilities import ObjectPools, ToolTargets
 from .registry import TARGETS
 from .workloads import WorkloadError
 
@@ -24,6 +26,18 @@ if TYPE_CHECKING:
     from .experiment import Integrity
     from .results import RunDir
     from .workloads import Runner
+
+
+def store_on(backend: Any, target: str) -> str:
+    """Where the fault runs' checksummed data goes on `target` of `backend`'s cluster, as a STORE
+    of dfslab.chaos.integrity (`TARGET:WHERE`): a directory on the client's POSIX mount, a new
+    bucket through the S3 gateway, else (an object target) the benchmark pool."""
+    if target == FS_TARGET_NAME:
+        return f"fs:{backend.mount('client') / 'dfslab-integrity'}"
+    if target == "s3":
+        s3 = require(backend, ToolTargets).reach(None, "s3", 0)
+        return f"s3:{s3.bucket},{s3.endpoints[0]},{s3.keys},{s3.region}"
+    return f"{target}:{require(backend, ObjectPools).bench_pool(None)}"
 
 
 class FaultRun:
@@ -50,7 +64,7 @@ class FaultRun:
             offered = backend.targets_for(self.attached.spec)
             # Files only where the checker sees the mount (not from the toolbox of a Kubernetes you
             # run, whose CephFS is mounted in the Jobs' pods alone: files there would be its own disk's).
-            stores = [backend.integrity_store(t) for t, entry in TARGETS.items() if entry.store and t in offered
+            stores = [store_on(backend, t) for t, entry in TARGETS.items() if entry.store and t in offered
                       and (t != FS_TARGET_NAME or self.runner.mount_is_here)]
             self._stores = [s for s in stores if s]
         return self._stores

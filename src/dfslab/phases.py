@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from . import cluster, report
-from .backends import Progress, backend_class, backend_for
+from .backends import Progress, backend_class, backend_for, close_handles
+from .backends.abilities import client_setup, metrics_of
 from .experiment import Experiment
 from .fields import field_units
 from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
@@ -147,13 +148,13 @@ class Watch:
         exp, attached, record = self.record.exp, self.attached, self.record
         record.progress("starting the sampler", f"every {exp.file.sampler.interval:g} s")
         try:
-            record.run_dir.write_json("metrics.json", {"exporter": attached.backend.enable_metrics()})
+            record.run_dir.write_json("metrics.json", {"exporter": metrics_of(attached.backend).enable_metrics()})
         except Exception as exc:  # metrics are a convenience, not the experiment
             record.run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
         self.backend = backend_for(attached.spec, attached.runtime)
         self.sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(self.backend, attached.runtime),
                                        exp.file.sampler.interval,
-                                       extra_pids=lambda: {k: v for k, v in {"client": self.backend.client_pid()}.items() if v},
+                                       extra_pids=lambda: {k: v for k, v in {"client": client_setup(self.backend).client_pid()}.items() if v},
                                        platform=attached.runtime.platform)
         self.windows = _counter_windows(attached)
         self.sampler.start()
@@ -171,7 +172,7 @@ class Watch:
         if self.endpoint is not None:
             self.endpoint.stop()
         if self.backend is not None:
-            self.backend.close()
+            close_handles(self.backend)
         return False
 
 
@@ -244,7 +245,8 @@ def _with_scrapes(backend, runtime) -> Any:
     """The backend's own samples, the Prometheus endpoints it names (URLs an external spec lists,
     Rook's MGR) and what the runtime measures where this machine cannot see the daemons (the
     kubelets of a Kubernetes you run). Each part on its own: one that fails loses only its series."""
-    urls, sources = backend.scrape_urls(), backend.scrape_sources()
+    metrics = metrics_of(backend)
+    urls, sources = metrics.scrape_urls(), metrics.scrape_sources()
     parts = [backend.sample]
     if urls or sources:
         parts.append(PrometheusScraper(urls, sources=sources).sample)

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from .backends import BackendError, backend_class
+from .backends.abilities import KubernetesManifests, ability
 from .spec import ClusterSpec, parse_spec, read_yaml
 
 # The Kubernetes the local runtime builds (scripts/build-kubernetes.sh): the schemas to check against.
@@ -136,7 +137,13 @@ def write(out: Path, manifests: dict[str, list[dict]]) -> list[Path]:
 def render(spec: ClusterSpec, out: Path, image: str | None = None, kubeconfig: str | None = None,
            context: str | None = None, progress=lambda *_: None) -> Rendered:
     """Every check runs before a file is written: a refused set leaves nothing behind."""
-    manifests = backend_class(spec).manifests(spec, image, progress)
+    renders = ability(backend_class(spec), KubernetesManifests)
+    if renders is None:
+        raise BackendError(f"filesystem {spec.filesystem} (runtime {spec.runtime}) has no Kubernetes manifests: render "
+                           "writes them where its backend has them (KubernetesManifests): on runtime kubernetes with "
+                           "kubernetes.kubeconfig (the engine's objects), and for filesystem external with "
+                           "external.posix (a fio server DaemonSet mounting your Lustre, GPFS, BeeGFS or NFS path)")
+    manifests = renders.manifests(spec, image, progress)
     objs = [o for group in manifests.values() for o in group]
     done = Rendered(objects=len(objs))
     done.offline_checked, done.offline_skipped = validate_offline(objs)

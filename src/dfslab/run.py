@@ -13,7 +13,8 @@ from typing import Any, Callable
 import psutil
 
 from . import cluster, report
-from .backends import Progress, backend_class
+from .backends import Progress, backend_class, drop_page_cache
+from .backends.abilities import ClusterElsewhere, HealthAlarms, ServerCaches, ability
 from .capabilities import integrity_refusal, workload_refusal
 from .registry import FILESYSTEMS, TARGETS, backend_class_of
 from .chaos import FaultError, check_applies, fault_class
@@ -111,7 +112,8 @@ def _run_step(step: Step, rep: int, runner: Runner, run_dir: RunDir, intervals: 
         runner.entry = step.index
         step.workload.prepare(runner, step.params)
         if server_cache == "drop" and runner.storage is not None:
-            dropped = runner.storage.drop_server_caches(runner)
+            caches = ability(runner.storage, ServerCaches)
+            dropped = caches.drop_server_caches(runner) if caches else ("page cache" if drop_page_cache() else None)
         before, counted_from = count(), time.time()
         with watch or nullcontext():
             rows = step.workload.run(runner, step.params, rep)
@@ -165,10 +167,17 @@ def _stopped(watch: StepWatch | None, runner: Runner) -> str | None:
     if watch is None or watch.reason is None:
         return None
     if watch.message is None:
-        detail = runner.storage.space_detail(runner) if runner.storage is not None else None
+        health = ability(runner.storage, HealthAlarms)
+        detail = health.space_detail(runner) if health else None
         watch.message = (f"stopped after {watch.after:.0f} s: {watch.reason}" + (f" ({detail})" if detail else "")
                          + "; the tools were stopped rather than left waiting on the cluster")
     return watch.message
+
+
+def _step_warnings(backend) -> Callable[[], list[str]] | None:
+    """What the watch notes during a step without stopping it (a nearfull OSD), where the backend reads health."""
+    health = ability(backend, HealthAlarms)
+    return health.warnings if health else None
 
 
 def _step_alarms(backend, runtime, clients: list[str]) -> Callable[[], list[str]]:
@@ -176,10 +185,11 @@ def _step_alarms(backend, runtime, clients: list[str]) -> Callable[[], list[str]
     step began that has exited since (an OSD that aborted on ENOSPC: its PGs wait minutes to be
     marked down and inactive, its clients' writes from the first second)."""
     alive = {p.name for p in runtime.sampled_processes() if p.node not in clients and p.alive()}
+    health = ability(backend, HealthAlarms)
 
     def alarms() -> list[str]:
         gone = [p for p in runtime.sampled_processes() if p.name in alive and not p.alive()]
-        return backend.alarms() + [f"{p.name} exited during the step{_why_it_ended(p.log)}" for p in gone]
+        return (health.alarms() if health else []) + [f"{p.name} exited during the step{_why_it_ended(p.log)}" for p in gone]
     return alarms
 
 
@@ -249,7 +259,7 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
         if need and need not in offered:
             problems.append((f"workloads[{step.index}].{field}",
                              f"{step.workload.name} needs {_hint(need)}, which cluster {spec.name!r} "
-                             f"({spec.filesystem}) does not have ({backend_class(spec).target_refusal(spec, need)}); "
+                             f"({spec.filesystem}) does not have ({backend_class(spec).refusal(spec, target=need)}); "
                              f"it offers: {', '.join(sorted(offered)) or 'nothing'}"))
         elif refused := workload_refusal(step.workload, need, spec):
             problems.append((f"workloads[{step.index}].{field}", refused))
@@ -336,7 +346,8 @@ def run_steps(record: RunRecord, runner: Runner, watch: Watch, faults: Any, afte
     watch; a fault's steps with the fault), in order, skipping what is done, pruned or over
     budget; the outcome says what failed, what ran not as asked and what was skipped."""
     exp, progress, outcome = record.exp, record.progress, record.outcome
-    runtime, visible = watch.attached.runtime, watch.attached.backend.client_wire_visible()
+    elsewhere = ability(watch.attached.backend, ClusterElsewhere)
+    runtime, visible = watch.attached.runtime, elsewhere.client_wire_visible() if elsewhere else True
     count, wire = _ledger_counter(runtime, runner.clients, visible), _wire_counter(runtime, runner.clients, visible)
     reps = exp.file.repetitions
     plan = [(step, rep) for step in exp.steps for rep in range(reps)]
@@ -354,7 +365,7 @@ def run_steps(record: RunRecord, runner: Runner, watch: Watch, faults: Any, afte
         interval, rows = _run_step(step, rep, runner, record.run_dir, record.intervals, record.attempt, count,
                                    exp.file.server_cache,
                                    None if timed else _step_alarms(watch.backend, runtime, runner.clients),
-                                   None if timed else watch.backend.warnings, wire,
+                                   None if timed else _step_warnings(watch.backend), wire,
                                    faults.probe_sent if timed else None,
                                    " + ".join(f"{f.entry.kind} {f.entry.target}" for f, _ in timed) or None)
         _tell_step(record, step, rep, interval, skips)

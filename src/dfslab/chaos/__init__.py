@@ -59,7 +59,7 @@ def refusal_of(kind: str, spec: Any) -> str | None:
     runtime cannot do, and a filesystem's own kind on another's cluster unless that backend
     borrows it (it works through the same client tools)."""
     backend = backend_class_of(spec.filesystem, spec.runtime)
-    refusal = backend.refuses_faults(spec, kind)
+    refusal = backend.refusal(spec, fault=kind)
     if refusal:
         return refusal
     if kind in fault_kinds():

@@ -78,7 +78,7 @@ class LoseNode(KillDaemon):
         return not_one_of("node", target, spec.node_names())
 
     def in_pods(self):
-        return None  # a filesystem in pods loses a node with `nodeloss` (its refuses_faults says so)
+        return None  # a filesystem in pods loses a node with `nodeloss` (its refusal of fault node says so)
 
     def inject(self, target: str) -> dict[str, Any]:
         procs = [p for p in self.cluster.runtime.procs.all() if p.node == target and p.meta.get("kind") != "client"]

@@ -6,7 +6,7 @@
     python -m dfslab.chaos.integrity clean  MANIFEST [JOURNAL...]      remove every item the two name, then the store
 
 A STORE is `TARGET:WHERE`: a storage target of dfslab.registry.TARGETS and where on it, as the
-cluster's backend says (`Backend.integrity_store`): `fs:PATH` (files on a POSIX mount),
+cluster's backend says (faultrun.store_on): `fs:PATH` (files on a POSIX mount),
 `s3:BUCKET,ENDPOINT,KEYS,REGION` (objects through an S3 gateway; KEYS says where the keys are, a
 0600 file or `env:ACCESS_VAR:SECRET_VAR`, never the keys), or a filesystem's own (its package
 holds the store class). Every write is journalled (and fsync'd) as an intent before and

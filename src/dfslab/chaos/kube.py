@@ -23,8 +23,15 @@ import signal
 import time
 from typing import Any
 
+from ..backends.abilities import PodsOnKubernetes, ability
 from ..fault import FaultError, FaultInputError, KubernetesFault, not_a_machine
 from ..runtime.kubernetes.objects import running_ready
+
+
+def _identity(backend: Any) -> Any:
+    """How the cluster's filesystem finds a pod's successor (none of its pods: no successor)."""
+    pods = ability(backend, PodsOnKubernetes)
+    return pods.pod_identity if pods else (lambda labels: {})
 
 
 class _NodeFault(KubernetesFault):
@@ -58,7 +65,7 @@ class DrainNode(_NodeFault):
             meta = pod.metadata
             core.create_namespaced_pod_eviction(meta.name, meta.namespace, client.V1Eviction(
                 metadata=client.V1ObjectMeta(name=meta.name, namespace=meta.namespace)))
-            evicted.append({"namespace": meta.namespace, "uid": meta.uid, "labels": self.cluster.backend.pod_identity(meta.labels or {})})
+            evicted.append({"namespace": meta.namespace, "uid": meta.uid, "labels": _identity(self.cluster.backend)(meta.labels or {})})
         return {"node": target, "evicted": evicted}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
@@ -116,7 +123,7 @@ class NodeLoss(_NodeFault):
     def _pod_identities(self, target: str) -> list[dict[str, Any]]:
         """What ran on the node, by the labels that find a successor: a loss longer than the
         pods' toleration (300 s) has them evicted, and their controllers make new pods."""
-        identity = self.cluster.backend.pod_identity
+        identity = _identity(self.cluster.backend)
         return [{"namespace": p.metadata.namespace, "uid": p.metadata.uid, "labels": identity(p.metadata.labels or {})}
                 for p in self._pods_on(self.core(), target) if identity(p.metadata.labels or {})]
 

@@ -10,15 +10,17 @@ import os
 from typing import Any
 
 from ..backends import Backend, PodSelector
+from ..backends.abilities import PodsOnKubernetes, ability
 from ..fault import RESTART_TIMEOUT, FaultError, FaultInputError, KubernetesFault, daemons_of, not_one_of
 from ..runtime.kubernetes.objects import running_ready
 
 
 def selector(backend: Backend | type[Backend], target: str) -> PodSelector:
     """The pods that run `target`, as the cluster's filesystem names its daemons' pods."""
-    found = backend.pod_selector(target)
+    pods = ability(backend, PodsOnKubernetes)
+    found = pods.pod_selector(target) if pods else None
     if found is None:
-        raise FaultInputError(f"fault pod takes one of this cluster's daemons ({backend.pod_daemons or 'none run as pods'}), "
+        raise FaultInputError(f"fault pod takes one of this cluster's daemons ({pods.pod_daemons if pods else 'none run as pods'}), "
                               f"not {target!r}")
     return found
 

@@ -14,7 +14,8 @@ from rich.table import Table
 
 from .. import cluster
 from ..terminal import LiveProgress, console
-from ..backends import backend_class
+from ..backends import backend_class, require
+from ..backends.abilities import Grows
 from ..spec import load_spec
 from ..state import list_clusters, teardown_order
 from ..units import human_bytes
@@ -109,7 +110,7 @@ def scale(
         fail(exc)
     try:
         with LiveProgress() as progress:
-            result = attached.backend.grow(add_bricks, progress, timeout)
+            result = require(attached.backend, Grows).grow(add_bricks, progress, timeout)
     except USER_ERRORS as exc:
         fail(exc)
     finally:

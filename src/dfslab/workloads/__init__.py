@@ -23,6 +23,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..backends.abilities import ClusterElsewhere, ability
 from ..registry import load_class
 
 # Where file workloads write: fs is the cluster's POSIX mount (CephFS via ceph-fuse, or the
@@ -161,7 +162,8 @@ class Runner:
 
     def tool_servers(self, tool: str) -> list[str]:
         """Hosts running `tool`'s server (e.g. `fio --server`) that its workloads fan out to (external clusters)."""
-        return self.storage.tool_servers(tool) if self.storage is not None else []
+        elsewhere = ability(self.storage, ClusterElsewhere)
+        return elsewhere.tool_servers(tool) if elsewhere else []
 
     def popen(self, argv: list[str], node: str = "client", watched: bool = False, **kw) -> subprocess.Popen:
         """A process on `node`; `watched`: one of the step's tools (stopped with them; the caller

@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..backends.abilities import ClusterElsewhere, ability
 from . import Measurement, Runner, WorkloadError
 from .fiotool import fio_argv, parse_json
 
@@ -41,7 +42,7 @@ def _iperf3(runner: Runner, host: str, port: str, seconds: int, name: str, node:
 
 def network(runner: Runner, seconds: int) -> list[Measurement]:
     rows = _between_nodes(runner, seconds) if runner.nodes else []
-    for endpoint in runner.storage.tool_servers("iperf3") if runner.storage is not None else []:
+    for endpoint in runner.tool_servers("iperf3"):
         host, _, port = endpoint.replace(",", ":").partition(":")
         mbs = _iperf3(runner, host, port or str(IPERF_PORT), seconds, f"baseline-iperf3-client-{host}")
         rows.append(Measurement("baseline", "network_bandwidth", mbs, "MB/s", {"src": "client", "dst": endpoint}))
@@ -73,7 +74,8 @@ def disk(runner: Runner, seconds: int) -> list[Measurement]:
         for node in runner.nodes:
             rows += _fio_disk(runner, runner.raw_dir / f"baseline-disk-{node}", seconds, node)
         return rows
-    base = runner.storage.disk_baseline_dir() if runner.storage is not None else None
+    elsewhere = ability(runner.storage, ClusterElsewhere)
+    base = elsewhere.disk_baseline_dir() if elsewhere else None
     base = base or runner.scratch
     if base is None:
         raise WorkloadError("no scratch directory for the disk baseline")

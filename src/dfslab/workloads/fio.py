@@ -9,6 +9,8 @@ from typing import Any, Callable, Literal, get_args
 
 from pydantic import Field, model_validator
 
+from ..backends import require
+from ..backends.abilities import ToolTargets
 from ..blockdev import direct_io_problem
 from ..fields import Bytes
 from ..state import clusters_root
@@ -152,7 +154,7 @@ def target_options(runner: Runner, target: str, size: int, numjobs: int, direct:
         return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
     if runner.storage is None:
         raise WorkloadError(f"fio target {target!r} needs a cluster")
-    options = engine_options(runner.storage.reach(runner, target, size * numjobs, client_cache))
+    options = engine_options(require(runner.storage, ToolTargets).reach(runner, target, size * numjobs, client_cache))
     if iodepth > 1:
         options["ioengine"] = ASYNC_ENGINES.get(options["ioengine"], options["ioengine"])
     return options
@@ -204,7 +206,7 @@ class Fio(Workload):
     def prepare(self, runner: Runner, params: FioParams) -> None:
         if params.target not in FILE_TARGETS:
             if runner.storage is not None:
-                runner.storage.reach(runner, params.target, params.size * params.numjobs, params.client_cache)
+                require(runner.storage, ToolTargets).reach(runner, params.target, params.size * params.numjobs, params.client_cache)
         elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.tool_servers("fio")):
             for node in runner.client_nodes(self.name, params.clients):
                 files = (params.target, params.size, params.numjobs, files_on(node, params.clients))

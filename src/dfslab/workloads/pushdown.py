@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import Field
 
 from .. import native
+from ..backends import require
+from ..backends.abilities import ObjectPools
 from ..pushdown import ENGINE, Engine, QueryError
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
@@ -93,7 +95,7 @@ class Pushdown(Workload):
                 native.build_class()
             except native.BuildError as exc:
                 raise WorkloadError(str(exc)) from None
-            pool = runner.storage.bench_pool(None)  # "dfslab", or dfslab's own pool on a cluster it did not make
+            pool = require(runner.storage, ObjectPools).bench_pool(None)  # "dfslab", or dfslab's own pool on a cluster it did not make
             self.engine = Engine(runner.popen([*ENGINE, pool], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                               stderr=subprocess.PIPE, text=True))
         return self.engine

@@ -7,6 +7,8 @@ from typing import Any, Callable, Literal
 
 from pydantic import Field
 
+from ..backends import require
+from ..backends.abilities import ObjectPools
 from ..fields import Bytes
 from . import SHORTFALL, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
@@ -85,7 +87,7 @@ def cap_rows(rows: list[Measurement], max_objects: int, object_size: int) -> lis
 def max_objects_for(runner: Runner, pool: str, object_size: int, fraction: float = 0.4) -> int:
     if runner.storage is None:
         raise WorkloadError("rados bench needs a cluster")
-    return max(16, int(runner.storage.pool_free_bytes(runner, pool) * fraction // object_size))
+    return max(16, int(require(runner.storage, ObjectPools).pool_free_bytes(runner, pool) * fraction // object_size))
 
 
 # rados bench's modes for the ops a pool can run (it has no random write).
@@ -143,7 +145,7 @@ class RadosBench(Workload):
         tag = runner.raw_name(f"radosbench-{params.object_size}-{params.threads}t-r{repetition}")
         if runner.storage is None:
             raise WorkloadError("rados bench needs a cluster")
-        pool = runner.storage.bench_pool(params.pool)
+        pool = require(runner.storage, ObjectPools).bench_pool(params.pool)
         # A timed write on a small cluster runs it full, and a full cluster hangs clients and
         # crashes OSDs: bound what the write may leave behind.
         max_objects = params.max_objects or max_objects_for(runner, pool, params.object_size)

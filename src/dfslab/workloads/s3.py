@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from ..backends import require
+from ..backends.abilities import ToolTargets
 from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadParams
 
@@ -56,7 +58,7 @@ class S3(Workload):
         return None  # bounded by time and the gateway's speed; removed at the end of the run
 
     def run(self, runner: Runner, params: S3Params, repetition: int) -> list[Measurement]:
-        s3 = runner.storage.reach(runner, "s3", 0)
+        s3 = require(runner.storage, ToolTargets).reach(runner, "s3", 0)
         endpoint = s3.endpoints[min(params.gateway, len(s3.endpoints) - 1)]
         tag = runner.raw_name(f"s3-{params.object_size}-t{params.threads}-r{repetition}")
         argv = [sys.executable, "-m", WORKER, endpoint, s3.keys, s3.bucket, str(params.object_size),

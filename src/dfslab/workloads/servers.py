@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..backends.abilities import ConfinedStorage, ability
 from ..fields import Bytes
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fiotool import fio_argv, parse_json
@@ -67,13 +68,14 @@ class ServerScaling(Workload):
         return len(params.ops) * (params.seconds + 1) + params.procs * params.size / 400e6 + 3
 
     def run(self, runner: Runner, params: ServersParams, repetition: int) -> list[Measurement]:
-        if runner.storage is None or runner.storage.confine is None:
+        confined = ability(runner.storage, ConfinedStorage)
+        if confined is None:
             raise WorkloadError("workload servers needs a backend that can build storage on some servers only "
                                 "(target confine)")
         if params.servers > len(runner.nodes):
             raise WorkloadError(f"servers.servers={params.servers} but the cluster has {len(runner.nodes)} node(s)")
         pgs = params.pg_per_server * params.servers
-        with runner.storage.confine(runner, runner.nodes[:params.servers], pgs) as where:
+        with confined.confine(runner, runner.nodes[:params.servers], pgs) as where:
             if where.pool is not None:
                 rows = self._on_pool(runner, where.pool, params, repetition)
             else:

@@ -15,7 +15,9 @@ import psutil
 from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
-from .. import Backend, BackendError, Chart, Facts, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
+from ..abilities import (CapacityPlan, ClientSetup, ConfinedStorage, HealthAlarms, LiveSettings, Metrics, ObjectPools,
+                         OpenHandles, SecondClients, ServerCaches, ToolTargets)
+from .. import Backend, BackendError, Chart, Facts, new_bucket, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
 from ...registry import S3Endpoint, rooted_release
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
 from .checks import HealthChecks
@@ -27,7 +29,8 @@ from .context import CephContext
 PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 << 20}
 
 
-class CephBackend(Backend):
+class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, ConfinedStorage, SecondClients, HealthAlarms, ClientSetup,
+                  ServerCaches, CapacityPlan, Metrics):
     name = "ceph"
     facts = Facts(
         required_programs=("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"),
@@ -159,7 +162,7 @@ class CephBackend(Backend):
             raise BackendError(f"cluster {self.spec.name}'s gateways never answered during `dfslab up`; "
                                f"`dfslab down {self.spec.name}` and up again")
         return S3Endpoint(tuple(creds["endpoints"]), str(self.layout.root / "conf" / rgw.CREDENTIALS), "us-east-1",
-                          self.new_bucket())
+                          new_bucket())
 
     def gateways(self) -> list[tuple[str, str, bool]]:
         """(name, S3 endpoint, whether it runs) of each RADOS gateway."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ..abilities import KubernetesManifests, PodsOnKubernetes
 from .. import BackendError, PodSelector, PreflightError, Progress, table
 from ..kube_tables import nodes_table, pods_table
 from . import client as cephfs_client, health, pools, rgw
@@ -192,7 +193,7 @@ CEPH_DAEMON_KINDS = ("mon", "mgr", "osd", "mds", "rgw")  # Rook's ceph_daemon_ty
 ROOK_DAEMON = re.compile(rf"({'|'.join(CEPH_DAEMON_KINDS)})\.([A-Za-z0-9-]+)")
 
 
-class RookCephBackend(CephBackend):
+class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
     name = "ceph"
     facts = replace(CephBackend.facts, required_programs=("ceph", "rados", "nsenter", "ip", "tc"),
                     log_dirs=("logs", "ceph/conf", "kubernetes/nodes/*/pod-logs"))
@@ -264,7 +265,13 @@ class RookCephBackend(CephBackend):
                     "stop": "signalling a daemon's processes needs the node's shell; use pod"}
 
     @classmethod
-    def refuses_faults(cls, spec, kind: str) -> str | None:
+    def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
+        if fault is not None:
+            return cls._fault_refusal(spec, fault)
+        return super().refusal(spec, target)
+
+    @classmethod
+    def _fault_refusal(cls, spec, kind: str) -> str | None:
         if fault_owner(kind) not in (None, spec.filesystem):
             return None  # another filesystem's kind: the fault check says whose
         if spec.kubernetes.user_cluster:

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 from ... import s3api
 from ...runtime import CLIENT
 from ...safety import remove_owned_tree
+from ..abilities import ClientSetup, ClusterElsewhere, HealthAlarms, KubernetesManifests, Metrics, ObjectPools, ToolTargets
 from .. import Backend, BackendError, Chart, Facts, PreflightError, Progress, Reach, table
 from ...registry import S3Endpoint
 from ..ceph import existing_cluster
@@ -24,7 +25,7 @@ from .mounts import loopback, mount_of, over_network
 from .probe import FIO_PORT, IPERF_PORT, http_answers, split_endpoint, tcp_answers
 
 
-class ExternalBackend(Backend):
+class ExternalBackend(Backend, ToolTargets, ObjectPools, HealthAlarms, ClientSetup, Metrics, ClusterElsewhere, KubernetesManifests):
     name = "external"
     facts = Facts(
         offers={"fs": "external.posix, or external.ceph with cephfs: true", "rados": "external.ceph",
@@ -94,7 +95,9 @@ class ExternalBackend(Backend):
         return out
 
     @classmethod
-    def target_refusal(cls, spec, target: str) -> str:
+    def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
+        if fault is not None:
+            return cls._fault_refusal(spec, fault)
         if target == "objclass" and spec.external.ceph:
             return ("dfslab's object class: it must be in the OSDs' rados-classes directory, which only the site's "
                     "admin can install (native/cls_dfslab builds it); the query runs on the client (where: client)")
@@ -103,10 +106,10 @@ class ExternalBackend(Backend):
                     "and pool of its own (Ceph) or a volume of new bricks (GlusterFS), changes to your CRUSH map or "
                     "your servers' paths that it makes only on clusters it made; measure a pool or volume you made "
                     "on those servers with fio or rados bench instead")
-        return super().target_refusal(spec, target)
+        return super().refusal(spec, target)
 
     @classmethod
-    def refuses_faults(cls, spec, kind: str) -> str | None:
+    def _fault_refusal(cls, spec, kind: str) -> str | None:
         ext = spec.external
         if kind in ext.allow_faults and ext.ceph:
             return None

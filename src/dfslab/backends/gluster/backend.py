@@ -12,6 +12,7 @@ from ...polling import wait_until
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
+from ..abilities import ClientSetup, ConfinedStorage, Grows, HealthAlarms, LiveSettings, SecondClients, ToolTargets
 from .. import Backend, BackendError, Chart, Facts, Confinement, Progress, release_versions, table
 from ...registry import VolumeLibrary
 from ..fuse import is_mounted
@@ -20,7 +21,7 @@ from .glusterd import GlusterContext, daemon_name
 from ...polling import wait_until
 
 
-class GlusterBackend(Backend):
+class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings, SecondClients, HealthAlarms, ClientSetup):
     name = "gluster"
     facts = Facts(
         required_programs=("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"),
@@ -240,7 +241,7 @@ class GlusterBackend(Backend):
     def reach(self, runner, target: str, size_bytes: int, client_cache: bool | None = None) -> VolumeLibrary:
         # client_cache: libgfapi's caches are the volume's performance translators (volume options)
         if target != "gfapi":
-            return super().reach(runner, target, size_bytes)
+            raise BackendError(f"{self.name} offers no target {target!r} here")
         runner.workdir("fs", "dfslab-fio-gfapi")  # made through the mount
         return VolumeLibrary(volume.VOLUME, self.ctx.addresses[self.spec.nodes[0].name], "dfslab-fio-gfapi")
 

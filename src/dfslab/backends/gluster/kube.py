@@ -26,7 +26,8 @@ from typing import Any
 
 from ...runtime import CLIENT
 from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, running_ready, validate_all
-from .. import BackendError, PodSelector, Progress
+from ..abilities import PodsOnKubernetes
+from .. import BackendError, PodSelector, PreflightError, Progress
 from . import volume
 from .backend import GlusterBackend
 from .glusterd import PRIVATE_PATHS
@@ -138,14 +139,19 @@ def bootstrap_job(namespace: str, image: str, root: Path, node: str, script: str
     }
 
 
-class GlusterKubernetesBackend(GlusterBackend):
+class GlusterKubernetesBackend(GlusterBackend, PodsOnKubernetes):
     """GlusterFS whose glusterd run as pods of the local Kubernetes."""
 
     facts = replace(GlusterBackend.facts, required_programs=("gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"),
                     log_dirs=("logs", "gluster/*/log", "kubernetes/nodes/*/pod-logs"))
 
     @classmethod
-    def refusal(cls, spec) -> str | None:
+    def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
+        if fault in ("kill", "stop", "node", "brick"):
+            return (f"fault {fault}: on runtime kubernetes glusterd and its bricks run in pods; use fault pod "
+                    f"(e.g. dfslab fault {spec.name} pod glusterd.node2) or nodeloss")
+        if fault is not None or target is not None:
+            return super().refusal(spec, target, fault)
         if spec.kubernetes.user_cluster:
             return ("kubernetes.kubeconfig: GlusterFS on a Kubernetes you run is not built (its glusterd and bricks "
                     "need node paths dfslab makes here); use kubernetes: {local: {}}, or filesystem: external with "
@@ -154,7 +160,9 @@ class GlusterKubernetesBackend(GlusterBackend):
 
     @classmethod
     def preflight(cls, spec) -> None:
-        cls.refuse_if_refused(spec)
+        refused = cls.refusal(spec)
+        if refused:
+            raise PreflightError(refused)
 
     pod_daemons = "glusterd.node2: a node's glusterd"
 
@@ -177,13 +185,6 @@ class GlusterKubernetesBackend(GlusterBackend):
             return f"glusterd.{node}"
         if program == "glusterfsd" and "--brick-name" in argv[:-1]:
             return f"brick.{node}.{Path(argv[argv.index('--brick-name') + 1]).name}"
-        return None
-
-    @classmethod
-    def refuses_faults(cls, spec, kind: str) -> str | None:
-        if kind in ("kill", "stop", "node", "brick"):
-            return (f"fault {kind}: on runtime kubernetes glusterd and its bricks run in pods; use fault pod "
-                    f"(e.g. dfslab fault {spec.name} pod glusterd.node2) or nodeloss")
         return None
 
     def __init__(self, runtime, spec):

@@ -9,12 +9,13 @@ from typing import Any
 
 from ...polling import wait_until
 from ...runtime import CLIENT
+from ..abilities import ClientSetup, HealthAlarms, SecondClients
 from .. import Backend, BackendError, Chart, Facts, Progress, release_versions, table
 from . import SET_COPIES, chunkserver, cli, client, master, metalogger
 from .context import MooseContext
 
 
-class MooseFSBackend(Backend):
+class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup):
     name = "moosefs"
     facts = Facts(
         required_programs=("mfsmaster", "mfschunkserver", "mfsmetalogger", "mfsmount", "mfscli"),
