@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from dfslab.cli import app
 from dfslab.compare import compare_runs, verdict
 from dfslab.results import RunDir
-from dfslab.run import runtime_pairs
+from dfslab.campaign import runtime_pairs
 from dfslab.workloads import Measurement
 
 
@@ -152,7 +152,7 @@ def test_null_comparisons_over_runs_keep_their_rate(tmp_path):
 
 
 def test_runs_interleave_the_sides_so_a_drift_falls_on_both():
-    from dfslab.run import interleaved
+    from dfslab.campaign import interleaved
     order = interleaved(["local", "docker"], 3)
     assert order == ["local", "docker", "docker", "local", "local", "docker"]
     [(_, _, a, b)] = runtime_pairs(order, [Path(f"r{i}") for i in range(6)])

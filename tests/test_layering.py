@@ -143,7 +143,7 @@ LAYERS = [
     ("experiments", ["experiment", "schema"]),
     ("results", ["results", "compare", "sequential"]),
     ("reports", ["report", "render", "plan"]),
-    ("orchestration and CLI", ["cluster", "dryrun", "capabilities", "run", "tune", "phases", "faultrun", "cli"]),
+    ("orchestration and CLI", ["cluster", "dryrun", "capabilities", "run", "campaign", "tune", "phases", "faultrun", "cli"]),
 ]
 
 

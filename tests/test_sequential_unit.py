@@ -146,7 +146,7 @@ def until_decided_on_stand_ins(tmp_path, monkeypatch, run_seconds):
     order run, the result, what progress was told)."""
     from types import SimpleNamespace
 
-    from dfslab import run as run_module
+    from dfslab import campaign as run_module
     from dfslab.phases import RunOutcome
     from dfslab.results import RunDir
     from dfslab.workloads import Measurement
@@ -215,7 +215,7 @@ def test_a_budget_is_not_capped_at_ten_rounds(monkeypatch):
     to 50); without a budget, 10 rounds at most; --max-runs wins over both."""
     from typer.testing import CliRunner
 
-    from dfslab import run as run_module
+    from dfslab import campaign as run_module
     from dfslab.cli import app
     asked = []
 

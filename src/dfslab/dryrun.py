@@ -105,7 +105,7 @@ def run_seconds(exp: Experiment, spec: ClusterSpec, one: Plan) -> list[tuple[str
     """(label, expected seconds) of each run an experiment makes, in order, from the plan of one
     run on `spec`: one per runtime of `runtimes:` (its own deploy and per-step cost), per setting
     combination, or per run of `runs: N`; one entry for a single run."""
-    from .run import runtime_order, settings_order
+    from .campaign import runtime_order, settings_order
     steps = len(exp.steps) * exp.file.repetitions
 
     def on(entry: str) -> float:

@@ -21,7 +21,7 @@ valid through the looks' correlation, not Bonferroni): 84, 74 and 78 % at 7 roun
 above A. If the budget ends the runs before the planned last round, the last look is made there
 instead and spends what is left (still two looks at most).
 tests/test_sequential_unit.py simulates it through `sequential_test`, which drives `Decisions` and
-ratios.ratio_test as `run.run_until_decided` does."""
+ratios.ratio_test as `campaign.run_until_decided` does."""
 
 from __future__ import annotations
 

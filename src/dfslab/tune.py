@@ -32,7 +32,8 @@ from .compare import compare_runs
 from .experiment import Experiment, Step, cluster_axes, set_at, parse_experiment
 from .ratios import ratio_test
 from .results import RunDir
-from .run import SettingsCluster, run_experiment
+from .campaign import SettingsCluster
+from .run import run_experiment
 from .spec import SpecError, parse_spec, read_yaml
 from .workloads import Measurement, current_name
 

@@ -61,8 +61,8 @@ def run(
     """
     from ..experiment import load_experiment, load_run
     from ..phases import RunInterrupted
-    from ..run import (ResumeError, provenance_changes, run_across_runtimes, run_experiment,
-                      run_repeated, runtime_order, settings_order)
+    from ..campaign import provenance_changes, run_across_runtimes, run_repeated, runtime_order, settings_order
+    from ..run import ResumeError, run_experiment
     original = experiment if experiment.is_dir() else None
     if runs is not None and (resume or cluster_name):
         fail(ValueError("--runs makes a fresh cluster for each run: drop --cluster / --resume"))
@@ -110,7 +110,7 @@ def run(
             if across:
                 outcomes = run_across_runtimes(exp, progress)
             elif exp.variants:
-                from ..run import run_across_settings
+                from ..campaign import run_across_settings
                 outcomes = run_across_settings(exp, progress)
             elif exp.file.runs > 1:
                 outcomes = run_repeated(exp, progress)
@@ -134,7 +134,7 @@ def run(
             console.print(f"[yellow]not as asked:[/] {short}")
         failed = failed or bool(outcome.failures) or bool(outcome.not_as_asked)
     if len(outcomes) > 1 and order:
-        from ..run import runtime_pairs
+        from ..campaign import runtime_pairs
         for _, _, runs_a, runs_b in runtime_pairs(order, [o.path for o in outcomes]):
             from .runs import _print_comparison  # runs' commands are registered after run's
             _print_comparison(runs_a, runs_b)
@@ -159,7 +159,7 @@ def run(
 def _until_decided(exp, budget: str | None, max_runs: int | None, conflicting: str | None) -> None:
     """--until-decided: runs of both sides until every headline metric is decided; each metric's
     verdict with the runs it took, or why it was not decided; exit 0 when every one was."""
-    from ..run import decision_sides, run_until_decided
+    from ..campaign import decision_sides, run_until_decided
     from ..units import parse_duration
     if conflicting:
         fail(ValueError(f"--until-decided makes a fresh cluster for each run and decides how many: drop {conflicting}"))
