@@ -254,13 +254,13 @@ def test_a_backend_describes_its_targets_as_data_and_fio_maps_each_kind_to_its_e
 
     from dfslab.backends.abilities import ToolTargets
     from dfslab.registry import BlockImage, ObjectPool, VolumeLibrary
-    from dfslab.workloads.fio import ENGINES, FIO_ON, engine_options, target_options
-    assert engine_options(ObjectPool("p", "u", "/c.conf")) == {"ioengine": "rados", "clientname": "u", "pool": "p",
+    from dfslab.workloads.fio import IOENGINES, FIO_ON, ioengine_options, target_options
+    assert ioengine_options(ObjectPool("p", "u", "/c.conf")) == {"ioengine": "rados", "clientname": "u", "pool": "p",
                                                                "conf": "/c.conf"}
-    assert engine_options(BlockImage("rbd", "img", "admin")) == {"ioengine": "rbd", "clientname": "admin",
+    assert ioengine_options(BlockImage("rbd", "img", "admin")) == {"ioengine": "rbd", "clientname": "admin",
                                                                  "pool": "rbd", "rbdname": "img"}
-    assert engine_options(VolumeLibrary("v", "10.0.0.2", "d"))["filename_format"] == "d/$jobname.$jobnum.$filenum"
-    assert set(ENGINES) == {ObjectPool, BlockImage, VolumeLibrary} and set(FIO_ON) == {"fs", "rados", "rbd", "gfapi"}
+    assert ioengine_options(VolumeLibrary("v", "10.0.0.2", "d"))["filename_format"] == "d/$jobname.$jobnum.$filenum"
+    assert set(IOENGINES) == {ObjectPool, BlockImage, VolumeLibrary} and set(FIO_ON) == {"fs", "rados", "rbd", "gfapi"}
     asked = []
 
     class Storage(ToolTargets):

@@ -83,7 +83,7 @@ def test_on_a_kubernetes_you_run_the_docs_example_says_what_it_refuses_and_why()
     assert cells["radosbench"]["ok"] and cells["fio target=rbd"]["ok"]
     # CephFS through the client Jobs' own mounts (sql: datadir, server and load in one Job's pod)
     assert all(cells[f"{work} target=fs"]["ok"] for work in ("fio", "metadata", "filegrid", "sql", "parallel"))
-    # the pushdown engine, the object class and the s3 load (with a gateway) are in dfslab's image
+    # the pushdown worker, the object class and the s3 load (with a gateway) are in dfslab's image
     assert cells["pushdown where=storage"]["ok"] and cells["pushdown where=client"]["ok"]
     assert not cells["s3"]["ok"] and "ceph.rgw" in cells["s3"]["reason"]
     gateway = yaml.safe_load(Path(f"{REPO}/examples/rook-yours.yaml").read_text())

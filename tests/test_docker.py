@@ -16,7 +16,7 @@ from conftest import REPO, cluster_up, dfslab, run_against, small_spec, wait_for
 from test_readme import run_dir_of, sh
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
-from dfslab.runtime import engine
+from dfslab.runtime import dockerd
 
 pytestmark = pytest.mark.cluster
 NAME = "t-dock"
@@ -33,7 +33,7 @@ def host_network() -> dict:
 
 
 def inspect(container: str) -> dict:
-    return json.loads(engine.docker("inspect", container).stdout)[0]
+    return json.loads(dockerd.docker("inspect", container).stdout)[0]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
                 status = json.loads(sh("dfslab status small --json").stdout)
                 assert status["health"] == "HEALTH_OK", status["summary"]
                 # every daemon of the reader's cluster is a running container of dfslab's engine
-                names = set(engine.docker("ps", "--format", "{{.Names}}").stdout.split())
+                names = set(dockerd.docker("ps", "--format", "{{.Names}}").stdout.split())
                 assert {f"dfs-small-{d}" for d in ("mon.a", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a")} <= names, names
             out = sh(line, timeout=1800).stdout
             if line.startswith("dfslab run "):
@@ -137,7 +137,7 @@ def test_the_gateway_in_its_container_serves_s3_to_a_workload_and_to_s3cmd(dock,
 
 def test_engine_and_bridges_live_outside_the_host_namespace(dock, host_before):
     assert host_network() == host_before
-    engine_links = subprocess.run(["ip", "-n", engine.NETNS, "-o", "link"], capture_output=True, text=True).stdout
+    engine_links = subprocess.run(["ip", "-n", dockerd.NETNS, "-o", "link"], capture_output=True, text=True).stdout
     assert dock.runtime.bridge in engine_links
 
 
@@ -265,7 +265,7 @@ def test_daemon_containers_get_only_their_own_key(dock):
         sources = {m["Source"] for m in inspect(cname)["Mounts"]}
         assert state_dir not in sources, (cname, sources)
         own = str(data_dir(dock, proc.name) / "keyring")
-        exec_test = lambda *a: engine.docker("exec", cname, "test", *a, check=False).returncode  # noqa: E731
+        exec_test = lambda *a: dockerd.docker("exec", cname, "test", *a, check=False).returncode  # noqa: E731
         assert exec_test("-r", own) == 0, (cname, own)
         assert exec_test("-e", admin_keyring) != 0, (cname, "sees the admin keyring")
         others = [p for p in dock.runtime.procs.all() if p.name != proc.name]
@@ -291,6 +291,6 @@ def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(do
     finally:
         dfslab("down", SIBLING, check=False)
     assert cluster.leftovers(SIBLING) == []
-    assert not engine.running() and not Path(f"/run/netns/{engine.NETNS}").exists()
+    assert not dockerd.running() and not Path(f"/run/netns/{dockerd.NETNS}").exists()
     assert host_network() == host_before
     assert containers  # there was something to remove

@@ -220,7 +220,7 @@ FS_WORDS = re.compile(r"(?<![a-z])(" + "|".join(w for fs in FILESYSTEMS for w in
 SUBJECT = {
     "dfslab.plan": "Ceph's capacity planner (crushtool, osdmaptool, PGs per OSD); another filesystem's would sit beside it",
     "dfslab.pushdown": "SkyhookDM-style queries inside Ceph's OSDs (the object class cls_dfslab, librados)",
-    "dfslab.workloads.pushdown": "the pushdown engine as a workload (requires target rados)",
+    "dfslab.workloads.pushdown": "the pushdown worker as a workload (requires target rados)",
     "dfslab.workloads.radosbench": "rados bench, Ceph's own benchmark (requires target rados)",
     "dfslab.native": "builds the object class into Ceph's rados-classes directory",
 }

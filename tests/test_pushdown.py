@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 from conftest import cluster_up, dfslab, run_against, small_spec, status_json, write_spec
 from dfslab import cluster
-from dfslab.pushdown import ENGINE, Engine
+from dfslab.pushdown import WORKER, QueryWorker
 from dfslab.pushdown.columnar import encode
 from dfslab.pushdown.dataset import synthetic
 from dfslab.pushdown.query import encode_request, parse
@@ -32,15 +32,15 @@ def engine(tmp_path_factory):
     try:  # a setup that raises is never torn down: the cluster goes here whatever happens
         res = dfslab("data", "load", NAME, "--rows", str(ROWS), "--objects", str(OBJECTS), "--seed", str(SEED))
         assert f"{ROWS} rows in {OBJECTS} objects" in res.stderr
-        argv, env = cluster.client_command(NAME, ENGINE)
-        with Engine.start(argv, env) as eng:
+        argv, env = cluster.client_command(NAME, WORKER)
+        with QueryWorker.start(argv, env) as eng:
             yield eng
     finally:
         cluster.down(NAME, missing_ok=True)
     assert cluster.leftovers(NAME) == []
 
 
-def both(engine: Engine, sql: str) -> tuple[dict, dict]:
+def both(engine: QueryWorker, sql: str) -> tuple[dict, dict]:
     return engine.call(op="query", sql=sql, where="storage"), engine.call(op="query", sql=sql, where="client")
 
 
@@ -81,7 +81,7 @@ def test_edge_cases(engine, sql):
     assert same_rows(storage["rows"], client["rows"]) and same_rows(storage["rows"], duck(TABLE, sql)), sql
 
 
-def object_digests(engine: Engine) -> dict[str, str]:
+def object_digests(engine: QueryWorker) -> dict[str, str]:
     digests = engine.call(op="digests", dataset="ds")
     assert len(digests) == OBJECTS
     return digests

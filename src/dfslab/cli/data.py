@@ -65,9 +65,9 @@ app.add_typer(data_app, name="data")
 
 
 def _engine(name: str):
-    """A pushdown engine on the cluster's client node, with cls_dfslab built for the OSDs."""
+    """A pushdown worker on the cluster's client node, with cls_dfslab built for the OSDs."""
     from .. import native
-    from ..pushdown import ENGINE, TARGET, Engine
+    from ..pushdown import WORKER, TARGET, QueryWorker
     from ..registry import TARGETS
     try:
         native.build_class()
@@ -75,10 +75,10 @@ def _engine(name: str):
         if TARGET not in backend_class(spec).targets_for(spec):
             raise cluster.ClusterError(f"cluster {name!r} runs {spec.filesystem}; query pushdown needs "
                                        f"{TARGETS[TARGET].says} (target {TARGET})")
-        argv, env = cluster.client_command(name, [*ENGINE, cluster.bench_pool(name)])
+        argv, env = cluster.client_command(name, [*WORKER, cluster.bench_pool(name)])
     except (native.BuildError, *USER_ERRORS) as exc:
         fail(exc)
-    return Engine.start(argv, env)
+    return QueryWorker.start(argv, env)
 
 
 @data_app.command("load")

@@ -26,7 +26,7 @@ def images_build(rebuild: bool = typer.Option(False, help="build even if an imag
     """Build the storage image: debootstrap Debian 12 with Ceph and GlusterFS from Debian's packages,
     import it into dfslab's own dockerd. Skipped while apt offers the same versions (~1.5 min when it runs)."""
     from .. import deps
-    from ..runtime import engine, images
+    from ..runtime import dockerd, images
     try:
         with LiveProgress() as progress:
             deps.ensure_runtime("docker", progress)
@@ -35,7 +35,7 @@ def images_build(rebuild: bool = typer.Option(False, help="build even if an imag
     except USER_ERRORS as exc:
         fail(exc)
     finally:
-        engine.stop_if_unused()  # the engine runs while docker clusters do, not after a build
+        dockerd.stop_if_unused()  # the engine runs while docker clusters do, not after a build
     print(f"{image} ({elapsed:.1f}s)")
 
 
@@ -43,16 +43,16 @@ def images_build(rebuild: bool = typer.Option(False, help="build even if an imag
 def images_list() -> None:
     """The images dfslab's engine holds, and which one the current package versions select."""
     from .. import deps
-    from ..runtime import engine, images
+    from ..runtime import dockerd, images
     try:
         deps.ensure_runtime("docker", lambda step, detail: print(f"{step} {detail}", file=sys.stderr))
-        engine.start()
-        print(engine.docker("images", images.REPO).stdout, end="")
+        dockerd.start()
+        print(dockerd.docker("images", images.REPO).stdout, end="")
         print(f"current: {images.built_for(images.candidate_versions()) or 'none (dfslab images build)'}")
     except USER_ERRORS as exc:
         fail(exc)
     finally:
-        engine.stop_if_unused()
+        dockerd.stop_if_unused()
 
 
 releases_app = typer.Typer(help="The filesystems' releases dfslab deploys, and their roots (built once per machine "

@@ -1,7 +1,7 @@
 """Query pushdown into Ceph (SkyhookDM's experiment): a columnar dataset of RADOS objects
 (`columnar`, `dataset`), a small SQL subset (`query`), and `engine`, run on the client node,
 which answers a query either inside the OSDs through native/cls_dfslab or on the client.
-`Engine` below drives one engine process from outside the cluster's namespaces."""
+`QueryWorker` below drives one engine process from outside the cluster's namespaces."""
 
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ from typing import Any
 
 from .query import QueryError
 
-ENGINE = [sys.executable, "-m", "dfslab.pushdown.engine"]
-TARGET = "rados"  # what a cluster must offer (dfslab.registry.TARGETS): the engine reads and runs in its pools
+WORKER = [sys.executable, "-m", "dfslab.pushdown.worker"]
+TARGET = "rados"  # what a cluster must offer (dfslab.registry.TARGETS): the worker reads and runs in its pools
 
 
-class Engine:
-    """One engine process on the client node; `call` sends a request and waits for its answer."""
+class QueryWorker:
+    """One query worker process on the client node (pushdown/worker.py); `call` sends a request and waits for its answer."""
 
     def __init__(self, proc: subprocess.Popen):
         self.proc = proc
 
     @classmethod
-    def start(cls, argv: list[str], env: dict[str, str]) -> "Engine":
+    def start(cls, argv: list[str], env: dict[str, str]) -> "QueryWorker":
         return cls(subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True))
 
@@ -37,7 +37,7 @@ class Engine:
         line = self.proc.stdout.readline()
         if not line:
             err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise QueryError(f"the query engine on the client node exited: {err.strip()[-800:]}")
+            raise QueryError(f"the query worker on the client node exited: {err.strip()[-800:]}")
         answer = json.loads(line)
         if "error" in answer:
             raise QueryError(answer["error"])
@@ -52,11 +52,11 @@ class Engine:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> "QueryWorker":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-__all__ = ["ENGINE", "TARGET", "Engine", "QueryError"]
+__all__ = ["WORKER", "TARGET", "QueryWorker", "QueryError"]

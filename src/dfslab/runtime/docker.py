@@ -1,4 +1,4 @@
-"""Nodes and daemons in Docker containers, on dfslab's own engine (runtime/engine.py).
+"""Nodes and daemons in Docker containers, on dfslab's own engine (runtime/dockerd.py).
 
     dfs-<cluster>                 a user-defined bridge network on the spec's subnet
     dfs-<cluster>-<node>          the node's container: holds its address (sleep), nothing else
@@ -30,7 +30,7 @@ from pathlib import Path
 from ..native import CLASS_LIB
 from ..procs import ENV_MARK, TrackedProcess
 from ..spec import ClusterSpec
-from . import engine, images
+from . import dockerd, images
 from .base import RuntimeError_
 from .local import LocalNetnsRuntime, node_addresses
 from ..polling import poll, wait_until
@@ -74,7 +74,7 @@ class DockerRuntime(LocalNetnsRuntime):
 
     @property
     def hub(self) -> str:
-        return engine.NETNS
+        return dockerd.NETNS
 
     def container(self, name: str) -> str:
         return f"dfs-{self.state.name}-{name}"
@@ -89,7 +89,7 @@ class DockerRuntime(LocalNetnsRuntime):
         return "dfsb" + hashlib.sha1(self.state.name.encode()).hexdigest()[:10]
 
     def labels(self, **extra: str) -> list[str]:
-        out = ["--label", f"{engine.LABEL}={self.state.name}"]
+        out = ["--label", f"{dockerd.LABEL}={self.state.name}"]
         for key, value in extra.items():
             out += ["--label", f"dfslab.{key}={value}"]
         return out
@@ -99,19 +99,19 @@ class DockerRuntime(LocalNetnsRuntime):
         return [self.ns(n) for n in [*spec.node_names(), *spec.client_names()]]
 
     def preflight(self, spec: ClusterSpec) -> None:
-        engine.docker_cli()
+        dockerd.docker_cli()
         super().preflight(spec)
 
     def prepare(self, spec: ClusterSpec, progress) -> None:
-        progress("starting container engine", f"dockerd in namespace {engine.NETNS}, data in {engine.engine_home()}")
-        engine.start()
+        progress("starting container engine", f"dockerd in namespace {dockerd.NETNS}, data in {dockerd.engine_home()}")
+        dockerd.start()
         progress("checking image", images.REPO)
         self.state.update(image=images.ensure(progress))
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
         addrs = node_addresses(spec)
         self.state.add_resource("docker-network", self.network)
-        res = engine.docker("network", "create", "--driver", "bridge", "--subnet", spec.network.subnet,
+        res = dockerd.docker("network", "create", "--driver", "bridge", "--subnet", spec.network.subnet,
                             "-o", f"com.docker.network.bridge.name={self.bridge}", *self.labels(),
                             self.network, check=False)
         if res.returncode != 0:
@@ -127,7 +127,7 @@ class DockerRuntime(LocalNetnsRuntime):
         """Start the node's container, attach its namespace; return its link ends."""
         name = self.container(node)
         self.state.add_resource("container", name)
-        engine.docker("run", "-d", "--name", name, "--hostname", node, "--network", self.network, "--ip", address,
+        dockerd.docker("run", "-d", "--name", name, "--hostname", node, "--network", self.network, "--ip", address,
                       *self.labels(node=node), self.image, "sleep", "infinity")
         pid = self._pid(name)
         ns = self.ns(node)
@@ -144,10 +144,10 @@ class DockerRuntime(LocalNetnsRuntime):
         return image
 
     def _pid(self, name: str) -> int:
-        pid = int(engine.docker("inspect", "-f", "{{.State.Pid}}", name).stdout.strip() or 0)
+        pid = int(dockerd.docker("inspect", "-f", "{{.State.Pid}}", name).stdout.strip() or 0)
         if pid == 0:
             raise RuntimeError_(f"container {name} is not running: `docker logs` says "
-                                f"{engine.docker('logs', '--tail', '5', name, check=False).stderr.strip()!r}")
+                                f"{dockerd.docker('logs', '--tail', '5', name, check=False).stderr.strip()!r}")
         return pid
 
     def _bridge_side(self, ns: str) -> str:
@@ -185,7 +185,7 @@ class DockerRuntime(LocalNetnsRuntime):
         # --init: a tiny init (tini) is the container's first process and reaps orphans; without it
         # a brick glusterd daemonized and that was killed stays a zombie, and glusterd, seeing
         # its PID "alive", never restarts it. The daemon is init's one child.
-        engine.docker("run", "-d", "--init", "--name", cname, "--network", f"container:{self.container(node)}",
+        dockerd.docker("run", "-d", "--init", "--name", cname, "--network", f"container:{self.container(node)}",
                       *self.labels(node=node, daemon=name), *env_args, *mounts, *caps,
                       self.image, *LOG_WRAPPER, log, *argv)
         return self.procs.adopt(name, node, self._daemon_pid(cname), list(argv), log, env,
@@ -212,7 +212,7 @@ class DockerRuntime(LocalNetnsRuntime):
         cname = proc.meta.get("container")
         if cname is None:
             return super().in_daemon(proc, argv)
-        return [engine.docker_cli(), "-H", f"unix://{engine.socket_path()}", "exec", "-i", cname,
+        return [dockerd.docker_cli(), "-H", f"unix://{dockerd.socket_path()}", "exec", "-i", cname,
                 "nsenter", f"--mount=/proc/{_inner_pid(proc.pid)}/ns/mnt", *argv]
 
     def host_pid(self, node: str, pid: int) -> int | None:
@@ -225,21 +225,21 @@ class DockerRuntime(LocalNetnsRuntime):
         if cname is None:
             return super().signal_process(proc, sig, grace)
         if sig == signal.SIGKILL:
-            engine.docker("kill", "--signal", "KILL", cname, check=False)
+            dockerd.docker("kill", "--signal", "KILL", cname, check=False)
         else:
-            engine.docker("stop", "-t", str(int(grace)), cname, check=False, timeout=grace + 30)
+            dockerd.docker("stop", "-t", str(int(grace)), cname, check=False, timeout=grace + 30)
         poll(lambda: not proc.alive(), f"{proc.name}'s container to stop", 10, 0.05)
 
     def _remove(self, cname: str) -> None:
-        engine.docker("rm", "-f", cname, check=False)
+        dockerd.docker("rm", "-f", cname, check=False)
 
     # -- teardown ---------------------------------------------------------------
     def _labelled(self, *listing: str) -> list[str]:
         """Names from a docker listing (`ps -a`, `network ls`) of what carries this cluster's label."""
-        if not engine.responding():
+        if not dockerd.responding():
             return []
-        res = engine.docker(*listing, "--format", "{{.Name}}" if listing[0] == "network" else "{{.Names}}",
-                            "--filter", f"label={engine.LABEL}={self.state.name}", check=False)
+        res = dockerd.docker(*listing, "--format", "{{.Name}}" if listing[0] == "network" else "{{.Names}}",
+                            "--filter", f"label={dockerd.LABEL}={self.state.name}", check=False)
         return res.stdout.split()
 
     def _containers(self) -> list[str]:
@@ -250,21 +250,21 @@ class DockerRuntime(LocalNetnsRuntime):
 
     def destroy(self) -> list[str]:
         recorded = self.state.resources("container") or self.state.resources("docker-network")
-        if recorded and not engine.responding():
-            engine.start()  # stopped containers still hold their names and the subnet
+        if recorded and not dockerd.responding():
+            dockerd.start()  # stopped containers still hold their names and the subnet
         removed = []
         containers = self._containers()
         if containers:
-            engine.docker("rm", "-f", *containers, check=False, timeout=300)
+            dockerd.docker("rm", "-f", *containers, check=False, timeout=300)
             removed += [f"container {c}" for c in containers]
         for net in self._networks():
-            engine.docker("network", "rm", net, check=False)
+            dockerd.docker("network", "rm", net, check=False)
             removed.append(f"network {net}")
         for kind in ("container", "docker-network"):
             for item in self.state.resources(kind):
                 self.state.remove_resource(kind, item)
         removed += super().destroy()  # the attached namespace names
-        if engine.stop_if_unused():
+        if dockerd.stop_if_unused():
             removed.append("dockerd")
         return removed
 
@@ -272,4 +272,4 @@ class DockerRuntime(LocalNetnsRuntime):
         found = [f"container {c}" for c in self._containers()]
         found += [f"docker network {n}" for n in self._networks()]
         found += super().leftovers()  # the attached namespace names
-        return found + engine.leftovers()
+        return found + dockerd.leftovers()

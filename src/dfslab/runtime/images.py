@@ -22,7 +22,7 @@ from typing import Callable
 from ..registry import FILESYSTEMS, image_packages
 from ..safety import UnsafeRemoval, remove_owned_tree
 from .base import RuntimeError_
-from . import engine
+from . import dockerd
 
 REPO = "dfslab/storage"
 MIRROR = "http://deb.debian.org/debian"
@@ -33,7 +33,7 @@ SUITE = "bookworm"
 FILESYSTEM_PACKAGES = {fs: image_packages(fs) for fs in FILESYSTEMS}
 # What the image adds for runtime kubernetes: tini as init, and the tools dfslab's Jobs run (fio,
 # iperf3, and MariaDB for the sql workload, server and mysqlslap); boto3, tenacity and numpy for
-# dfslab's own S3 load, the checksummed objects through a gateway and the pushdown engine, which on
+# dfslab's own S3 load, the checksummed objects through a gateway and the pushdown worker, which on
 # a Kubernetes you run run in the image's Python (runtime/kubernetes/images.py IMAGE_MODULES).
 KUBERNETES_PACKAGES = ["tini", "fio", "iperf3", "mariadb-server", "mariadb-client", "python3-boto3", "python3-tenacity",
                        "python3-numpy"]
@@ -71,7 +71,7 @@ def tag_for(versions: dict[str, str]) -> str:
 
 def built_for(versions: dict[str, str]) -> str | None:
     """The image built when apt offered these versions, if the engine has one."""
-    res = engine.docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
+    res = dockerd.docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
                         f"label=dfslab.candidates={tag_for(versions)}", REPO, check=False)
     names = res.stdout.split()
     return names[0] if names else None
@@ -79,7 +79,7 @@ def built_for(versions: dict[str, str]) -> str | None:
 
 def ensure(progress: Progress, rebuild: bool = False) -> str:
     """The image for the current package versions, built if the engine does not have it."""
-    engine.start()
+    dockerd.start()
     versions = candidate_versions()
     image = built_for(versions)
     if image and not rebuild:
@@ -91,8 +91,8 @@ def build(versions: dict[str, str], progress: Progress) -> str:
     """Build and import the image; return its name (tagged by the versions it holds)."""
     if shutil.which("debootstrap") is None:
         raise RuntimeError_("images: debootstrap is missing; `make install-deps` installs it")
-    engine.engine_home().mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="dfslab-image-", dir=engine.engine_home()))
+    dockerd.engine_home().mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="dfslab-image-", dir=dockerd.engine_home()))
     root = work / "root"
     try:
         _debootstrap(root, progress)
@@ -105,7 +105,7 @@ def build(versions: dict[str, str], progress: Progress) -> str:
         image = f"{REPO}:{tag_for(installed_versions(root, list(versions)))}"
         progress("importing image", image)
         tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
-        res = engine.docker("import", "--change", f"LABEL dfslab.candidates={tag_for(versions)}", "-", image,
+        res = dockerd.docker("import", "--change", f"LABEL dfslab.candidates={tag_for(versions)}", "-", image,
                             stdin=tar.stdout, timeout=600, check=False)
         tar.wait()
         if res.returncode != 0:
@@ -130,7 +130,7 @@ def _remove_tree(work: Path) -> None:
         raise RuntimeError_(f"images: {work} still has mounts under it ({_mounts_under(work)}); unmount them and remove it")
     if not work.name.startswith("dfslab-image-"):
         raise UnsafeRemoval(f"refusing to remove {work}: not an image build tree of dfslab's (dfslab-image-*)")
-    remove_owned_tree(work, [engine.engine_home()], "image build tree made by mkdtemp")
+    remove_owned_tree(work, [dockerd.engine_home()], "image build tree made by mkdtemp")
 
 
 SOURCES = """deb http://deb.debian.org/debian bookworm main

@@ -37,7 +37,7 @@ FIO_ON = {
     "rbd": FioOn("an RBD image (fio's rbd engine)"),
     "gfapi": FioOn("the GlusterFS volume through libgfapi (fio's gfapi engine)"),
 }
-ENGINES: dict[type, Callable[[Any], dict[str, Any]]] = {
+IOENGINES: dict[type, Callable[[Any], dict[str, Any]]] = {
     ObjectPool: lambda t: {"ioengine": "rados", "clientname": t.user, "pool": t.pool, "conf": t.conf},
     BlockImage: lambda t: {"ioengine": "rbd", "clientname": t.user, "pool": t.pool, "rbdname": t.image},
     # fio names gfapi files relative to the volume root (and checks `directory=` on the local
@@ -47,9 +47,9 @@ ENGINES: dict[type, Callable[[Any], dict[str, Any]]] = {
 }
 
 
-def engine_options(reach: Reach) -> dict[str, Any]:
+def ioengine_options(reach: Reach) -> dict[str, Any]:
     """fio's engine and its options for a target as the backend described it."""
-    return ENGINES[type(reach)](reach)
+    return IOENGINES[type(reach)](reach)
 
 
 FILE_TARGETS = get_args(FileTarget)
@@ -132,7 +132,7 @@ class FioParams(WorkloadParams):
 # Engines that run one I/O at a time whatever the iodepth (fio says only "queue depth will be
 # capped at 1" in its text output), and their asynchronous twins. fio's gfapi at iodepth 16
 # on a replica-3 volume: 9.4 k IOPS at depth 1; gfapi_async: 20.9 k with 16 in flight.
-ASYNC_ENGINES = {"gfapi": "gfapi_async"}
+ASYNC_IOENGINES = {"gfapi": "gfapi_async"}
 
 
 FILES = "dfslab-fio"
@@ -154,9 +154,9 @@ def target_options(runner: Runner, target: str, size: int, numjobs: int, direct:
         return {"ioengine": "libaio", "directory": str(directory), "direct": int(direct)}
     if runner.storage is None:
         raise WorkloadError(f"fio target {target!r} needs a cluster")
-    options = engine_options(require(runner.storage, ToolTargets).reach(runner, target, size * numjobs, client_cache))
+    options = ioengine_options(require(runner.storage, ToolTargets).reach(runner, target, size * numjobs, client_cache))
     if iodepth > 1:
-        options["ioengine"] = ASYNC_ENGINES.get(options["ioengine"], options["ioengine"])
+        options["ioengine"] = ASYNC_IOENGINES.get(options["ioengine"], options["ioengine"])
     return options
 
 

@@ -15,7 +15,7 @@ from pydantic import Field
 from .. import native
 from ..backends import require
 from ..backends.abilities import ObjectPools
-from ..pushdown import ENGINE, Engine, QueryError
+from ..pushdown import WORKER, QueryWorker, QueryError
 from . import Measurement, Runner, Workload, WorkloadError, WorkloadParams
 
 QUERIES = {
@@ -37,7 +37,7 @@ class Pushdown(Workload):
     name = "pushdown"
     Params = PushdownParams
     requires = "rados"
-    workers = (ENGINE[2],)  # dfslab's query engine, on the client node
+    workers = (WORKER[2],)  # dfslab's query worker, on the client node
 
     @classmethod
     def cluster_targets(cls) -> dict[str, str]:
@@ -48,7 +48,7 @@ class Pushdown(Workload):
         return "objclass" if params.where == "storage" else "rados"
 
     def __init__(self):
-        self.engine: Engine | None = None
+        self.worker: QueryWorker | None = None
         self.loaded: set[tuple[int, int]] = set()
 
 
@@ -57,16 +57,16 @@ class Pushdown(Workload):
         return load + params.rows * 48 / (100e6 if params.where == "client" else 400e6) + 1
 
     def run(self, runner: Runner, params: PushdownParams, repetition: int) -> list[Measurement]:
-        engine = self.start(runner)
+        worker = self.start(runner)
         dataset = f"pd{params.rows}x{params.objects}"
         try:
             if (params.rows, params.objects) not in self.loaded:
-                engine.call(op="load", dataset=dataset, rows=params.rows, objects=params.objects, seed=1)
+                worker.call(op="load", dataset=dataset, rows=params.rows, objects=params.objects, seed=1)
                 self.loaded.add((params.rows, params.objects))
             sql = QUERIES[params.query].format(ds=dataset, s=params.selectivity / 100)
             osd_cpu_before = runner.daemon_cpu("osd.")
             # limit 0: the answer is complete on the client (columnar), but not sent back as JSON rows.
-            answer = engine.call(op="query", sql=sql, where=params.where, limit=0 if params.query == "select" else None)
+            answer = worker.call(op="query", sql=sql, where=params.where, limit=0 if params.query == "select" else None)
             osd_cpu_after = runner.daemon_cpu("osd.")
         except QueryError as exc:
             raise WorkloadError(f"pushdown {params.where}: {exc}") from None
@@ -82,30 +82,30 @@ class Pushdown(Workload):
                 Measurement(self.name, "rows_selected", rows, "rows", labels, repetition),
                 Measurement(self.name, "scan_rate", answer["dataset_bytes"] / 1e6 / answer["seconds"], "MB/s",
                             labels, repetition),
-                # What SkyhookDM's argument rests on: the client's CPU per query (the engine
+                # What SkyhookDM's argument rests on: the client's CPU per query (the worker
                 # process, every thread), and the OSDs' (their processes, read before and after).
                 Measurement(self.name, "client_cpu", answer["client_cpu_seconds"], "s", labels, repetition)]
         if osd_cpu is not None:
             out.append(Measurement(self.name, "osd_cpu", osd_cpu, "s", labels, repetition))
         return out
 
-    def start(self, runner: Runner) -> Engine:
-        if self.engine is None:
+    def start(self, runner: Runner) -> QueryWorker:
+        if self.worker is None:
             try:
                 native.build_class()
             except native.BuildError as exc:
                 raise WorkloadError(str(exc)) from None
             pool = require(runner.storage, ObjectPools).bench_pool(None)  # "dfslab", or dfslab's own pool on a cluster it did not make
-            self.engine = Engine(runner.popen([*ENGINE, pool], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.worker = QueryWorker(runner.popen([*WORKER, pool], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                               stderr=subprocess.PIPE, text=True))
-        return self.engine
+        return self.worker
 
     def headlines(self, rows: list[Measurement]) -> list[Measurement]:
         return []  # time per query, not a throughput: no bottleneck line
 
     def finish(self, runner: Runner) -> None:
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
         # The datasets are in this run's cluster; the next run of a sweep (a fresh cluster) loads its own.
         self.loaded.clear()

@@ -85,7 +85,7 @@ SCRAPED = {
 
 def connect_rados(**conf: str):
     """A connected `rados.Rados` from CEPH_CONF / CEPH_ARGS: the public way client-side tools
-    (integrity checker, pushdown engine) reach a Ceph cluster."""
+    (integrity checker, pushdown worker) reach a Ceph cluster."""
     from .helper import connect_from_env  # not at import: the spec imports this package
     return connect_from_env(**conf)
 

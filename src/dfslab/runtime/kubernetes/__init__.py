@@ -150,10 +150,10 @@ class KubernetesRuntime(LocalNetnsRuntime):
         super().preflight(spec)
 
     def prepare(self, spec: ClusterSpec, progress) -> None:
-        from .. import engine
+        from .. import dockerd
         from . import images
         self.state.update(k8s_images=images.ensure(progress))
-        engine.stop_if_unused()  # the images are built and saved; the nodes' containerds run them
+        dockerd.stop_if_unused()  # the images are built and saved; the nodes' containerds run them
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
         addrs = super().create(spec)

@@ -159,13 +159,13 @@ class ExistingKubernetesRuntime(Runtime):
         if k.image:
             self.state.update(k8s_images={"rook": k.image})
             return
-        from .. import engine
+        from .. import dockerd
         from . import images
         local = images.ensure(progress)["rook"]
         pushed = image_pushed(k.image_registry, local)
         progress("pushing image", f"{pushed} (kubernetes.image_registry)")
-        engine.docker("tag", local, pushed, timeout=60)
-        engine.docker("push", pushed, timeout=1800)
+        dockerd.docker("tag", local, pushed, timeout=60)
+        dockerd.docker("push", pushed, timeout=1800)
         self.state.update(k8s_images={"rook": pushed})
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from ...polling import wait_until
-from .. import engine
+from .. import dockerd
 from ..base import RuntimeError_
 from .. import images as storage_images
 from ... import native
@@ -52,7 +52,7 @@ SEED_TIMEOUT = 600
 # dfslab.spec): the integrity checker (seed, writer, read-back), the S3 load and the pushdown
 # engine. The image holds dfslab's source at DFSLAB_PATH, and dfslab's object class in Ceph's
 # class directory, where Rook's OSD pods load it (their conf lets them load any class).
-IMAGE_MODULES = frozenset({"dfslab.chaos.integrity", "dfslab.s3_worker", "dfslab.pushdown.engine"})
+IMAGE_MODULES = frozenset({"dfslab.chaos.integrity", "dfslab.s3_worker", "dfslab.pushdown.worker"})
 DFSLAB_PATH = "/opt/dfslab"
 
 
@@ -91,15 +91,15 @@ def ensure(progress) -> dict[str, str]:
     dfslab = hashlib.sha256((sources_digest() + hashlib.sha256(object_class.read_bytes()).hexdigest()).encode())
     tag = f"{base.split(':', 1)[1]}-rook{digest}-dfslab{dfslab.hexdigest()[:8]}"
     names = {"rook": f"{ROOK_REPO}:{tag}", "sandbox": f"{PAUSE_REPO}:{tag}"}
-    archive = engine.engine_home() / f"k8s-images-{tag}.tar"
+    archive = dockerd.engine_home() / f"k8s-images-{tag}.tar"
     if not archive.exists():
         progress("building image", names["rook"])
         _build(base, rook, object_class, names)
         progress("saving images", f"{archive} (unpacked once into the seed every node's containerd starts from)")
         partial = archive.with_suffix(".partial")
-        engine.docker("save", "-o", str(partial), names["rook"], names["sandbox"], timeout=900)
+        dockerd.docker("save", "-o", str(partial), names["rook"], names["sandbox"], timeout=900)
         partial.rename(archive)
-        for old in engine.engine_home().glob("k8s-images-*.tar"):  # archives of earlier builds (dfslab's own)
+        for old in dockerd.engine_home().glob("k8s-images-*.tar"):  # archives of earlier builds (dfslab's own)
             if old != archive:
                 old.unlink()
     return {**names, "archive": str(archive), "seed": str(seed(archive, progress))}
@@ -110,7 +110,7 @@ def seed(archive: Path, progress) -> Path:
     done = archive.with_name(archive.stem + "-containerd")
     if done.is_dir():
         return done
-    home = engine.engine_home()
+    home = dockerd.engine_home()
     for old in home.glob("k8s-images-*-containerd*"):  # seeds of earlier builds, or an interrupted one (dfslab's own)
         shutil.rmtree(old)
     partial = done.with_name(done.name + ".partial")
@@ -161,7 +161,7 @@ def seed_root(seed_dir: Path, root: Path) -> bool:
 
 def _build(base: str, rook: Path, object_class: Path, names: dict[str, str]) -> None:
     """dfslab's image: `base` with the rook binary, dfslab's source and `object_class`; and the sandbox."""
-    context = Path(tempfile.mkdtemp(prefix="dfslab-rook-image-", dir=engine.engine_home()))
+    context = Path(tempfile.mkdtemp(prefix="dfslab-rook-image-", dir=dockerd.engine_home()))
     try:
         shutil.copy2(rook, context / "rook")
         layer = native.image_layer(object_class, context)
@@ -176,9 +176,9 @@ def _build(base: str, rook: Path, object_class: Path, names: dict[str, str]) -> 
             f"{layer}\n"
             # Rook's image runs as root with the rook binary as entrypoint; its pods name commands.
             'ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/rook"]\n')
-        engine.docker("build", "--network", "none", "-t", names["rook"], str(context), timeout=600)
+        dockerd.docker("build", "--network", "none", "-t", names["rook"], str(context), timeout=600)
         (context / "Dockerfile").write_text(f'FROM {names["rook"]}\nENTRYPOINT ["sleep", "infinity"]\n')
-        engine.docker("build", "--network", "none", "-t", names["sandbox"], str(context), timeout=600)
+        dockerd.docker("build", "--network", "none", "-t", names["sandbox"], str(context), timeout=600)
     except RuntimeError_:
         raise
     finally:
