@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def timed(exp, live: bool, runs_root: Path) -> float:
-    from dfslab.run import _run_settings
+    from dfslab.campaign import _run_settings
     plan = [(v.label, replace(exp, cluster=v.cluster, variants=[]), v.settings) for v in exp.variants]
     start = time.monotonic()
     outcomes = _run_settings(exp, plan, lambda *a: None, runs_root, live=live)
