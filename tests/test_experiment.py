@@ -295,6 +295,30 @@ def test_a_new_users_fault_mistakes_are_all_refused_before_anything_starts(tmp_p
     assert dfslab("run", str(path), "--dry-run").returncode == 0
 
 
+def test_mistakes_of_every_stage_are_named_in_one_answer(tmp_path):
+    """A copy of the tour with three mistakes of three stages (an unknown workload type, a fault
+    timed into a workload that is not there, a daemon the cluster will not have) took three dry
+    runs, one mistake each. A wrong workload entry is left out of what is checked next, so the
+    checks against the cluster still see the rest."""
+    path = tmp_path / "tour.yaml"
+    data = yaml.safe_load((EXAMPLES / "tour.yaml").read_text())
+    data["cluster"] = str(EXAMPLES / "ceph-small.yaml")
+    data["workloads"].insert(1, {"type": "fiio", "target": "fs"})
+    data["faults"] = [{"kind": "kill", "target": "osd.9", "during": 3, "at": "1s"},
+                      {"kind": "partition", "target": "node9", "during": 0, "at": "9s"}]
+    path.write_text(yaml.safe_dump(data))
+    expected = ["workloads[1].type: unknown workload 'fiio'",
+                "faults[0].during: there is no workloads[3] (3 workload(s))",
+                "faults[0].target: no daemon 'osd.9'",
+                "faults[1].target: no node 'node9'",
+                "faults[1].at: 9 s is not inside workloads[0]'s 3 s of load"]
+    for args in (["--dry-run"], []):
+        res = dfslab("run", str(path), *args, check=False)
+        said = res.stderr.replace("\n    ", " ")
+        assert res.returncode == 2 and f"error: {path}: 5 problem(s)" in said and all(e in said for e in expected), said
+    assert not made_here("small")
+
+
 def test_the_recovery_wait_is_the_filesystems_unless_the_experiment_sets_one():
     """A MooseFS master killed mid-write leaves a chunk locked for writing, not replicated for 120 s
     (CI once: not whole 180 s after the undo, the default then), so its filesystem waits 300 s;

@@ -330,21 +330,41 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
     if not isinstance(data, dict):
         raise SpecError([("", "an experiment is a YAML mapping with name, cluster and workloads")], source)
     problems: list[tuple[str, str]] = []
+    exp: ExperimentFile | None = None
     try:
         exp = ExperimentFile.model_validate(data)
     except ValidationError as exc:
         problems += _problems(exc, ExperimentFile)
+    # Every mistake in one answer: each stage goes on past the problems of the one before where it
+    # can (a workload entry that is wrong is left out of what follows), and what could be read is
+    # handed on with them (SpecError.partial) for the checks against the cluster to add theirs.
+    steps = []
     entries = data.get("workloads")
-    for i, entry in enumerate(entries if isinstance(entries, list) else []):  # every mistake in one answer
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
         try:
-            expand(i, entry)
+            steps += expand(i, entry)
         except SpecError as err:
             problems += err.problems
-    if not problems and exp.cluster is None and running is None:
+    if exp is None:
+        raise SpecError(problems, source)
+    problems += [(f"faults[{i}].during", f"there is no workloads[{f.during}] ({len(exp.workloads)} workload(s))")
+                 for i, f in enumerate(exp.faults) if f.during >= len(exp.workloads)]
+    if exp.cluster is None and running is None:
         problems.append(("cluster", "required field is missing: a path to a cluster spec (relative to the experiment) "
                                     "or an inline one; or run against a cluster that is up: dfslab run EXP --cluster NAME"))
-    if problems:
         raise SpecError(problems, source)
+    try:
+        built = _with_cluster(exp, data, steps, base_dir, source, runtime, running)
+    except SpecError as err:
+        raise SpecError(problems + err.problems, source) from None
+    if problems:
+        raise SpecError(problems, source, partial=built)
+    return built
+
+
+def _with_cluster(exp: ExperimentFile, data: dict[str, Any], steps: list[Step], base_dir: Path, source: str,
+                  runtime: str | None, running: ClusterSpec | None) -> Experiment:
+    """The experiment on its cluster (its own, or `running`): what depends on the cluster, checked."""
     if exp.cluster is None:  # the running cluster's spec (no settings to sweep)
         if exp.runtimes:
             raise SpecError([("runtimes", "runtimes make a fresh cluster each: give cluster: and run without "
@@ -370,14 +390,6 @@ def parse_experiment(data: Any, base_dir: Path, source: str = "experiment", runt
     if not exp.runtimes:
         for spec in [v.cluster for v in variants] or [cluster]:
             _client_applies(exp.client, spec, "", source)
-    try:
-        steps = [step for i, entry in enumerate(exp.workloads) for step in expand(i, entry)]
-    except SpecError as err:
-        raise SpecError(err.problems, source) from None
-    bad = [(f"faults[{i}].during", f"there is no workloads[{f.during}] ({len(exp.workloads)} workload(s))")
-           for i, f in enumerate(exp.faults) if f.during >= len(exp.workloads)]
-    if bad:
-        raise SpecError(bad, source)
     if running is not None:
         # With --cluster the experiment runs on that cluster, whatever runtime it is on (the same
         # experiment against local, docker or Rook): its own cluster only says which filesystem

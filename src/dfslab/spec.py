@@ -27,11 +27,14 @@ RESERVED_NODE_NAMES = {"client", "hub"} | {f"client{i}" for i in range(2, 9)}
 
 
 class SpecError(ValueError):
-    """A spec that cannot be used. `problems` is a list of (yaml path, message)."""
+    """A spec that cannot be used. `problems` is a list of (yaml path, message); `partial`, what
+    could be read despite them (an experiment without its broken entries), so that a later check
+    can add what it finds in the rest: every mistake in one answer."""
 
-    def __init__(self, problems: list[tuple[str, str]], source: str = "spec"):
+    def __init__(self, problems: list[tuple[str, str]], source: str = "spec", partial: Any = None):
         self.problems = problems
         self.source = source
+        self.partial = partial
         if len(problems) == 1 and not problems[0][0]:  # about the file as a whole (missing, not a mapping)
             super().__init__(f"{source}: {problems[0][1]}")
             return

@@ -71,7 +71,8 @@ def run(
                         "run goes on a fresh cluster of the run's own spec"))
     try:
         running = cluster.load(cluster_name)[1] if cluster_name else None
-        exp = load_run(original, runtime) if original else load_experiment(experiment, runtime, running)
+        exp = _every_problem(lambda: load_run(original, runtime) if original else
+                             load_experiment(experiment, runtime, running), running)
         if runs is not None:
             exp = replace(exp, file=exp.file.model_copy(update={"runs": runs}))
         if resume:
@@ -188,6 +189,22 @@ def _until_decided(exp, budget: str | None, max_runs: int | None, conflicting: s
         print(f"report: {outcome.report.resolve()}")
     # 1: a step failed or ran not as asked; 3: measured as asked, but not every metric was decided
     raise typer.Exit(1 if any(o.failures or o.not_as_asked for o in outcomes) else 3 if left or not top else 0)
+
+
+def _every_problem(load, running):
+    """The experiment `load()` reads, or every mistake in it at once: what the file says wrong and
+    what the cluster would refuse of the rest of it (run.check_against_cluster), in one error."""
+    from ..run import check_against_cluster
+    try:
+        return load()
+    except SpecError as err:
+        if err.partial is None:
+            raise
+        try:
+            check_against_cluster(err.partial, running or err.partial.cluster)
+        except SpecError as more:
+            raise SpecError(list(dict.fromkeys(err.problems + more.problems)), err.source) from None
+        raise
 
 
 def _print_plan(exp, running) -> None:
