@@ -91,3 +91,18 @@ def test_a_compare_of_two_quickstarts_says_the_shared_sentence_once():
     assert any(line.startswith("left out at 80 columns: why") for line in rendered), rendered
     # wide enough, nothing is left out
     assert not any("left out" in line for line in _render(COMPARE, lines, *COMPARE_FIT, 240))
+
+
+def test_a_row_too_short_to_time_shows_no_rate_or_latency():
+    """The quickstart's first screen showed rados bench seq at 687 MB/s with the note "too short to
+    time (1.7 s)": a headline number the tool says it cannot time. Such a row keeps its name, its
+    byte share and the note; its rates and latencies are "–" (results.csv keeps them)."""
+    from dfslab.cli.running import mark_untimed
+    lines = [{"workload": "radosbench", "params": "mode=seq", "note": "",
+              "cells": {"bandwidth (MB/s)": "687", "latency avg (ms)": "58.6", "from_storage (ratio)": "1.003"}},
+             {"workload": "radosbench", "params": "mode=write", "note": "",
+              "cells": {"bandwidth (MB/s)": "431 ± 12", "latency avg (ms)": "155", "from_storage (ratio)": "1.003"}}]
+    assert mark_untimed(lines, {("radosbench", "mode=seq"): 1.7}) == 1
+    assert lines[0]["cells"] == {"bandwidth (MB/s)": "–", "latency avg (ms)": "–", "from_storage (ratio)": "1.003"}
+    assert lines[0]["note"] == "too short to time (1.7 s)"
+    assert lines[1]["cells"]["bandwidth (MB/s)"] == "431 ± 12" and lines[1]["note"] == ""

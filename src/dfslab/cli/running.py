@@ -259,6 +259,7 @@ def _print_results(run_path: Path) -> None:
     timed over less than MIN_PHASE_SECONDS marked."""
     from ..ledger import FROM_STORAGE_FLOOR
     from ..report import short_phases
+    from ..workloads import MIN_PHASE_SECONDS
     from ..results import RunDir
     lines, columns = _results_table(run_path)
     if not lines:
@@ -266,11 +267,28 @@ def _print_results(run_path: Path) -> None:
     short = short_phases([r for r in RunDir(run_path).rows() if r["workload"] != "baseline"])
     for line in lines:
         share = line["numbers"].get("from_storage (ratio)")
-        seconds = short.get((line["workload"], line["params"]))
         line["note"] = "; ".join(note for note in (
-            "not from the storage" if share and share[0] < FROM_STORAGE_FLOOR else "",
-            f"too short to time ({seconds:.2g} s)" if seconds is not None else "") if note)
+            "not from the storage" if share and share[0] < FROM_STORAGE_FLOOR else "",) if note)
+    untimed = mark_untimed(lines, short)
     from .runs import _print_rows
     _print_rows(["workload", "parameters", *(head for _, head in columns), "note"],
                  [[line["workload"], line["params"], *(line["cells"].get(k, "") for k, _ in columns), line["note"]]
                   for line in lines], "results (mean ± 95 % interval over repetitions)", *RESULTS_FIT)
+    if untimed:
+        console.print(f"[yellow]–: {untimed} row(s) timed under {MIN_PHASE_SECONDS:g} s, too short to time (a burst, not a "
+                      "rate): no number shown; they are in results.csv, and the report says how long each ran[/]",
+                      highlight=False)
+
+
+def mark_untimed(lines: list[dict], short: dict[tuple[str, str], float]) -> int:
+    """Lines of the results table whose phase was too short to time (`short`: report.short_phases)
+    get "–" for their rates and latencies, which a burst does not have, and a note; how many."""
+    marked = 0
+    for line in lines:
+        seconds = short.get((line["workload"], line["params"]))
+        if seconds is None:
+            continue
+        line["cells"] = {k: v if k == "from_storage (ratio)" else "–" for k, v in line["cells"].items()}
+        line["note"] = "; ".join(n for n in (line.get("note", ""), f"too short to time ({seconds:.2g} s)") if n)
+        marked += 1
+    return marked
