@@ -69,6 +69,10 @@ class RatioTest:
     log_ratio: float | None = None
     se: float | None = None
     df: float | None = None
+    # Whether it claims B within ±margin of A (two one-sided tests): a "same", and a "different"
+    # that is inside the margin too. The claim's error where B is at the margin is TOST's, 5 % at
+    # most, whichever verdict carries it (tests/test_verdict_unit.py counts both).
+    within: bool = False
 
     @property
     def significant(self) -> bool:
@@ -188,11 +192,11 @@ def _over_runs(la: list[float], lb: list[float], margin: float, alpha: float = A
         both = f", and within ±{margin * 100:g} % (two one-sided tests)" if within else ""
         return RatioTest(ratio, low, high, "runs", "different",
                          f"{abs(ratio - 1) * 100:.0f} % {'higher' if diff > 0 else 'lower'} ({_level(alpha)} interval "
-                         f"{low:.3f}-{high:.3f} excludes 1){both} {counted}", detectable, **tested)
+                         f"{low:.3f}-{high:.3f} excludes 1){both} {counted}", detectable, within=within, **tested)
     if within:
         return RatioTest(ratio, low, high, "runs", "same", f"same within ±{margin * 100:g} % ({_level(2 * alpha)} interval "
                          f"{math.exp(diff - half_same):.3f}-{math.exp(diff + half_same):.3f}, two one-sided tests) {counted}",
-                         detectable, **tested)
+                         detectable, within=True, **tested)
     # paired: a round's spread as a run's (log(B/A) varies as two runs do)
     sd = _upper(se * math.sqrt(len(la) / 2), df) if paired else _run_sd(la, lb)
     needed = runs_to_decide(abs(diff), sd, bound, alpha)
