@@ -101,8 +101,9 @@ PAIRED_BOUND = 0.05 + 2 * math.sqrt(0.05 * 0.95 / PAIRED_TRIALS)
 
 def paired_rate(seed: int, verdict: str, n: int, factor: float, made_in_rounds: bool = True, **kw) -> float:
     rng = random.Random(seed)
-    return sum(ratio_test(*rounds(rng, n, factor, **kw), rounds=made_in_rounds).verdict == verdict
-               for _ in range(PAIRED_TRIALS)) / PAIRED_TRIALS
+    tests = (ratio_test(*rounds(rng, n, factor, **kw), rounds=made_in_rounds) for _ in range(PAIRED_TRIALS))
+    # "within": the claim of the margin, whichever verdict says it
+    return sum((t.within if verdict == "within" else t.verdict == verdict) for t in tests) / PAIRED_TRIALS
 
 
 def test_runs_made_in_rounds_are_paired_only_from_the_rounds_that_pay():
@@ -118,11 +119,12 @@ def test_runs_made_in_rounds_are_paired_only_from_the_rounds_that_pay():
 
 def test_paired_rounds_hold_the_error_on_a_drifting_machine():
     """A drift shared by each round's two runs (a random walk larger than the run effect) and the
-    second run of a round slower: no difference called different, and B at the margin called the
-    same, at most 5 % + 2 standard errors, at 4, 5 (the order effect not balanced) and 10 rounds."""
+    second run of a round slower: no difference called different, and B at the margin said to be
+    within it (by "same" or beside "different"), at most 5 % + 2 standard errors, at 4, 5 (the order
+    effect not balanced) and 10 rounds."""
     for n in (4, 5, 10):
         assert paired_rate(11, "different", n, 1.0) <= PAIRED_BOUND, n
-        assert paired_rate(12, "same", n, 1.1, drift_sd=0.01, run_sd=0.01, rep_sd=0.01, order=0.005) <= PAIRED_BOUND, n
+        assert paired_rate(12, "within", n, 1.1, drift_sd=0.01, run_sd=0.01, rep_sd=0.01, order=0.005) <= PAIRED_BOUND, n
 
 
 def test_pairing_finds_more_on_a_drifting_machine():
