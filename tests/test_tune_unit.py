@@ -160,3 +160,32 @@ def test_the_confirmation_says_which_way_a_real_difference_goes():
     assert confirmed("different", 0.8, maximize=False) == ("better than the default", True)  # a latency down
     assert confirmed("same", 1.01, maximize=True) == ("the same as the default", False)
     assert confirmed("can't tell", 1.3, maximize=True) == ("can't tell", False)
+
+
+def test_the_rungs_said_are_where_optunas_halving_stops_a_setting():
+    """The docs said a setting stops after 1, 2, then 4 repetitions; at the default --reps 3 there is
+    no fourth. Optuna's pruner, as tune builds it, fed noisy settings (each repetition's running
+    mean a fresh draw): the repetitions after which it stopped any are the rungs `tune.rungs` names."""
+    import random
+
+    import optuna
+
+    from dfslab.tune import rungs
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    rng = random.Random(4)
+    for reps, reduction in ((3, 2), (5, 2), (10, 3)):
+        study = optuna.create_study(direction="maximize", pruner=optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=1, reduction_factor=reduction))
+        stopped_at = set()
+        for _ in range(300):
+            trial = study.ask()
+            for rep in range(1, reps + 1):
+                quality = rng.random()
+                trial.report(quality, rep)
+                if trial.should_prune():
+                    stopped_at.add(rep)
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                    break
+            else:
+                study.tell(trial, float(quality))
+        assert stopped_at == set(rungs(reps, reduction)), (reps, reduction, stopped_at)

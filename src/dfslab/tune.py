@@ -283,7 +283,22 @@ def _prepare(path: Path, objective: Objective, budget: float, reps: int, runs_ro
     return search
 
 
-def plan(path: Path, objective: Objective, budget: float, reps: int = 3) -> list[str]:
+def rungs(reps: int, reduction: int) -> list[int]:
+    """The repetition counts after which successive halving may stop a setting (Optuna's rungs at
+    min_resource 1: 1, R, R², ...), those before a setting's last repetition."""
+    out, r = [], 1
+    while r < reps:
+        out.append(r)
+        r *= reduction
+    return out
+
+
+def rungs_text(reps: int, reduction: int) -> str:
+    found = [str(r) for r in rungs(reps, reduction)]
+    return ", ".join(found[:-1]) + (" and " if len(found) > 1 else "") + found[-1] if found else "none"
+
+
+def plan(path: Path, objective: Objective, budget: float, reps: int = 3, reduction: int = 2) -> list[str]:
     """`dfslab tune --dry-run`: what the search would measure within the budget, by the rule the
     search stops by (one more setting only while the rest of the budget holds it and the final
     comparison); nothing is started."""
@@ -300,7 +315,7 @@ def plan(path: Path, objective: Objective, budget: float, reps: int = 3) -> list
         f"objective: {'maximize' if objective.maximize else 'minimize'} {objective.metric} of step "
         f"{search.step.index} ({search.step.label})",
         *(f"setting {'.'.join(path)}: {', '.join(map(str, values))}" for path, values in search.axes),
-        f"{combinations} combination(s); {sampler}; successive halving after 1, 2, ... of {reps} repetitions",
+        f"{combinations} combination(s); {sampler}; successive halving after {rungs_text(reps, reduction)} of {reps} repetitions",
         f"one setting: about {measured:.0f} s ({reps} x {search.rep_cost:.0f} s), {deploy:.0f} s more where it needs "
         f"a fresh cluster (runtime {search.exp.cluster.runtime})",
         f"the final comparison, default vs best afresh: {len(CONFIRMATION)} runs, about "

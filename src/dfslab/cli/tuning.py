@@ -32,7 +32,8 @@ def tune(
     budget: str = typer.Option("30min", help="wall-clock time for the whole search, final comparison included"),
     reps: int = typer.Option(3, min=2, max=20, help="repetitions a setting gets at most (and the final two runs get)"),
     reduction: int = typer.Option(2, min=2, max=8, help="successive halving keeps the best 1/REDUCTION of the "
-                                                         "settings at each number of repetitions"),
+                                                         "settings at each rung: after 1, REDUCTION, REDUCTION² ... "
+                                                         "repetitions, those below --reps"),
     seed: int = typer.Option(0, help="the search's random seed (order of the grid, TPE's draws)"),
     redeploy: bool = typer.Option(False, "--redeploy", help="a fresh cluster for every setting, even where it "
                                   "could change in place"),
@@ -42,7 +43,8 @@ def tune(
     """Search the swept cluster settings for the best one within a time budget.
 
     Each setting runs the one workload step the objective names, repeated up to --reps times;
-    successive halving (Optuna) stops settings that fall behind after 1, 2, 4... repetitions.
+    successive halving (Optuna) stops settings that fall behind after 1, then 2 repetitions (at the
+    default --reps 3; 1, 2, 4, 8 ... below --reps, by --reduction 2).
     The winner and the default configuration are then measured afresh, side by side, and
     compared with a 95 % interval: a winner of a noisy search is not claimed on its own numbers.
     The last run directory holds tune.json, best-spec.yaml, best-experiment.yaml and the report.
@@ -58,7 +60,7 @@ def tune(
     try:
         objective = Objective.parse(maximize or minimize or "", maximize is not None)
         if dry_run:
-            print("\n".join(tune_plan(experiment, objective, seconds, reps=reps)))  # the plan on stdout, as run --dry-run's
+            print("\n".join(tune_plan(experiment, objective, seconds, reps=reps, reduction=reduction)))  # the plan on stdout, as run --dry-run's
             return
         with LiveProgress() as progress:
             outcome = run_tune(experiment, objective, seconds, progress, reps=reps, reduction=reduction, seed=seed,
