@@ -164,3 +164,29 @@ def test_gluster_11_up_measured_and_down_in_one_command():
     assert "glusterfs 10." in host
     assert not Path("/var/lib/dfslab/clusters/g11").exists()
     shutil.rmtree(run_dir)
+
+
+def test_servers_of_one_release_and_clients_of_another(tmp_path):
+    """Reef's daemons with this machine's Pacific clients (`client_release: pacific`), as a site that
+    upgrades its servers first has them: the run measures through the Pacific tools and mount, and
+    its provenance names both releases and both versions."""
+    import yaml
+    exp = tmp_path / "mixed.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "mixed", "baselines": {"network": False, "disk": False},
+        "cluster": {"name": "t-mixed", "nodes": 2, "network": {"subnet": "10.77.6.0/24"},
+                    "ceph": {"release": "reef", "client_release": "pacific", "replica_size": 1, "osd_size": "4GiB"}},
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 3, "threads": 4},
+                      {"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "64MiB", "seconds": 2}]}))
+    run_dir = run_dir_of(sh(f"dfslab run {exp}", timeout=900).stdout)
+    versions = json.loads((run_dir / "provenance.json").read_text())["filesystem_versions"]
+    assert versions["release"] == "release reef" and versions["client release"] == "release pacific", versions
+    assert f"ceph version {REEF.version}" in versions["ceph"] and "ceph version 16.2.15" in versions["ceph (clients)"]
+    host_fio = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    assert json.loads((run_dir / "provenance.json").read_text())["fio_version"] == host_fio  # not the root's fio
+    with open(run_dir / "results.csv") as fh:
+        rows = [r for r in csv.DictReader(fh)]
+    ratios = {r["workload"]: float(r["value"]) for r in rows if r["metric"] == "from_storage"}
+    assert set(ratios) == {"radosbench", "fio"} and all(0.9 <= v <= 1.3 for v in ratios.values()), ratios
+    assert not Path("/var/lib/dfslab/clusters/t-mixed").exists()
+    shutil.rmtree(run_dir)

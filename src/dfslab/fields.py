@@ -4,7 +4,7 @@ but `units` and the registry (whose data names a filesystem's releases)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
@@ -57,6 +57,24 @@ def ReleaseName(filesystem: str, product: str) -> Any:  # noqa: N802 (a type, as
         f"the {product} release its daemons and clients run: " + ", ".join(f"{r.name} ({r.version})" for r in known)
         + "; a release other than this machine's own runs from a root of Debian's packages that dfslab builds "
         "once and caches (dfslab releases)"))]
+
+
+def ClientReleaseName(filesystem: str, product: str) -> Any:  # noqa: N802 (a type, as Bytes is)
+    """A filesystem section's `client_release:`: the release its clients (the tools on the client
+    nodes and the mounts there) run, when it is not the servers' (`release:`); unset: the servers'."""
+    from .registry import release_problem, releases_of
+    known = releases_of(filesystem)
+
+    def named(value: Any) -> str | None:
+        if value is None:
+            return None
+        if problem := release_problem(filesystem, value):
+            raise ValueError(problem)
+        return str(value)
+    names = [r.name for r in known] + [int(r.name) for r in known if r.name.isdigit()]
+    return Annotated[Optional[str], BeforeValidator(named), WithJsonSchema({"enum": [*names, None]}), Field(None, description=(
+        f"the {product} release of its clients (the tools on the client nodes, its mounts there), when it is not "
+        "the servers': mixed versions, as a site upgrading its servers first has them; unset: the servers' release"))]
 
 
 def field_units(model: type[BaseModel]) -> dict[str, str]:

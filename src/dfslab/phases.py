@@ -26,6 +26,7 @@ from .fields import field_units
 from .monitor import PrometheusEndpoint, PrometheusScraper, ResourceSampler
 from .results import RunDir
 from .runtime import runtime_of
+from .registry import client_release_of
 from .runtime.roots import release_argv
 from .spec import ClusterSpec
 from .workloads import Runner
@@ -73,7 +74,8 @@ def new_run_dir(exp: Experiment, spec: ClusterSpec, label: str | None, runs_root
     run_dir.start(spec_hash, backend_kind.versions(spec),
                   [c.as_json() for c in backend_kind.facts.charts] + list(runtime_of(spec).charts),
                   {"servers": backend_kind.facts.metadata_servers, "path": backend_kind.facts.metadata_path,
-                   "client_write_ack": backend_kind.facts.client_write_ack}, lambda argv: release_argv(spec, argv))
+                   "client_write_ack": backend_kind.facts.client_write_ack},
+                  lambda argv: release_argv(spec, argv, client_release_of(spec)))  # the tools run on the clients
     run_dir.write_json("units.json", {step.workload.name: field_units(step.workload.Params) for step in exp.steps})
     return run_dir
 

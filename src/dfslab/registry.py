@@ -255,6 +255,19 @@ def rooted_release(spec: Any) -> Release | None:
     return release if release is not None and release.suite else None
 
 
+def client_release_of(spec: Any) -> Release | None:
+    """The release a cluster of `spec`'s clients run: its section's `client_release:`, else the
+    servers' (release_of)."""
+    section = getattr(spec, spec.filesystem, None)
+    named = getattr(section, "client_release", None)
+    return release_named(spec.filesystem, named) if named is not None else release_of(spec)
+
+
+def mixed_releases(spec: Any) -> bool:
+    """Whether a cluster of `spec` runs its clients from another release than its servers."""
+    return client_release_of(spec) != release_of(spec)
+
+
 def rooted_releases() -> list[Release]:
     """Every release of every filesystem that runs from a root (what `dfslab releases build --all` builds)."""
     return [r for fs in FILESYSTEMS for r in releases_of(fs) if r.suite]

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
-from .registry import (FILESYSTEMS, default_runtime, engines_of, rooted_release, runtime_class, runtime_of,
-                       section_class, spec_runtimes)
+from .registry import (FILESYSTEMS, default_runtime, engines_of, mixed_releases, rooted_release, runtime_class,
+                       runtime_of, section_class, spec_runtimes)
 from .fields import BitsPerSecond, Seconds, Strict
 from .safety import check_name
 
@@ -249,6 +249,10 @@ class ClusterBase(Strict):
         if dupes:
             raise ValueError(f"nodes: duplicate node names {dupes}")
         release = rooted_release(self)
+        if mixed_releases(self) and not runtime.software_roots:
+            raise ValueError(f"{self.filesystem}.client_release: clients of another release than the servers' run "
+                             f"from a root of their own, which {runtime.where} cannot start yet (runtime local can); "
+                             "use runtime local, or leave client_release out")
         if release is not None and not runtime.software_roots:
             raise ValueError(f"{self.filesystem}.release: {release.name} ({release.says}) runs from a root of its own, "
                              f"which {runtime.where} cannot start daemons in yet (runtime local can); use runtime "

@@ -96,12 +96,16 @@ def release_versions(spec: ClusterSpec | None, key: str, argv: list[str]) -> dic
     """{key: what `argv` prints of its version} as a cluster of `spec` runs it (its release's root,
     if it has one), and which release that is; this machine's own without a spec."""
     from ..procs import tool_version
-    from ..registry import release_of
+    from ..registry import client_release_of, mixed_releases, release_of
     from ..runtime.roots import release_argv
     if spec is None:
         return {key: tool_version(argv)}
-    release = release_of(spec)
-    return {key: tool_version(release_argv(spec, argv)), **({"release": f"release {release.name}"} if release else {})}
+    release, client = release_of(spec), client_release_of(spec)
+    found = {key: tool_version(release_argv(spec, argv)), **({"release": f"release {release.name}"} if release else {})}
+    if mixed_releases(spec):  # the clients' own, as the client nodes run them
+        found.update({f"{key} (clients)": tool_version(release_argv(spec, argv, client)),
+                      "client release": f"release {client.name}"})
+    return found
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:

@@ -110,6 +110,7 @@ class Runtime(ABC):
         self.state = state
         self.procs = ProcessTable(state)
         self._software_root: Any = _UNREAD  # software_root(), read from the state once
+        self._client_root: Any = _UNREAD  # the client nodes and their root, where they run another release
         # How the filesystem's daemons in pods are named (its Backend.daemon_of_process and
         # daemon_of_pod, given by cluster.attach): a runtime runs pods, the filesystem knows
         # which of their processes are its daemons. Until then, none is.
@@ -232,6 +233,18 @@ class Runtime(ABC):
         if self._software_root is _UNREAD:
             self._software_root = SoftwareRoot.from_json(self.state.read().get("software_root"))
         return self._software_root
+
+    def software_root_for(self, node: str) -> SoftwareRoot | None:
+        """The root `node`'s programs run from: on a client node of a cluster whose clients run
+        another release than its servers (`client_release:`), that release's (None: this machine's
+        own software); on every other node the cluster's (`software_root`)."""
+        if self._client_root is _UNREAD:
+            recorded = self.state.read().get("client_root")
+            self._client_root = (None if recorded is None else
+                                 (frozenset(recorded["nodes"]), SoftwareRoot.from_json(recorded["root"])))
+        if self._client_root is not None and node in self._client_root[0]:
+            return self._client_root[1]
+        return self.software_root()
 
     def address(self, node: str) -> str:
         return self.state.read().get("addresses", {}).get(node, "")

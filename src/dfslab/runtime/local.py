@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from ..procs import marked_pids, proc_start_time, terminate
-from ..registry import rooted_release
+from ..registry import client_release_of, mixed_releases, rooted_release
 from ..safety import mounts_under
 from ..spec import ClusterSpec, LinkShape
 from ..state import ClusterState, list_clusters
@@ -122,12 +122,16 @@ class LocalNetnsRuntime(Runtime):
     def prepare(self, spec: ClusterSpec, progress) -> None:
         """A release other than this machine's own: its root (built once per machine), and the
         cluster's client mounts made a shared mount, so a FUSE client started from the root (in a
-        mount namespace of its own, rootexec.py) mounts where every process sees it."""
-        release = rooted_release(spec)
-        if release is None:
-            return
+        mount namespace of its own, rootexec.py) mounts where every process sees it. Clients of
+        another release than the servers' (`client_release:`) get that release's root (or this
+        machine's software, where that is their release) on the client nodes."""
+        servers, clients = rooted_release(spec), client_release_of(spec)
+        mixed = mixed_releases(spec)
+        if servers is None and not (mixed and clients.suite):
+            return  # this machine's own software throughout
         try:
-            root = roots.ensure(release, progress)
+            root = roots.ensure(servers, progress) if servers is not None else None
+            client_root = roots.ensure(clients, progress) if mixed and clients.suite else None
         except roots.RootError as exc:
             raise RuntimeError_(str(exc)) from None
         mnt = self.client_mounts
@@ -137,8 +141,15 @@ class LocalNetnsRuntime(Runtime):
             res = subprocess.run(argv, capture_output=True, text=True)
             if res.returncode != 0:
                 raise RuntimeError_(f"`{' '.join(argv)}` failed: {res.stderr.strip()}")
-        self.state.update(software_root=root.as_json())
+        self.state.update(software_root=root.as_json() if root is not None else None)
         self._software_root = root
+        if mixed:
+            self._note_client_root(spec, client_root)
+
+    def _note_client_root(self, spec: ClusterSpec, root: roots.SoftwareRoot | None) -> None:
+        """Record where the client nodes' programs run from (None: this machine's own software)."""
+        self.state.update(client_root={"nodes": spec.client_names(), "root": root.as_json() if root is not None else None})
+        self._client_root = (frozenset(spec.client_names()), root)
 
     def _unshare_mounts(self) -> list[str]:
         """Undo `prepare`'s shared mount (after `down` unmounted the clients below it)."""
@@ -250,7 +261,7 @@ class LocalNetnsRuntime(Runtime):
         return found
 
     def command(self, node: str, argv: list[str]) -> list[str]:
-        root = self.software_root()
+        root = self.software_root_for(node)
         if root is not None:
             argv = root.wrap(argv, str(self.client_mounts))
         return ["nsenter", f"--net={NETNS_DIR / self.ns(node)}", "--", *argv]

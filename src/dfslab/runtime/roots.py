@@ -28,7 +28,7 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from ..registry import Release, rooted_release
 from ..safety import remove_owned_tree
@@ -287,9 +287,11 @@ def remove(release: Release) -> bool:
     return True
 
 
-def release_argv(spec, argv: list[str]) -> list[str]:
+def release_argv(spec, argv: list[str], release: Any = "servers") -> list[str]:
     """`argv` as a cluster of `spec` runs it: from its release's root where that release has one
-    (and it is built), else as it is (this machine's program)."""
-    release = rooted_release(spec)
+    (and it is built), else as it is (this machine's program). `release`: another release than the
+    servers' (a client release), or None for this machine's own."""
+    release = rooted_release(spec) if release == "servers" else release
+    release = release if release is not None and release.suite else None
     manifest = read_manifest(release) if release is not None else None
     return argv if manifest is None else _built(release, manifest).wrap(argv, "")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from ...fields import Bytes, ReleaseName, Strict
+from ...fields import Bytes, ClientReleaseName, ReleaseName, Strict
 from ...registry import runtime_of
 from .options import as_text, option_problem
 
@@ -29,6 +29,7 @@ class CephSpec(Strict):
                                                 "serving S3 on port 7480 of its node's address, with an S3 user "
                                                 "whose keys dfslab keeps 0600 in the cluster's state")
     release: ReleaseName("ceph", "Ceph")
+    client_release: ClientReleaseName("ceph", "Ceph")
     conf: dict[str, dict[str, str | int | float | bool]] = Field(
         default_factory=dict, description="extra ceph.conf options by section: {global: {...}, osd: {...}}"
     )

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from ...fields import ReleaseName, Seconds, Strict
+from ...fields import ClientReleaseName, ReleaseName, Seconds, Strict
 
 if TYPE_CHECKING:
     from ...spec import ClusterSpec
@@ -18,6 +18,7 @@ GLUSTER_VOLUME_TYPES = ("distribute", "replicate", "disperse")
 class GlusterSpec(Strict):
     bricks_per_node: int = Field(1, ge=1, le=4, description="brick directories per server node")
     release: ReleaseName("gluster", "GlusterFS")
+    client_release: ClientReleaseName("gluster", "GlusterFS")
     volume: Literal["distribute", "replicate", "disperse"] = Field("replicate", description="volume type")
     replica: Literal[2, 3] = Field(3, description="copies per file (volume: replicate)")
     arbiter: bool = Field(False, description="replica 3 with the third brick of each set an arbiter (metadata only)")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from ...fields import Bytes, ReleaseName, Strict
+from ...fields import Bytes, ClientReleaseName, ReleaseName, Strict
 
 if TYPE_CHECKING:
     from ...spec import ClusterSpec
@@ -24,6 +24,7 @@ class MooseFSSpec(Strict):
                                                     "takes as no limit) the client absorbs rewrites: fio's 1 MiB writes "
                                                     "over a 32 MiB file sent 15 % of their bytes to the chunk servers")
     release: ReleaseName("moosefs", "MooseFS")
+    client_release: ClientReleaseName("moosefs", "MooseFS")
     goal: int = Field(2, ge=1, le=9, description="copies of every chunk (the root directory's goal, which everything "
                                                  "inherits)")
 
