@@ -42,18 +42,29 @@ BitsPerSecond = Annotated[int, _unit_validator(parse_bandwidth), _with_unit("bit
 Seconds = Annotated[float, _unit_validator(parse_duration), _with_unit("s"), Unit("s"), _written("10s", "5min", "0.5ms")]
 
 
-def ReleaseName(filesystem: str, product: str) -> Any:  # noqa: N802 (a type, as Bytes is)
-    """A filesystem section's `release:`: one of its package's RELEASES by name (a number written
-    without quotes too: `release: 4`), the first by default; an unknown one is refused listing them."""
+def _release_of(filesystem: str, optional: bool = False) -> tuple[list[Any], BeforeValidator]:
+    """What a release field of `filesystem` takes: its releases' names (a number written without
+    quotes too: `release: 4` is 4), and the validator that refuses an unknown one listing them
+    (None passes where the field is `optional`: unset)."""
     from .registry import release_problem, releases_of
     known = releases_of(filesystem)
 
-    def named(value: Any) -> str:
+    def named(value: Any) -> str | None:
+        if value is None and optional:
+            return None
         if problem := release_problem(filesystem, value):
             raise ValueError(problem)
         return str(value)
-    names = [r.name for r in known] + [int(r.name) for r in known if r.name.isdigit()]  # `release: 4` is 4
-    return Annotated[str, BeforeValidator(named), WithJsonSchema({"enum": names}), Field(known[0].name, description=(
+    return [r.name for r in known] + [int(r.name) for r in known if r.name.isdigit()], BeforeValidator(named)
+
+
+def ReleaseName(filesystem: str, product: str) -> Any:  # noqa: N802 (a type, as Bytes is)
+    """A filesystem section's `release:`: one of its package's RELEASES by name, the first by
+    default; an unknown one is refused listing them."""
+    from .registry import releases_of
+    known = releases_of(filesystem)
+    names, named = _release_of(filesystem)
+    return Annotated[str, named, WithJsonSchema({"enum": names}), Field(known[0].name, description=(
         f"the {product} release its daemons and clients run: " + ", ".join(f"{r.name} ({r.version})" for r in known)
         + "; a release other than this machine's own runs from a root of Debian's packages that dfslab builds "
         "once and caches (dfslab releases)"))]
@@ -62,17 +73,8 @@ def ReleaseName(filesystem: str, product: str) -> Any:  # noqa: N802 (a type, as
 def ClientReleaseName(filesystem: str, product: str) -> Any:  # noqa: N802 (a type, as Bytes is)
     """A filesystem section's `client_release:`: the release its clients (the tools on the client
     nodes and the mounts there) run, when it is not the servers' (`release:`); unset: the servers'."""
-    from .registry import release_problem, releases_of
-    known = releases_of(filesystem)
-
-    def named(value: Any) -> str | None:
-        if value is None:
-            return None
-        if problem := release_problem(filesystem, value):
-            raise ValueError(problem)
-        return str(value)
-    names = [r.name for r in known] + [int(r.name) for r in known if r.name.isdigit()]
-    return Annotated[Optional[str], BeforeValidator(named), WithJsonSchema({"enum": [*names, None]}), Field(None, description=(
+    names, named = _release_of(filesystem, optional=True)
+    return Annotated[Optional[str], named, WithJsonSchema({"enum": [*names, None]}), Field(None, description=(
         f"the {product} release of its clients (the tools on the client nodes, its mounts there), when it is not "
         "the servers': mixed versions, as a site upgrading its servers first has them; unset: the servers' release"))]
 

@@ -143,13 +143,10 @@ class LocalNetnsRuntime(Runtime):
                 raise RuntimeError_(f"`{' '.join(argv)}` failed: {res.stderr.strip()}")
         self.state.update(software_root=root.as_json() if root is not None else None)
         self._software_root = root
-        if mixed:
-            self._note_client_root(spec, client_root)
-
-    def _note_client_root(self, spec: ClusterSpec, root: roots.SoftwareRoot | None) -> None:
-        """Record where the client nodes' programs run from (None: this machine's own software)."""
-        self.state.update(client_root={"nodes": spec.client_names(), "root": root.as_json() if root is not None else None})
-        self._client_root = (frozenset(spec.client_names()), root)
+        if mixed:  # where the client nodes' programs run from (None: this machine's own software)
+            self.state.update(client_root={"nodes": spec.client_names(),
+                                           "root": client_root.as_json() if client_root is not None else None})
+            self._client_root = (frozenset(spec.client_names()), client_root)
 
     def _unshare_mounts(self) -> list[str]:
         """Undo `prepare`'s shared mount (after `down` unmounted the clients below it)."""
