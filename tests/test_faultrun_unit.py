@@ -30,7 +30,8 @@ class Recorder:
     def inject(self, cluster, kind, target, **options):
         self.calls.append(("inject", time.time()))
         self.injected.set()
-        return SimpleNamespace(at=time.time(), in_effect=time.time(), as_dict=lambda: {"kind": kind, "target": target})
+        return SimpleNamespace(at=time.time(), in_effect=time.time(), record={},
+                               as_dict=lambda: {"kind": kind, "target": target})
 
     def undo(self, cluster, injected):
         self.calls.append(("undo", time.time()))
@@ -124,3 +125,16 @@ def test_the_writer_writes_to_the_faulted_steps_own_target_where_it_has_a_store(
     assert run.writer_store("s3").startswith("s3:dfslab-s3-1,")
     assert run.writer_store("fs") == "fs:/mnt/c/dfslab-integrity"
     assert run.writer_store("rbd") == run.writer_store(None) == "rados:dfslab"
+
+
+def test_healthy_again_is_the_start_of_the_last_healthy_stretch_the_sampler_saw():
+    """A fault undone before its step ends: the recovery wait starts with the step's end, so the
+    samples say since when the cluster was healthy (a relapse starts the stretch again)."""
+    def sample(t, degraded, series="ceph.degraded"):
+        return (t, series, degraded, "0=OK,1=degraded")
+    samples = [sample(10, 1), sample(11, 1), sample(12, 0), sample(13, 1), sample(14, 0), sample(15, 0),
+               sample(16, 0), (12.5, "net.client.tx", 5.0, "MB/s")]
+    assert schedule.healthy_from(samples, 10, 16) == 14
+    assert schedule.healthy_from(samples, 10, 13.5) is None  # degraded at the last sample before the wait
+    assert schedule.healthy_from(samples, 15.5, 16) == 16
+    assert schedule.healthy_from([], 0, 100) is None

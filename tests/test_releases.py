@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from test_readme import run_dir_of, sh
+from test_readme import run_dir_of, sh, user_env
 from dfslab.registry import release_named
 from dfslab.runtime import roots
 
 pytestmark = pytest.mark.cluster
 REEF = release_named("ceph", "reef")
+TENTACLE = release_named("ceph", "tentacle")
 # docs/releases.md's lines, run verbatim here (tests/test_docs_commands.py counts them)
 DOCS_BLOCK = ["dfslab up examples/ceph-reef.yaml", "dfslab exec reef -- ceph versions",
               "dfslab run examples/quick-any.yaml --cluster reef", "dfslab down reef"]
@@ -90,6 +91,26 @@ def test_quick_workloads_measure_the_release(reef):
     mib = float(re.search(r"Bandwidth \(MB/sec\):\s+([\d.]+)", raw.read_text()).group(1))
     assert write == pytest.approx(mib * 1.048576, rel=0.01)
     shutil.rmtree(run_dir)
+
+
+def test_an_upgrade_into_tentacle_restarts_every_server_and_leaves_the_clients(reef):
+    """The rolling upgrade by hand on the Reef cluster (its last test before `down`): every daemon
+    on Tentacle, the clients still Reef, the recorded spec saying both, the downgrade refused."""
+    done = sh("dfslab fault reef upgrade tentacle", timeout=600)
+    assert "not undone" in done.stdout, done.stdout  # no `restore` offered: Ceph has no downgrade
+    versions = json.loads(sh(DOCS_BLOCK[1] + " --format json").stdout)
+    [running] = versions["overall"]  # one version throughout
+    assert f"ceph version {TENTACLE.version} " in running and versions["overall"][running] == 6, versions  # MON, MGR, 3 OSDs, MDS
+    client = sh("dfslab exec reef -- ceph --version").stdout
+    assert f"ceph version {REEF.version} " in client, client  # the client node kept Reef
+    spec = json.loads((STATE / "state.json").read_text())["spec"]["ceph"]
+    assert (spec["release"], spec["client_release"]) == ("tentacle", "reef")
+    assert json.loads(sh("dfslab fault reef list --json").stdout)["active"] == []
+    back = subprocess.run(["bash", "-c", "dfslab fault reef upgrade reef"], env=user_env(), capture_output=True, text=True)
+    assert back.returncode != 0 and "downgrade" in back.stderr, back.stderr
+    # What Tentacle says of keys made before it (AES-128): Ceph's own health checks, not hidden.
+    checks = json.loads(sh("dfslab status reef --json").stdout)["checks"]
+    assert checks and all(c.startswith("AUTH_INSECURE_") for c in checks), checks
 
 
 def test_down_leaves_the_root_and_nothing_else(reef):
@@ -189,4 +210,64 @@ def test_servers_of_one_release_and_clients_of_another(tmp_path):
     ratios = {r["workload"]: float(r["value"]) for r in rows if r["metric"] == "from_storage"}
     assert set(ratios) == {"radosbench", "fio"} and all(0.9 <= v <= 1.3 for v in ratios.values()), ratios
     assert not Path("/var/lib/dfslab/clusters/t-mixed").exists()
+    shutil.rmtree(run_dir)
+
+
+def test_a_new_tentacle_cluster_keys_and_clients_are_tentacles(tmp_path):
+    """A new Tentacle cluster: AES-256 keys and a monmap that allows only them (no AUTH_INSECURE_*
+    check), dfslab's own librados client in the release's Python (the admin channel, and the
+    checksummed RADOS writer through an OSD's kill: nothing lost), CephFS through Tentacle's
+    ceph-fuse (which needs `mount` in the root), every number from storage."""
+    import yaml
+    exp = tmp_path / "tentacle.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "tentacle", "baselines": {"network": False, "disk": False},
+        "integrity": {"seed_objects": 20, "recovery_timeout": "120s"},
+        "cluster": {"name": "t-tentacle", "nodes": 2, "network": {"subnet": "10.77.7.0/24"},
+                    "ceph": {"release": "tentacle", "replica_size": 2, "osd_size": "4GiB"}},
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 8, "threads": 4},
+                      {"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "64MiB", "seconds": 3}],
+        "faults": [{"kind": "kill", "target": "osd.1", "during": 0, "at": "2s", "duration": "3s"}]}))
+    run_dir = run_dir_of(sh(f"dfslab run {exp}", timeout=900).stdout)
+    versions = json.loads((run_dir / "provenance.json").read_text())["filesystem_versions"]
+    assert f"ceph version {TENTACLE.version}" in versions["ceph"], versions
+    integrity = json.loads((run_dir / "integrity.json").read_text())
+    assert integrity["checked"] > 20 and integrity["lost"] == integrity["corrupt"] == 0, integrity
+    status = json.loads((run_dir / "status.json").read_text())
+    assert not [c for c in status.get("checks", {}) if c.startswith("AUTH_INSECURE")], status.get("checks")
+    with open(run_dir / "results.csv") as fh:
+        rows = [r for r in csv.DictReader(fh)]
+    ratios = {r["workload"]: float(r["value"]) for r in rows if r["metric"] == "from_storage"}
+    assert set(ratios) == {"radosbench", "fio"} and all(0.9 <= v <= 1.3 for v in ratios.values()), ratios
+    assert not Path("/var/lib/dfslab/clusters/t-tentacle").exists()
+    shutil.rmtree(run_dir)
+
+
+UPGRADE_LINE = "dfslab run examples/ceph-upgrade.yaml"  # docs/releases.md's upgrade line
+
+
+def test_the_rolling_upgrade_under_load_loses_nothing():
+    """Pacific to Reef daemon by daemon under rados bench and the checksummed writer, as the docs'
+    line runs it: Ceph's documented order, every acknowledged object read back, each step timed
+    and measured, the table's number rados bench's own."""
+    run_dir = run_dir_of(sh(UPGRADE_LINE, timeout=1200).stdout)
+    [fault] = json.loads((run_dir / "faults.json").read_text())
+    assert fault["error"] is None and fault["kind"] == "upgrade" and fault["target"] == "reef", fault
+    order = [s["what"] for s in fault["steps"]]
+    assert order[0].startswith(REEF.says) and order[-1] == "osd require-osd-release reef", order
+    assert order[1:-1] == ["mon.a", "mon.b", "mon.c", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a"], order
+    assert all(s["end"] >= s["start"] for s in fault["steps"])
+    assert fault["throughput_before"] > 0 and fault["throughput_during"] > 0 and fault["blocked_s"] is not None
+    assert fault["recover_s"] is not None and fault["recover_s"] < 120, fault["recover_s"]
+    integrity = json.loads((run_dir / "integrity.json").read_text())
+    assert integrity["checked"] > 40 and integrity["lost"] == integrity["corrupt"] == 0, integrity
+    with open(run_dir / "results.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["workload"] == "radosbench"]
+    ratio = next(float(r["value"]) for r in rows if r["metric"] == "from_storage")
+    assert 0.9 <= ratio <= 1.3, ratio
+    bandwidth = next(float(r["value"]) for r in rows if r["metric"] == "bandwidth")
+    raw = next((run_dir / "raw").glob("radosbench-*-write.txt")).read_text()
+    assert bandwidth == pytest.approx(float(re.search(r"Bandwidth \(MB/sec\):\s+([\d.]+)", raw).group(1)) * 1.048576, rel=0.01)
+    assert "upgrade reef, step by step" in (run_dir / "report.html").read_text()
+    assert not Path("/var/lib/dfslab/clusters/upgrade").exists()
     shutil.rmtree(run_dir)

@@ -27,6 +27,33 @@ def test_unknown_release_is_refused_naming_the_field_and_the_known_ones():
     [(path, message)] = err.value.problems
     assert path == "ceph.release"
     assert "'squid'" in message and "pacific" in message and "reef" in message and "18.2.7" in message
+    assert "tentacle" in message and "20.2.4" in message
+
+
+def test_tentacles_keys_are_aes_256_as_its_own_ceph_authtool_makes_them():
+    """The header of our keys against one printed by Tentacle's `ceph-authtool --gen-print-key`
+    (20.2.4, 2026-11-28): type 2, 32 bytes; Pacific's and Reef's stay type 1, 16 bytes."""
+    import base64
+    import struct
+    from dfslab.backends.ceph.conf import gen_key
+    tentacles = base64.b64decode("AgDgNAtrTO49OSAA3mJbHDsFWhp3Ejylons0iDQr8O1Noi9VS1vuNn6Hjzg=")
+    kind, _, _, size = struct.unpack("<hiih", tentacles[:12])
+    ours = base64.b64decode(gen_key("tentacle"))
+    assert struct.unpack("<hiih", ours[:12])[::3] == (kind, size) == (2, 32) and len(ours) == len(tentacles)
+    for older in ("pacific", "reef"):
+        key = base64.b64decode(gen_key(older))
+        assert struct.unpack("<hiih", key[:12])[::3] == (1, 16) and len(key) == 28
+
+
+def test_clients_older_than_a_new_tentacles_keys_are_refused_before_it_is_made():
+    """Refused at `up` (preflight), not by the spec: a cluster upgraded into Tentacle keeps the
+    AES-128 keys it was made with, and its recorded spec says `client_release: pacific`."""
+    from dfslab.backends import PreflightError
+    from dfslab.backends.ceph.backend import CephBackend
+    mixed = parse_spec({**SPEC, "ceph": {"release": "tentacle", "client_release": "pacific"}})
+    with pytest.raises(PreflightError, match=r"^ceph.client_release: .*AES-256"):
+        CephBackend.preflight(mixed)
+    CephBackend.preflight(parse_spec({**SPEC, "ceph": {"release": "reef", "client_release": "pacific"}}))
 
 
 def test_a_rooted_release_is_refused_where_the_runtime_cannot_run_a_root():
@@ -62,6 +89,21 @@ def test_only_the_releases_programs_run_from_its_root():
     assert wrapped == [sys.executable, "-S", str(ROOTEXEC), "/cache/trixie-reef/root", "/state/mnt", "--",
                        "timeout", "9", "rados", "bench"]
     assert SoftwareRoot.from_json(root.as_json()) == root and SoftwareRoot.from_json(None) is None
+
+
+def test_a_roots_interpreter_runs_from_it_by_its_path_only():
+    """Ceph's releases run dfslab's own librados client in the root's /usr/bin/python3; dfslab's
+    own Python is a python3 too (a venv's) and must stay this machine's."""
+    root = SoftwareRoot("/cache/forky-tentacle/root", ("ceph", *release_named("ceph", "tentacle").interpreters))
+    assert root.wrap(["/usr/bin/python3", "-c", "pass"], "/m")[-4:] == ["--", "/usr/bin/python3", "-c", "pass"]
+    for own in (sys.executable, "/work/.venv/bin/python3", "python3"):
+        assert root.wrap([own, "-m", "dfslab.workloads.metadata_worker"], "/m") == [own, "-m", "dfslab.workloads.metadata_worker"]
+
+
+def test_a_root_is_built_with_its_helpers_which_are_not_its_programs():
+    tentacle = release_named("ceph", "tentacle")
+    assert "mount" in tentacle.installs and "mount" not in tentacle.packages  # ceph-fuse's remount inside the root
+    assert tentacle.installs[:len(tentacle.packages)] == tentacle.packages
 
 
 def _fake_root(tmp_path, monkeypatch, release, status="Package: ceph-mon\n"):

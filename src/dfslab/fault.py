@@ -42,6 +42,9 @@ class FaultInputError(FaultError):
 class Fault(ABC):
     kind: str = "?"
     help: str = ""
+    # False for a change nothing puts back (an upgrade: Ceph supports no downgrade): once made it
+    # is not kept among the cluster's active faults, and `restore` has nothing of it to undo.
+    undoable: bool = True
 
     def __init__(self, cluster: FaultedCluster):
         self.cluster = cluster
@@ -100,6 +103,14 @@ def not_a_machine(target: str, spec: Any) -> str | None:
 
 def daemons_of(spec: Any) -> list[str] | None:
     return backend_class_of(spec.filesystem, spec.runtime).daemon_names(spec)
+
+
+def start_again(runtime: Any, record: dict[str, Any]) -> None:
+    """Start a daemon stopped by a fault as it was (`TrackedProcess.restartable()`): the same
+    command line, identity and data (on docker: a new container, same bind mounts), from the
+    software its node runs now (after an upgrade, the new release's)."""
+    runtime.procs.exited(record["name"])  # reap a child of ours, if it is one
+    runtime.spawn(record["name"], record["node"], record["cmd"], env=record.get("env"), meta=record["meta"])
 
 
 RESTART_TIMEOUT = 300  # seconds an undo waits for what Kubernetes makes again (a pod, a node's pods)

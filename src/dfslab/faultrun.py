@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .chaos.integrity import FROM_STDIN, STREAM, sent_between
-from .chaos.schedule import (INTEGRITY, TimedFault, Writer, detection, longest_stall, mean_latency, throughput,
+from .chaos.schedule import (INTEGRITY, TimedFault, Writer, detection, healthy_from, longest_stall, mean_latency, throughput,
                              wait_recovered, write_latency)
 from .backends import require
 from .backends.abilities import ObjectPools, ToolTargets
@@ -19,6 +19,8 @@ from .registry import TARGETS
 from .workloads import WorkloadError
 
 FS_TARGET_NAME = "fs"  # the POSIX mount's target (registry.TARGETS)
+# A first answer of the recovery wait within this many seconds: the cluster was healthy when the step ended.
+QUICK_ANSWER_S = 1.0
 
 if TYPE_CHECKING:
     from .chaos.entry import FaultEntry
@@ -146,22 +148,34 @@ class FaultRun:
             inject_at, undo_at = ev.get("inject"), ev.get("undo")
             if inject_at and undo_at:
                 ev["detect_s"] = detection(samples, inject_at)
-                # from the start of the undo (older runs lack it: from its end)
-                ev["recover_s"] = healed_at - ev.get("undo_start", undo_at) if healed_at else None
+                # From the start of the undo (older runs lack it: from its end). The wait begins when
+                # the step ends: where the cluster was healthy at its first answer, the sampler says
+                # since when (within a sample) rather than the rest of the step counting as recovery.
+                undone_from = ev.get("undo_start", undo_at)
+                healed = healed_at
+                if recover is not None and recover <= QUICK_ANSWER_S:
+                    healed = healthy_from(samples, undone_from, waited_from) or healed_at
+                ev["recover_s"] = healed - undone_from if healed else None
                 ev["recovery_timeout"] = self.recovery_timeout  # how long it was waited for
                 ev["undo_s"] = undo_at - ev["undo_start"] if "undo_start" in ev else None
                 # Before: up to 10 s of steady load, leaving out the workload's first 3 s of ramp-up.
                 before = throughput(samples, max(ev["workload_start"] + 3, inject_at - 10), inject_at)
-                # The fault holds from when inject returned (fill writes for a while first).
-                held_from = ev.get("in_effect") or inject_at
-                ev.update(inject_s=held_from - inject_at, blocked_s=longest_stall(acks, held_from, undo_at),
-                          acked_during=sum(held_from <= a["ack"] < undo_at for a in acks))
-                during = throughput(samples, held_from, undo_at)
+                # The fault holds from when inject returned (fill writes for a while first) to its
+                # undo; one that acts step by step (an upgrade) is in effect while it acts.
+                held_from, held_to = ev.get("in_effect") or inject_at, undo_at
+                if ev.get("steps"):
+                    held_from, held_to = ev["steps"][0]["start"], ev["steps"][-1]["end"]
+                    for step in ev["steps"]:
+                        step.update(throughput=throughput(samples, step["start"], step["end"]),
+                                    blocked_s=longest_stall(acks, step["start"], step["end"]))
+                ev.update(inject_s=held_from - inject_at, blocked_s=longest_stall(acks, held_from, held_to),
+                          acked_during=sum(held_from <= a["ack"] < held_to for a in acks))
+                during = throughput(samples, held_from, held_to)
                 ev.update(throughput_before=before, throughput_during=during,
                           throughput_fraction=(during / before) if before and during is not None else None,
                           latency_before_ms=mean_latency(acks, max(ev["workload_start"] + 3, inject_at - 10), inject_at,
                                                          completed=True),
-                          latency_during_ms=mean_latency(acks, held_from, undo_at))
+                          latency_during_ms=mean_latency(acks, held_from, held_to))
             ev["write_latency"] = latency
             ev["acknowledged_writes"] = len(acks)
             self.events.append(ev)

@@ -121,11 +121,23 @@ class Release:
     says: str  # for messages: "Ceph 18 Reef"
     suite: str | None = None
     packages: tuple[str, ...] = ()  # what its root holds (their dependencies come along)
+    # Packages its programs need inside the root that dfslab never runs itself (ceph-fuse runs
+    # `mount -o remount` in its own namespace): installed, not among the root's programs.
+    helpers: tuple[str, ...] = ()
     # apt options the suite needs on this mirror (forky's Release file is past its Valid-Until).
     apt_options: tuple[str, ...] = ()
     # Edits to the suite's files a cluster needs, each (path in the root, text, its replacement)
     # with why in the package that declares it; applied once per build, refused if the text is not there.
     patches: tuple[tuple[str, str, str], ...] = ()
+    # Programs of the root's dependencies that dfslab's own clients run from it, by their full path
+    # (dfslab's own Python is a python3 too): Ceph's /usr/bin/python3, whose rados module is the
+    # release's librados (a newer release's keys and protocol).
+    interpreters: tuple[str, ...] = ()
+
+    @property
+    def installs(self) -> tuple[str, ...]:
+        """Every package its root is built with."""
+        return (*self.packages, *self.helpers)
 
     @property
     def key(self) -> str:

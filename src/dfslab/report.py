@@ -83,7 +83,12 @@ items){% endif %}{% else %}<b class="bad">not verified</b>{% endif %}.</p>
 {% for f in faults %}<tr><td class="l">{{ f.kind }}</td><td class="l">{{ f.target }}</td><td>{{ f.t_inject }}</td><td>{{ f.in_effect }}</td><td>{{ f.t_undo }}</td>
 <td>{{ f.detect }}</td><td>{{ f.recover }}</td><td>{{ f.undo_took }}</td><td class="l">{{ f.seen }}</td><td class="l {{ 'warn' if f.blocked_flag else '' }}">{{ f.blocked }}</td><td>{{ f.acked }}</td><td>{{ f.before }}</td><td>{{ f.during }}</td><td>{{ f.fraction }}</td><td class="l">{{ f.cost }}</td><td>{{ f.lat_before }}</td><td>{{ f.lat_during }}</td><td class="l bad">{{ f.error or '' }}</td></tr>{% endfor %}
 </table></div>
-<p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while) to its undo. Writes blocked:
+{% for f in faults if f.steps %}<h3>{{ f.kind }} {{ f.target }}, step by step</h3>
+<div class="wide"><table><tr><th class="l">step</th><th class="l">node</th><th>began (s)</th><th>took (s)</th><th>client MB/s</th><th class="l">writes blocked</th></tr>
+{% for st in f.steps %}<tr><td class="l">{{ st.what }}</td><td class="l">{{ st.node }}</td><td>{{ st.began }}</td><td>{{ st.took }}</td><td>{{ st.throughput }}</td><td class="l {{ 'warn' if st.blocked_flag else '' }}">{{ st.blocked }}</td></tr>{% endfor %}
+</table></div>{% endfor %}
+<p>"during" is from when the fault was in effect (inject returned; filling an OSD takes a while; an upgrade is in effect
+while it restarts the daemons) to its undo. Writes blocked:
 the longest time in that window in which dfslab's checksummed writer (one write in flight at a time) got no acknowledgement;
 "yes" from {{ blocked_threshold }} s.</p>{% endif %}
 {% if tune %}{% set c = tune.confirmation %}<h2>Tuning: {{ 'maximize' if tune.objective.maximize else 'minimize' }} {{ tune.objective.text }}</h2>
@@ -629,7 +634,15 @@ def _fault_row(f: dict[str, Any], t0: float, costs: dict[str, list[str]] | None 
             "fraction": fmt(f.get("throughput_fraction"), "{:.0%}"),
             "lat_before": fmt(f.get("latency_before_ms")), "lat_during": fmt(f.get("latency_during_ms")),
             "in_effect": fmt(f.get("inject_s")), "acked": "–" if f.get("acked_during") is None else str(f["acked_during"]),
-            **_blocked(f.get("blocked_s"))}
+            **_blocked(f.get("blocked_s")), "steps": [_step_row(step, t0) for step in f.get("steps") or []]}
+
+
+def _step_row(step: dict[str, Any], t0: float) -> dict[str, Any]:
+    """One step of a fault that acts step by step (an upgrade's restart of a daemon or a host's OSDs)."""
+    fmt = lambda v: "–" if v is None else f"{v:.1f}"  # noqa: E731
+    return {"what": step["what"], "node": step.get("node", ""), "began": fmt(step["start"] - t0),
+            "took": fmt(step["end"] - step["start"]), "throughput": fmt(step.get("throughput")),
+            **_blocked(step.get("blocked_s"))}
 
 
 BLOCKED_THRESHOLD_S = 1.0  # a write that waits this long has hit the fault, not the disk

@@ -112,7 +112,8 @@ def inject(cluster: FaultedCluster, kind: str, target: str, **options: Any) -> I
         raise
     done = Injected(kind, target, pending["at"], record, time.time())
     cluster.state.remove_resource("faults", pending)
-    cluster.state.add_resource("faults", done.as_dict())
+    if fault.undoable:
+        cluster.state.add_resource("faults", done.as_dict())
     return done
 
 

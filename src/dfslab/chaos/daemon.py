@@ -9,7 +9,7 @@ import signal
 from typing import Any
 
 from ..procs import TrackedProcess
-from ..fault import Fault, FaultInputError, daemons_of, not_one_of
+from ..fault import Fault, FaultInputError, daemons_of, not_one_of, start_again
 
 
 class KillDaemon(Fault):
@@ -58,9 +58,7 @@ class KillDaemon(Fault):
             current = runtime.procs.get(d["name"])
             if current is not None and current.alive():
                 continue
-            runtime.procs.exited(d["name"])  # reap a child of ours, if it is one
-            # Same command line, identity and data (on docker: a new container, same bind mounts).
-            runtime.spawn(d["name"], d["node"], d["cmd"], env=d.get("env"), meta=d["meta"])
+            start_again(runtime, d)
 
 
 class StopDaemon(KillDaemon):

@@ -43,6 +43,8 @@ class TimedFault:
             injected = inject(self.cluster, self.entry.kind, self.entry.target, **self.entry.options)
             self.events["inject"] = injected.at
             self.events["in_effect"] = injected.in_effect
+            if "steps" in injected.record:  # what a long fault did, step by step (an upgrade's restarts)
+                self.events["steps"] = injected.record["steps"]
             self._cancelled.wait(self.entry.duration)  # cancelled: undone now
             # Recovery counts from here: an undo may itself wait for the system to come back (a
             # lost node's kubelet and pods), and that wait is part of recovering, not before it.
@@ -208,6 +210,19 @@ def mean_latency(acks: list[dict[str, Any]], start: float, end: float, completed
     else:
         chosen = [a for a in acks if a["start"] < end and a["ack"] >= start]
     return sum((a["ack"] - a["start"]) * 1000 for a in chosen) / len(chosen) if chosen else None
+
+
+def healthy_from(samples: list[tuple[float, str, float, str]], since: float, until: float) -> float | None:
+    """The first sample time in [since, until] from which the backend's `<name>.degraded` series
+    read 0 at every sample up to `until` (None: it did not, or nothing was sampled)."""
+    points = sorted((t, value) for t, series, value, _ in samples if series.endswith(".degraded") and since <= t <= until)
+    start = None
+    for t, value in points:
+        if value > 0:
+            start = None
+        elif start is None:
+            start = t
+    return start
 
 
 def detection(samples: list[tuple[float, str, float, str]], inject_at: float) -> float | None:

@@ -63,8 +63,10 @@ def fault(
         else:
             done = chaos.inject(attached, kind, target, **options)
             shown = ", ".join(f"{k}={v}" + ("" if k in options else " (default)") for k, v in effective.items() if v is not None)
+            undo = (f"undo with: dfslab fault {name} restore" if chaos.fault_class(kind).undoable
+                    else f"it is not undone: {chaos.fault_class(kind).undo.__doc__ or 'nothing puts it back'}")
             console.print(f"[yellow]injected[/] {done.kind} {done.target}" + (f" ({shown})" if shown else "")
-                          + f"; undo with: dfslab fault {name} restore", highlight=False)
+                          + f"; {undo}", highlight=False)
     except chaos.FaultError as exc:
         fail(exc)
     finally:

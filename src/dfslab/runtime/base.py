@@ -226,10 +226,17 @@ class Runtime(ABC):
         """Where the filesystem's clients mount it on this machine (under the cluster's state)."""
         return self.state.dir / "mnt"
 
+    def install_release(self, release: Any, clients: list[str], progress) -> None:
+        """`release`'s software on the server nodes, as a package upgrade on each server would put
+        it: a daemon started from now on runs it, a running one keeps what it runs until its
+        restart; the client nodes `clients` keep the software they run (a rolling upgrade)."""
+        raise RuntimeError_(f"{self.where} runs this machine's own software only: a release cannot be "
+                            "installed into its nodes (runtime local can)")
+
     def software_root(self) -> SoftwareRoot | None:
         """The release root this cluster's programs run from (None: this machine's own software).
         Read from the cluster's state once, not at every command: `prepare` records it (and sets
-        it here) before the first daemon starts, and it does not change for the cluster's life."""
+        it here) before the first daemon starts; only `install_release` changes it later."""
         if self._software_root is _UNREAD:
             self._software_root = SoftwareRoot.from_json(self.state.read().get("software_root"))
         return self._software_root

@@ -148,6 +148,21 @@ class LocalNetnsRuntime(Runtime):
                                            "root": client_root.as_json() if client_root is not None else None})
             self._client_root = (frozenset(spec.client_names()), client_root)
 
+    def install_release(self, release, clients: list[str], progress) -> None:
+        if not self.software_roots:  # docker: its daemons run dfslab's image
+            return super().install_release(release, clients, progress)
+        try:
+            root = roots.ensure(release, progress) if release.suite else None
+        except roots.RootError as exc:
+            raise RuntimeError_(str(exc)) from None
+        kept = self.software_root_for(clients[0]) if clients else None
+        # The client nodes' root first: from the next line on, a command on a client node runs
+        # what it ran before, whichever the servers run.
+        self.state.update(client_root={"nodes": clients, "root": kept.as_json() if kept is not None else None})
+        self._client_root = (frozenset(clients), kept)
+        self.state.update(software_root=root.as_json() if root is not None else None)
+        self._software_root = root
+
     def _unshare_mounts(self) -> list[str]:
         """Undo `prepare`'s shared mount (after `down` unmounted the clients below it)."""
         removed = []

@@ -55,12 +55,15 @@ class SoftwareRoot:
     """A built root, as a cluster records it (state `software_root`) and runtimes use it."""
 
     path: str  # the tree
-    programs: tuple[str, ...]  # what runs from it (the release's packages' programs); the rest is this machine's
+    # What runs from it: the release's packages' programs by name, its interpreters by full path
+    # (Release.interpreters); the rest is this machine's.
+    programs: tuple[str, ...]
 
     def wrap(self, argv: list[str], shared: str) -> list[str]:
         """`argv` run from this root if its program is one of the root's, else unchanged; `shared`:
         the cluster's directory of client mounts (rootexec.py)."""
-        if not argv or os.path.basename(program_of(argv)) not in self.programs:
+        program = program_of(argv) if argv else ""
+        if program not in self.programs and os.path.basename(program) not in self.programs:
             return argv
         return [sys.executable, "-S", str(ROOTEXEC), self.path, shared, "--", *argv]
 
@@ -183,7 +186,7 @@ def build(release: Release, progress: Progress) -> dict:
     fresh, tree = home / "root.new", home / "root"
     if fresh.exists():
         remove_owned_tree(fresh, [roots_dir()], "a build of dfslab's that did not finish")
-    argv = ["mmdebstrap", "--variant=apt", "--mode=root", f"--include={','.join(release.packages)}",
+    argv = ["mmdebstrap", "--variant=apt", "--mode=root", f"--include={','.join(release.installs)}",
             *(f"--aptopt={opt}" for opt in release.apt_options), release.suite, str(fresh), mirror()]
     started = time.monotonic()
     stamp = archive_stamp(release)
@@ -209,8 +212,8 @@ def build(release: Release, progress: Progress) -> dict:
         raise RootError(f"building {release.says}'s root failed (mmdebstrap exit {proc.returncode}; log {log}): {tail}")
     apply_patches(release, fresh)
     manifest = {
-        "release": release.name, "suite": release.suite, "packages": list(release.packages),
-        "versions": _versions(fresh, release.packages), "patched": sorted({p for p, _, _ in release.patches}), "programs": _programs(fresh, release.packages),
+        "release": release.name, "suite": release.suite, "packages": list(release.installs),
+        "versions": _versions(fresh, release.installs), "patched": sorted({p for p, _, _ in release.patches}), "programs": _programs(fresh, release.packages),
         "status_sha256": _status_checksum(fresh), "archive_sha256": stamp, "mirror": mirror(),
         "built": time.time(), "build_seconds": round(time.monotonic() - started, 1), "bytes": _tree_bytes(fresh),
     }
@@ -226,7 +229,7 @@ def problem(release: Release, manifest: dict | None) -> str | None:
     tree = root_home(release) / "root"
     if manifest is None or not tree.is_dir():
         return "not built"
-    if (manifest.get("packages") != list(release.packages) or manifest.get("suite") != release.suite
+    if (manifest.get("packages") != list(release.installs) or manifest.get("suite") != release.suite
             or manifest.get("patched") != sorted({p for p, _, _ in release.patches})):
         return "built for other packages"
     try:
@@ -255,7 +258,7 @@ def ensure(release: Release, progress: Progress, check_archive: bool = True, reb
 
 
 def _built(release: Release, manifest: dict) -> SoftwareRoot:
-    return SoftwareRoot(str(root_home(release) / "root"), tuple(manifest["programs"]))
+    return SoftwareRoot(str(root_home(release) / "root"), (*manifest["programs"], *release.interpreters))
 
 
 def users(release: Release) -> list[int]:

@@ -18,9 +18,10 @@ IMAGE_PACKAGES = ["ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-common",
 
 from ...registry import Release  # noqa: E402 (data only: the registry imports nothing of dfslab's)
 
-# What a root of a newer release holds: the daemons, the clients (ceph CLI, rados, rbd, ceph-fuse)
+# What a root of a newer release holds: the daemons, their map tools (ceph-base: monmaptool, crushtool,
+# osdmaptool), the clients (ceph CLI, rados, rbd, ceph-fuse)
 # and fio, so that a cluster's tools are of its release.
-_ROOT_PACKAGES = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph-mds", "ceph-common", "ceph-fuse", "radosgw", "fio")
+_ROOT_PACKAGES = ("ceph-mon", "ceph-osd", "ceph-mgr", "ceph-mds", "ceph-base", "ceph-common", "ceph-fuse", "radosgw", "fio")
 # Reef's mgr_util imports bcrypt at the top; Debian's bcrypt is a PyO3 module, which refuses to load
 # in a second Python subinterpreter, and the MGR runs each module in its own: every module then
 # fails (MGR_MODULE_DEPENDENCY, HEALTH_WARN for good). Only the dashboard's password hashing uses
@@ -31,18 +32,27 @@ _REEF_BCRYPT = (
      "    import bcrypt  # here, not at the top: see dfslab.backends.ceph (PyO3 and subinterpreters)\n"
      "    if not password:\n        return None\n    if not salt_password:\n"),
 )
+# dfslab's own librados client (the admin channel, the integrity store) runs in the root's Python,
+# whose rados module is the release's: Tentacle's AES-256 keys are beyond Pacific's librados.
+_OWN_CLIENT = ("/usr/bin/python3",)
+# ceph-fuse trims the kernel's dentries by `mount -i -o remount` of its mount point and aborts where
+# that fails (exit 127 without /usr/bin/mount): trixie's packages bring `mount` along, forky's do not.
+_FUSE_REMOUNT = ("mount",)
 # The releases `ceph: {release: ...}` names, the default first (measured 2026-11-28, ../shared/FACTS.md).
 # Pacific is this machine's own Ceph: `make demo` needs no root built (4 minutes fresh).
 RELEASES = (
     Release("pacific", "16.2.15", "Ceph 16 Pacific (Debian 12's own packages)"),
-    Release("reef", "18.2.7", "Ceph 18 Reef (Debian 13 trixie)", "trixie", _ROOT_PACKAGES, patches=_REEF_BCRYPT),
+    Release("reef", "18.2.7", "Ceph 18 Reef (Debian 13 trixie)", "trixie", _ROOT_PACKAGES, patches=_REEF_BCRYPT,
+            interpreters=_OWN_CLIENT),
+    # forky's Release file is past its Valid-Until on this machine's mirror (FACTS.md, "Newer releases").
+    Release("tentacle", "20.2.4", "Ceph 20 Tentacle (Debian forky)", "forky", _ROOT_PACKAGES,
+            apt_options=('Acquire::Check-Valid-Until "false"',), interpreters=_OWN_CLIENT, helpers=_FUSE_REMOUNT),
 )
 # Not yet: Tentacle (20.2.4, Debian forky; its Release file here needs Acquire::Check-Valid-Until
 # "false"). Its daemons come up from a root of forky with every PG clean, but its monitors raise
 # six AUTH_INSECURE_* checks for dfslab's AES-128 cephx keys (Tentacle's are AES-256, type 2), and
 # dfslab's own client (Debian 12's librados, in its Python) cannot use AES-256 keys: the admin
 # channel has to move to the release's own tools first (docs/releases.md).
-
 
 def debian_groups_for(spec) -> list[str]:
     """What a Ceph spec needs beyond `make demo`'s packages: radosgw and s3cmd for gateways."""
@@ -57,7 +67,7 @@ SAMPLES = {"": {"ceph": {"mons": 1, "rgw": 1, "cephfs": True, "osd_size": "6GiB"
 ENGINES = {"kubernetes": "dfslab.backends.ceph.rook:RookCephBackend"}
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"out": "dfslab.backends.ceph.faults:MarkOut", "fill": "dfslab.backends.ceph.faults:FillOsd",
-          "operator": "dfslab.backends.ceph.rookfaults:OperatorDown"}
+          "operator": "dfslab.backends.ceph.rookfaults:OperatorDown", "upgrade": "dfslab.backends.ceph.upgrade:Upgrade"}
 
 
 # The sampler's Ceph series as Prometheus metrics (dfslab.monitor's form: series regex, metric,

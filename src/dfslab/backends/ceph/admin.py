@@ -8,12 +8,15 @@ import queue
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from ...procs import ENV_MARK
 from ...runtime import CLIENT, Runtime
 from .. import BackendError
+from . import helper
 from .conf import CephLayout
+from .objects import release_python
 
 
 class CephAdmin:
@@ -26,8 +29,18 @@ class CephAdmin:
         # (the servers workload's pool) share the connection from different threads.
         self._lock = threading.Lock()
 
+    def _helper_argv(self) -> list[str]:
+        """helper.py with the client's librados: a release root's own Python where the client runs
+        one (its keys and protocol: Tentacle's AES-256 keys are beyond Pacific's librados), else
+        dfslab's (this machine's Ceph)."""
+        args = [str(self.layout.conf), str(self.layout.admin_keyring)]
+        python = release_python(self.runtime, CLIENT)
+        if python:
+            return [*python, "-c", Path(helper.__file__).read_text(), *args]
+        return [sys.executable, "-m", helper.__name__, *args]
+
     def start(self, timeout: float = 60) -> None:
-        argv = [sys.executable, "-m", "dfslab.backends.ceph.helper", str(self.layout.conf), str(self.layout.admin_keyring)]
+        argv = self._helper_argv()
         log = open(self.runtime.state.logs_dir / "admin-helper.out", "ab")
         self._proc = subprocess.Popen(
             self.runtime.command(CLIENT, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,

@@ -20,8 +20,10 @@ from ..abilities import (CapacityPlan, ClientSetup, ConfinedStorage, HealthAlarm
 from .. import Backend, BackendError, Chart, Facts, new_bucket, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
 from ...registry import S3Endpoint, rooted_release
 from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
+from .keys import key_type
 from .checks import HealthChecks
 from .conf import CephLayout, mon_placement, osd_placement, render_conf
+from .objects import OWN_PYTHON, release_python
 from .context import CephContext
 
 
@@ -60,6 +62,13 @@ class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, 
     def preflight(cls, spec) -> None:
         super().preflight(spec)
         c = spec.ceph
+        # A new cluster's keys are its release's kind; a cluster upgraded into a release keeps the
+        # keys it was made with, so this holds for new clusters only (not in the spec's checks).
+        servers_key, clients_key = key_type(c.release), key_type(c.client_release or c.release)
+        if clients_key < servers_key:
+            raise PreflightError(f"ceph.client_release: a new {c.release} cluster's cephx keys are AES-256, which "
+                                 f"{c.client_release}'s librados cannot use; name a client release of {c.release} "
+                                 "or newer, or leave it out")
         planned = (c.mons * PLANNED_RSS["mon"] + PLANNED_RSS["mgr"] * c.mgr + PLANNED_RSS["mds"] * c.cephfs
                    + len(spec.nodes) * c.osds_per_node * PLANNED_RSS["osd"])
         available = psutil.virtual_memory().available
@@ -109,8 +118,7 @@ class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, 
         ctx.fsid = str(uuid.uuid4())
         self.state.update(fsid=ctx.fsid)
         self.layout.make_dirs()
-        public = str(ipaddress.IPv4Network(self.spec.network.subnet)) if self.runtime.nodes_on_subnet else None
-        self.layout.conf.write_text(render_conf(self.spec, self.layout, ctx.fsid, ctx.addresses, public))
+        self.write_conf(self.spec)
 
         progress("starting monitors", f"{self.spec.ceph.mons} MON(s)")
         mon.create(ctx)
@@ -206,12 +214,16 @@ class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, 
         done = live.apply(self.ctx, run_ceph, changes, daemons)
         if done is not None:
             self.spec = new
-            public = str(ipaddress.IPv4Network(new.network.subnet)) if self.runtime.nodes_on_subnet else None
-            self.layout.conf.write_text(render_conf(new, self.layout, self.ctx.fsid, self.ctx.addresses, public))
+            self.write_conf(new)
             for section, option, value in changes:
                 if section == live.CLIENT_SECTION:
                     self._check_client_option(option, value)
         return done
+
+    def write_conf(self, spec) -> None:
+        """ceph.conf for `spec` (its release's options too): what a daemon or client reads at its next start."""
+        public = str(ipaddress.IPv4Network(spec.network.subnet)) if self.runtime.nodes_on_subnet else None
+        self.layout.conf.write_text(render_conf(spec, self.layout, self.ctx.fsid, self.ctx.addresses, public))
 
     def _check_client_option(self, option: str, value: Any) -> None:
         """What a client starting now reads from ceph.conf (ceph-conf parses it as librados does)."""
@@ -250,8 +262,12 @@ class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, 
 
     def client_env(self) -> dict[str, str]:
         """Environment for ceph/rados tools run on the client node (and s3cmd, with gateways)."""
-        return {"CEPH_CONF": str(self.layout.conf), "CEPH_ARGS": f"--keyring {self.layout.admin_keyring}",
-                **rgw.client_env(self.layout.root)}
+        env = {"CEPH_CONF": str(self.layout.conf), "CEPH_ARGS": f"--keyring {self.layout.admin_keyring}",
+               **rgw.client_env(self.layout.root)}
+        python = release_python(self.runtime, CLIENT)
+        if python:  # dfslab's own librados clients (objects.open_pool) run in the release's Python
+            env[OWN_PYTHON] = json.dumps(self.runtime.command(CLIENT, python))
+        return env
 
     def sample(self) -> dict[str, tuple[float, str]]:
         status = self.ctx.admin.cmd("status", timeout=10)

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import os
-import struct
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...native import populate_class_dir
+from .keys import gen_key  # noqa: F401 (the daemon modules take it from here with keyring_text)
 from ...spec import ClusterSpec
 
 MON_IDS = "abc"
-
-
-def gen_key() -> str:
-    """A cephx secret, encoded as Ceph's CryptoKey: type, created (sec, nsec), length, bytes."""
-    secret = os.urandom(16)
-    header = struct.pack("<hiih", 1, int(time.time()), 0, len(secret))
-    return base64.b64encode(header + secret).decode()
 
 
 def keyring_text(entity: str, key: str, caps: dict[str, str]) -> str:

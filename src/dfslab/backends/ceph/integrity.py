@@ -3,7 +3,7 @@ opened by dfslab.chaos.integrity through the target table (dfslab.registry.TARGE
 
 from __future__ import annotations
 
-from . import connect_rados
+from .objects import open_pool
 
 
 class RadosStore:
@@ -11,10 +11,8 @@ class RadosStore:
 
     def __init__(self, pool: str, op_timeout: float = 0):
         # op_timeout 0: a write waits as long as Ceph needs (an ack is a promise, however late).
-        import rados
-        self.errors = (rados.Error,)
-        self.cluster = connect_rados(rados_osd_op_timeout=str(int(op_timeout)))
-        self.ioctx = self.cluster.open_ioctx(pool)
+        self.ioctx, self.errors, self._not_found, self._close = open_pool(
+            pool, rados_osd_op_timeout=str(int(op_timeout)))
 
     def put(self, name: str, data: bytes) -> None:
         self.ioctx.write_full(name, data)
@@ -24,13 +22,11 @@ class RadosStore:
 
     def remove_all(self, names: set[str]) -> None:
         """The objects (the pool is the cluster's benchmark pool: it stays)."""
-        import rados
         for name in names:
             try:
                 self.ioctx.remove_object(name)
-            except rados.ObjectNotFound:
+            except self._not_found:
                 pass
 
     def close(self) -> None:
-        self.ioctx.close()
-        self.cluster.shutdown()
+        self._close()

@@ -12,7 +12,7 @@ def create(ctx: CephContext) -> None:
     if not ctx.spec.ceph.cephfs:
         return
     node = ctx.spec.nodes[-1].name
-    keyring = keyring_text("mds.a", gen_key(), MDS_CAPS)
+    keyring = keyring_text("mds.a", gen_key(ctx.spec.ceph.release), MDS_CAPS)
     ctx.admin.cmd("auth import", inbuf=keyring)
     ctx.write_keyring("mds.a", keyring)
     ctx.start_daemon("mds", "a", node)

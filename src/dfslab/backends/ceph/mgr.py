@@ -8,7 +8,7 @@ from .context import CephContext
 
 def create(ctx: CephContext) -> None:
     node = ctx.spec.nodes[0].name
-    keyring = keyring_text("mgr.x", gen_key(), MGR_CAPS)
+    keyring = keyring_text("mgr.x", gen_key(ctx.spec.ceph.release), MGR_CAPS)
     ctx.admin.cmd("auth import", inbuf=keyring)
     ctx.write_keyring("mgr.x", keyring)
     ctx.start_daemon("mgr", "x", node)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-
 from ...safety import write_private
 from .. import BackendError
 from .conf import ADMIN_CAPS, gen_key, keyring_text, mon_addrvec, mon_placement
 from .context import CephContext
 
 
-def _run(argv: list[str]) -> None:
-    res = subprocess.run(argv, capture_output=True, text=True)
+def _run(ctx: CephContext, node: str, argv: list[str]) -> None:
+    res = ctx.runtime.run(node, argv, check=False)
     if res.returncode != 0:
         raise BackendError(f"`{' '.join(argv)}` failed: {res.stderr.strip() or res.stdout.strip()}")
 
@@ -24,9 +22,11 @@ def create(ctx: CephContext) -> None:
     argv = ["monmaptool", "--create", "--clobber", "--fsid", ctx.fsid]
     for mon_id, node in mons.items():
         argv += ["--addv", mon_id, mon_addrvec(ctx.addresses[node])]
-    _run(argv + [str(monmap)])
+    # The release's own monmaptool, on a monitor's node: the map says which release made it
+    # (min_mon_release) and, from Tentacle on, which ciphers cephx allows (aes256k only).
+    _run(ctx, next(iter(mons.values())), argv + [str(monmap)])
 
-    admin = keyring_text("client.admin", gen_key(), ADMIN_CAPS)
+    admin = keyring_text("client.admin", gen_key(ctx.spec.ceph.release), ADMIN_CAPS)
     write_private(layout.admin_keyring, admin)
     # Also where ceph.conf's `keyring = .../$name/keyring` points, so any client given only
     # the conf (fio's rbd engine, ceph-fuse) authenticates as client.admin.
@@ -34,7 +34,7 @@ def create(ctx: CephContext) -> None:
     admin_home.mkdir(parents=True, exist_ok=True)
     write_private(admin_home / "keyring", admin)
     mon_keyring = conf_dir / "mon.keyring"
-    write_private(mon_keyring, keyring_text("mon.", gen_key(), {"mon": "allow *"}) + admin)
+    write_private(mon_keyring, keyring_text("mon.", gen_key(ctx.spec.ceph.release), {"mon": "allow *"}) + admin)
 
     for mon_id, node in mons.items():
         data = layout.data(f"mon.{mon_id}")

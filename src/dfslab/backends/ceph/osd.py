@@ -24,7 +24,7 @@ def create(ctx: CephContext) -> None:
     placement = osd_placement(ctx.spec)
     keys = {}
     for osd_id in placement:
-        osd_uuid, key = str(uuid.uuid4()), gen_key()
+        osd_uuid, key = str(uuid.uuid4()), gen_key(ctx.spec.ceph.release)
         ctx.admin.cmd("osd new", uuid=osd_uuid, id=osd_id, inbuf=json.dumps({"cephx_secret": key}))
         keys[osd_id] = (osd_uuid, key)
     # mkfs is the slow part (~2 s each, mostly waiting on fsync); overlap it.

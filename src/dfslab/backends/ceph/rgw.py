@@ -39,7 +39,7 @@ def endpoints(ctx: CephContext) -> list[str]:
 def create(ctx: CephContext) -> None:
     for name, node in placement(ctx).items():
         entity = f"client.{name}"
-        keyring = keyring_text(entity, gen_key(), CAPS)
+        keyring = keyring_text(entity, gen_key(ctx.spec.ceph.release), CAPS)
         ctx.admin.cmd("auth import", inbuf=keyring)
         ctx.write_keyring(entity, keyring)
         data = ctx.layout.data(entity)
