@@ -97,7 +97,7 @@ def test_an_upgrade_into_tentacle_restarts_every_server_and_leaves_the_clients(r
     """The rolling upgrade by hand on the Reef cluster (its last test before `down`): every daemon
     on Tentacle, the clients still Reef, the recorded spec saying both, the downgrade refused."""
     done = sh("dfslab fault reef upgrade tentacle", timeout=600)
-    assert "not undone" in done.stdout, done.stdout  # no `restore` offered: Ceph has no downgrade
+    assert "not undone" in done.stderr, done.stderr  # no `restore` offered: Ceph has no downgrade
     versions = json.loads(sh(DOCS_BLOCK[1] + " --format json").stdout)
     [running] = versions["overall"]  # one version throughout
     assert f"ceph version {TENTACLE.version} " in running and versions["overall"][running] == 6, versions  # MON, MGR, 3 OSDs, MDS
@@ -225,7 +225,7 @@ def test_a_new_tentacle_cluster_keys_and_clients_are_tentacles(tmp_path):
         "integrity": {"seed_objects": 20, "recovery_timeout": "120s"},
         "cluster": {"name": "t-tentacle", "nodes": 2, "network": {"subnet": "10.77.7.0/24"},
                     "ceph": {"release": "tentacle", "replica_size": 2, "osd_size": "4GiB"}},
-        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 8, "threads": 4},
+        "workloads": [{"type": "radosbench", "mode": ["write"], "seconds": 8, "threads": 4, "object_size": "64KiB"},
                       {"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "64MiB", "seconds": 3}],
         "faults": [{"kind": "kill", "target": "osd.1", "during": 0, "at": "2s", "duration": "3s"}]}))
     run_dir = run_dir_of(sh(f"dfslab run {exp}", timeout=900).stdout)
