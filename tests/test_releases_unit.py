@@ -137,3 +137,12 @@ def test_patches_apply_once_and_refuse_text_that_is_not_there(tmp_path):
     with pytest.raises(RootError, match="usr/m.py .* does not hold"):
         roots.apply_patches(release, tmp_path)  # the suite's file changed: refused, not half-applied
 
+
+
+def test_a_release_named_alone_gets_the_command_with_its_filesystem():
+    from typer.testing import CliRunner
+    from dfslab.cli import app
+    res = CliRunner().invoke(app, ["releases", "build", "tentacle"])
+    assert res.exit_code == 2 and "`dfslab releases build ceph tentacle`" in res.output, res.output
+    res = CliRunner().invoke(app, ["releases", "build", "ceph"])
+    assert res.exit_code == 2 and "name one of ceph's releases too" in res.output, res.output

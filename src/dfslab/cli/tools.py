@@ -104,6 +104,12 @@ def releases(ctx: typer.Context) -> None:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
 
 
+def _owner(release) -> str:
+    """The filesystem whose release `release` is."""
+    from ..registry import FILESYSTEMS, releases_of
+    return next(fs for fs in FILESYSTEMS if release in releases_of(fs))
+
+
 @releases_app.command("build")
 def releases_build(
     filesystem: Optional[str] = typer.Argument(None, help="a filesystem (dfslab releases lists each one's releases)"),
@@ -121,7 +127,9 @@ def releases_build(
         fail(ValueError("name a release (FILESYSTEM NAME, as `dfslab releases` lists them), or give --all to build every one"
                         + (", not both" if every else "")))
     if not every and name is None:
-        fail(ValueError(f"name one of {filesystem}'s releases too (dfslab releases lists them)"))
+        owners = [r for r in rooted_releases() if r.name == filesystem]
+        fail(ValueError(f"{filesystem} is a release: `dfslab releases build {_owner(owners[0])} {filesystem}`" if owners
+                        else f"name one of {filesystem}'s releases too (dfslab releases lists them)"))
     chosen = rooted_releases() if every else [_release_arg(filesystem, name)]
     for release in chosen:
         try:
