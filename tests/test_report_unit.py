@@ -184,6 +184,24 @@ def test_the_first_screen_reads_a_small_block_step_by_its_iops():
     assert large["result"] == "426 MB/s" and "bs=1MiB" in large["step"], large
 
 
+def test_a_step_too_short_to_time_shows_no_rate_on_the_first_screen_either():
+    """The terminal's results table shows "–" for a phase under 2 s; the report's step table said
+    its number (687 MB/s for a 1.7 s seq read) and a limit from its burst. Both say it now."""
+    from dfslab.report import bottleneck_rows
+    rows, intervals = [], []
+    for mode, mbs, seconds in (("seq", 687.0, 1.7), ("write", 431.0, 10.0)):
+        params = {"mode": mode, "op": "read" if mode == "seq" else "write"}
+        step = "radosbench[0] rep 0"
+        rows += [{**row("radosbench", "bandwidth", mbs, "MB/s", **params), "step": step},
+                 {**row("radosbench", "duration", seconds, "s", **params), "step": step}]
+        intervals.append({"workload": "radosbench", "label": "radosbench[0]", "repetition": 0, "start": 10.0, "end": 20.0,
+                          "headlines": [{"metric": "bandwidth", "value": mbs, "unit": "MB/s", "params": params}]})
+    series = {"net.client.rx": [(float(t), 100.0) for t in range(10, 21)], "cpu.total": [(float(t), 50.0) for t in range(10, 21)]}
+    seq, write = bottleneck_rows(rows, intervals, series, replicas=2)
+    assert seq["result"] == "–" and seq["limit"] == "too short to time (1.7 s)" and seq["bound"] is None, seq
+    assert write["result"] == "431 MB/s" and write["limit"] != "too short to time (10 s)", write
+
+
 def test_each_step_shows_what_kubernetes_itself_took_in_its_transfer_seconds():
     """`cpu.platform` (the sampler's sum over the runtime's platform processes) is averaged over the
     seconds the step moved data, as its CPU share is; a run without it has no such column."""

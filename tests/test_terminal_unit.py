@@ -97,7 +97,7 @@ def test_a_row_too_short_to_time_shows_no_rate_or_latency():
     """The quickstart's first screen showed rados bench seq at 687 MB/s with the note "too short to
     time (1.7 s)": a headline number the tool says it cannot time. Such a row keeps its name, its
     byte share and the note; its rates and latencies are "–" (results.csv keeps them)."""
-    from dfslab.cli.running import mark_untimed
+    from dfslab.report import mark_untimed
     lines = [{"workload": "radosbench", "params": "mode=seq", "note": "",
               "cells": {"bandwidth (MB/s)": "687", "latency avg (ms)": "58.6", "from_storage (ratio)": "1.003"}},
              {"workload": "radosbench", "params": "mode=write", "note": "",

@@ -273,6 +273,20 @@ def short_phases(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
     return out
 
 
+def mark_untimed(lines: list[dict], short: dict[tuple[str, str], float]) -> int:
+    """Lines of the results table whose phase was too short to time (`short`: report.short_phases)
+    get "–" for their rates and latencies, which a burst does not have, and a note; how many."""
+    marked = 0
+    for line in lines:
+        seconds = short.get((line["workload"], line["params"]))
+        if seconds is None:
+            continue
+        line["cells"] = {k: v if k == "from_storage (ratio)" else "–" for k, v in line["cells"].items()}
+        line["note"] = "; ".join(n for n in (line.get("note", ""), f"too short to time ({seconds:.2g} s)") if n)
+        marked += 1
+    return marked
+
+
 def short_phase_lines(rows: list[dict[str, Any]]) -> list[str]:
     varying = varying_keys(rows)
     capped = [f"{r['workload']} {params_label(r['params'], varying[r['workload']])}, repetition {r['repetition']}: "
@@ -312,6 +326,12 @@ def _small_block_iops(rows) -> dict[tuple[str, str], float]:
     return out
 
 
+def _short_timed(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """{(step, params as JSON): seconds} of every phase timed under MIN_PHASE_SECONDS."""
+    return {(r.get("step", ""), json.dumps(r["params"], sort_keys=True)): r["value"] for r in rows
+            if r["metric"] == "duration" and r["t"] is None and r["value"] < MIN_PHASE_SECONDS}
+
+
 def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[str, Any]]:
     """One row per headline (mean over repetitions): the step, its number, the share of CPU, link
     and disk it used and what limited it; `units` (units.json) shows byte parameters as the tables
@@ -321,13 +341,15 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
     cpu = busiest_cpu(series)
     platform = series.get("cpu.platform", [])
     grouped: dict[tuple, list[tuple[float, float | None, dict, float | None]]] = defaultdict(list)
-    ops = _small_block_iops(rows)
+    ops, bursts = _small_block_iops(rows), _short_timed(rows)
     small: dict[tuple, list[float]] = defaultdict(list)
+    short: dict[tuple, float] = {}  # steps with a repetition too short to time: its shortest
     for iv in intervals:
         if iv.get("error"):
             continue
         for h in iv["headlines"]:
-            counted = ops.get((f"{iv.get('label')} rep {iv.get('repetition', 0)}", json.dumps(h["params"], sort_keys=True)))
+            step = (f"{iv.get('label')} rep {iv.get('repetition', 0)}", json.dumps(h["params"], sort_keys=True))
+            counted, burst = ops.get(step), bursts.get(step)
             h = {**h, "params": with_units(h["params"], (units or {}).get(iv["workload"], {}))}
             op = direction(h["params"])
             sub = h["params"].get("phase") or h["params"].get("op") or h["params"].get("mode") or ""
@@ -339,6 +361,8 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
                                                          cpu_during(platform, iv["start"], iv["end"], moving)))
             if counted is not None:
                 small[(label, sub, op, h["unit"])].append(counted)
+            if burst is not None:
+                short[(label, sub, op, h["unit"])] = min(burst, short.get((label, sub, op, h["unit"]), burst))
     lines = []
     for (label, sub, op, unit), values in grouped.items():
         value = sum(v for v, _, _, _ in values) / len(values)
@@ -356,6 +380,9 @@ def bottleneck_rows(rows, intervals, series, replicas, units=None) -> list[dict[
                       "platform": f"{statistics.fmean(taken):.0f} %" if taken else None,
                       "bound": result["bound"], "verdict": result["verdict"], "limit": LIMIT_TEXT[result["bound"]]
                       + (f"; above the {' and '.join(result['exceeded'])} baseline: a cache" if result["exceeded"] else "")})
+        if (label, sub, op, unit) in short:  # a burst has no rate, and no share of a limit (as the results table)
+            lines[-1].update(result="–", shares={}, bound=None,
+                             limit=f"too short to time ({short[(label, sub, op, unit)]:.2g} s)")
     return lines
 
 
@@ -717,7 +744,9 @@ def build(run_path: Path) -> Path:
     replicas = status.get("write_amplification") or 1
     varying = varying_keys(rows)
     workloads_rows = [r for r in rows if r["workload"] != "baseline"]
-    tables = [("Workloads", *summarize(workloads_rows, SUMMARY_METRICS + ["depth", "from_storage"])),
+    workload_lines, workload_columns = summarize(workloads_rows, SUMMARY_METRICS + ["depth", "from_storage"])
+    mark_untimed(workload_lines, short_phases(workloads_rows))  # "–", as the terminal shows them
+    tables = [("Workloads", workload_lines, workload_columns),
               ("Baselines", *summarize([r for r in rows if r["workload"] == "baseline"], BASELINE_METRICS))]
     faults = run.read_json("faults.json") or []
     costs = fault_costs(workloads_rows) if faults else {}

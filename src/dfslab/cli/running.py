@@ -258,7 +258,7 @@ def _print_results(run_path: Path) -> None:
     over repetitions; every metric is in results.csv), rows under the byte ledger's floor and rows
     timed over less than MIN_PHASE_SECONDS marked."""
     from ..ledger import FROM_STORAGE_FLOOR
-    from ..report import short_phases
+    from ..report import mark_untimed, short_phases
     from ..workloads import MIN_PHASE_SECONDS
     from ..results import RunDir
     lines, columns = _results_table(run_path)
@@ -278,17 +278,3 @@ def _print_results(run_path: Path) -> None:
         console.print(f"[yellow]–: {untimed} row(s) timed under {MIN_PHASE_SECONDS:g} s, too short to time (a burst, not a "
                       "rate): no number shown; they are in results.csv, and the report says how long each ran[/]",
                       highlight=False)
-
-
-def mark_untimed(lines: list[dict], short: dict[tuple[str, str], float]) -> int:
-    """Lines of the results table whose phase was too short to time (`short`: report.short_phases)
-    get "–" for their rates and latencies, which a burst does not have, and a note; how many."""
-    marked = 0
-    for line in lines:
-        seconds = short.get((line["workload"], line["params"]))
-        if seconds is None:
-            continue
-        line["cells"] = {k: v if k == "from_storage (ratio)" else "–" for k, v in line["cells"].items()}
-        line["note"] = "; ".join(n for n in (line.get("note", ""), f"too short to time ({seconds:.2g} s)") if n)
-        marked += 1
-    return marked
