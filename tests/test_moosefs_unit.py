@@ -41,8 +41,9 @@ CAPTURE = (Path(__file__).parent / "data" / "mfscli-chunkserver-killed.txt").rea
 
 def test_the_masters_answer_is_read_field_by_field():
     view = parse(CAPTURE)
-    assert view.servers == [{"ip": "10.79.0.11", "port": "9422", "chunks": 296, "used": 28058107904, "total": 97793294336}]
-    assert view.metaloggers == ["10.79.0.11"]
+    assert view.servers == [{"ip": "10.79.0.11", "port": "9422", "version": "3.0.117", "chunks": 296, "used": 28058107904,
+                             "total": 97793294336}]
+    assert view.metaloggers == ["10.79.0.11"] and view.logger_versions == {"10.79.0.11": "3.0.117"}
     assert view.chunks["missing"] == 0 and view.chunks["endangered"] == 296 and view.lacking() == 296
     assert view.info["avail space"] == "69735186432"  # and the disconnected chunk server is no connected one
 
@@ -52,7 +53,8 @@ def test_the_answer_of_a_moosefs_4_master_is_read_as_well():
     2 copies): a chunk server's record has its state ("Normal") before its maintenance field, and
     the master's figures are its "cluster summary"; chunks, used and total bytes all differ."""
     view = parse((Path(__file__).parent / "data" / "mfscli-4.txt").read_text())
-    assert view.servers == [{"ip": f"10.77.2.1{i}", "port": "9422", "chunks": 4, "used": 28126072832,
+    assert view.servers == [{"ip": f"10.77.2.1{i}", "port": "9422", "version": "4.57.5", "chunks": 4, "used": 28126072832,
                              "total": 97793294336} for i in (1, 2)]
+    assert view.logger_versions == {"10.77.2.11": "4.57.5"}  # what a rolling upgrade waits for
     assert view.metaloggers == ["10.77.2.11"] and view.chunks["stable"] == 4 and view.lacking() == 0
     assert view.info["master version"] == "4.57.5" and view.info["avail space"] == "139334443008"

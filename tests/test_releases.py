@@ -254,8 +254,10 @@ def test_the_rolling_upgrade_under_load_loses_nothing():
     [fault] = json.loads((run_dir / "faults.json").read_text())
     assert fault["error"] is None and fault["kind"] == "upgrade" and fault["target"] == "reef", fault
     order = [s["what"] for s in fault["steps"]]
-    assert order[0].startswith(REEF.says) and order[-1] == "osd require-osd-release reef", order
-    assert order[1:-1] == ["mon.a", "mon.b", "mon.c", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a"], order
+    assert order[0].startswith(REEF.says) and order[1:3] == ["ceph.conf for the new release", "osd set noout"], order
+    assert order[-2:] == ["osd unset noout", "osd require-osd-release reef"], order
+    assert [s["what"] for s in fault["steps"] if s.get("node")] == [
+        "mon.a", "mon.b", "mon.c", "mgr.x", "osd.0", "osd.1", "osd.2", "mds.a"], order
     assert all(s["end"] >= s["start"] for s in fault["steps"])
     assert fault["throughput_before"] > 0 and fault["throughput_during"] > 0 and fault["blocked_s"] is not None
     assert fault["recover_s"] is not None and fault["recover_s"] < 120, fault["recover_s"]

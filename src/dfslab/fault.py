@@ -78,6 +78,11 @@ class Fault(ABC):
         return None
 
     @classmethod
+    def backend_refusal(cls, backend: Any) -> str | None:
+        """Why a cluster of `backend` (its class) cannot take this kind at all (None: it can)."""
+        return None
+
+    @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
         """Why `target` names nothing a cluster of `spec` will have (None: it may), found from the
         spec before a run starts rather than by the inject mid-run."""

@@ -192,6 +192,42 @@ class ClientSetup(ABC):
         return argv
 
 
+class RollingUpgrade(ABC):
+    """A running cluster moved to a newer release of its filesystem daemon by daemon, in the order
+    its project documents (chaos/upgrade.py does the moving: the release installed on the server
+    nodes, each group stopped, started again from it, waited for; the clients keep theirs)."""
+
+    says = "a rolling upgrade"
+
+    @classmethod
+    def upgrade_problem(cls, current: str, target: str) -> str | None:
+        """Why a cluster of release `current` cannot be upgraded to `target` in place (None: it can);
+        the generic checks (a known, newer release) come first."""
+        return None
+
+    def before_upgrade(self, upgraded: "ClusterSpec") -> list[str]:
+        """What to do once the new release is on the servers, before the first restart (`upgraded`:
+        the cluster's spec as it will be); what was done, one line each."""
+        return []
+
+    @abstractmethod
+    def upgrade_groups(self) -> list[list[str]]:
+        """The daemons' tracked names in the documented order, each group restarted together."""
+
+    def may_stop(self, names: list[str]) -> bool:
+        """Whether stopping `names` now keeps the data available (asked until True)."""
+        return True
+
+    @abstractmethod
+    def upgraded(self, names: list[str], version: str) -> bool:
+        """Whether `names` are back, serving, on `version`."""
+
+    def after_upgrade(self, release: str, completed: bool) -> list[str]:
+        """What to do after the last group (`completed`) or a failed one: undo before_upgrade's
+        flags, and where every daemon runs `release`, what the project says comes last."""
+        return []
+
+
 class ServerCaches(ABC):
     """Caches of its own on the storage servers, emptied before a step (experiment `server_cache:
     drop`) beyond the kernel's page cache, which every cluster on this machine's kernel drops."""

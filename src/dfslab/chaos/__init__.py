@@ -45,6 +45,7 @@ GENERIC_FAULTS = {
     "pod": "dfslab.chaos.pod:DeletePod",
     "drain": "dfslab.chaos.kube:DrainNode",
     "nodeloss": "dfslab.chaos.kube:NodeLoss",
+    "upgrade": "dfslab.chaos.upgrade:Upgrade",
 }
 
 
@@ -63,7 +64,7 @@ def refusal_of(kind: str, spec: Any) -> str | None:
     if refusal:
         return refusal
     if kind in fault_kinds():
-        refusal = fault_class(kind).runtime_refusal(runtime_of(spec))
+        refusal = fault_class(kind).runtime_refusal(runtime_of(spec)) or fault_class(kind).backend_refusal(backend)
         if refusal:
             return f"fault {kind}: {refusal}"
     owner = fault_owner(kind)

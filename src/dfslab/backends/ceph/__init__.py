@@ -67,7 +67,7 @@ SAMPLES = {"": {"ceph": {"mons": 1, "rgw": 1, "cephfs": True, "osd_size": "6GiB"
 ENGINES = {"kubernetes": "dfslab.backends.ceph.rook:RookCephBackend"}
 # Fault kinds only this filesystem has (chaos adds the ones every cluster has).
 FAULTS = {"out": "dfslab.backends.ceph.faults:MarkOut", "fill": "dfslab.backends.ceph.faults:FillOsd",
-          "operator": "dfslab.backends.ceph.rookfaults:OperatorDown", "upgrade": "dfslab.backends.ceph.upgrade:Upgrade"}
+          "operator": "dfslab.backends.ceph.rookfaults:OperatorDown"}
 
 
 # The sampler's Ceph series as Prometheus metrics (dfslab.monitor's form: series regex, metric,

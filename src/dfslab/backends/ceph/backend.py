@@ -16,10 +16,10 @@ from ...units import human_bytes
 from ...runtime import CLIENT
 from ...state import dfslab_home
 from ..abilities import (CapacityPlan, ClientSetup, ConfinedStorage, HealthAlarms, LiveSettings, Metrics, ObjectPools,
-                         OpenHandles, SecondClients, ServerCaches, ToolTargets)
+                         OpenHandles, RollingUpgrade, SecondClients, ServerCaches, ToolTargets)
 from .. import Backend, BackendError, Chart, Facts, new_bucket, PreflightError, Progress, Reach, drop_page_cache, release_versions, table
 from ...registry import S3Endpoint, rooted_release
-from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools
+from . import client, health, live, mds, mgr, mon, options, osd, pools, rgw, tools, upgrade
 from .keys import key_type
 from .checks import HealthChecks
 from .conf import CephLayout, mon_placement, osd_placement, render_conf
@@ -32,7 +32,7 @@ PLANNED_RSS = {"mon": 64 << 20, "mgr": 320 << 20, "osd": 768 << 20, "mds": 128 <
 
 
 class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, ConfinedStorage, SecondClients, HealthAlarms, ClientSetup,
-                  ServerCaches, CapacityPlan, Metrics):
+                  ServerCaches, CapacityPlan, Metrics, RollingUpgrade):
     name = "ceph"
     facts = Facts(
         required_programs=("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "nsenter", "ip", "tc"),
@@ -219,6 +219,26 @@ class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, 
                 if section == live.CLIENT_SECTION:
                     self._check_client_option(option, value)
         return done
+
+    # RollingUpgrade: Ceph's documented order (upgrade.py)
+    @classmethod
+    def upgrade_problem(cls, current: str, target: str) -> str | None:
+        return upgrade.major_step_problem(current, target)
+
+    def before_upgrade(self, upgraded) -> list[str]:
+        return upgrade.before(self, upgraded)
+
+    def upgrade_groups(self) -> list[list[str]]:
+        return upgrade.groups(self.runtime.procs.all())
+
+    def may_stop(self, names: list[str]) -> bool:
+        return upgrade.may_stop(self.ctx.admin, names)
+
+    def upgraded(self, names: list[str], version: str) -> bool:
+        return upgrade.upgraded(self, names, version)
+
+    def after_upgrade(self, release: str, completed: bool) -> list[str]:
+        return upgrade.after(self, release, completed)
 
     def write_conf(self, spec) -> None:
         """ceph.conf for `spec` (its release's options too): what a daemon or client reads at its next start."""

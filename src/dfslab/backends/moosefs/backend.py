@@ -9,13 +9,13 @@ from typing import Any
 
 from ...polling import wait_until
 from ...runtime import CLIENT
-from ..abilities import ClientSetup, HealthAlarms, SecondClients
+from ..abilities import ClientSetup, HealthAlarms, RollingUpgrade, SecondClients
 from .. import Backend, BackendError, Chart, Facts, Progress, release_versions, table
 from . import SET_COPIES, chunkserver, cli, client, master, metalogger
 from .context import MooseContext
 
 
-class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup):
+class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup, RollingUpgrade):
     name = "moosefs"
     facts = Facts(
         required_programs=("mfsmaster", "mfschunkserver", "mfsmetalogger", "mfsmount", "mfscli"),
@@ -121,6 +121,36 @@ class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup):
 
     def healthy(self) -> bool:
         return self._intact(cli.ask(self.ctx))
+
+    # RollingUpgrade, in the order MooseFS starts its modules and documents upgrading them (its
+    # "Upgrade" chapter: metaloggers, the master, then the chunk servers one by one, each only
+    # while no chunk is under its goal; the clients last, which dfslab leaves to the user).
+    def upgrade_groups(self) -> list[list[str]]:
+        names = self.daemon_names(self.spec) or []
+        order = ("metalogger", "master", "chunkserver")
+        return [[n] for kind in order for n in names if n.split(".")[0] == kind]
+
+    def may_stop(self, names: list[str]) -> bool:
+        if not any(n.startswith("chunkserver.") for n in names):
+            return True
+        view = cli.ask(self.ctx)
+        return self._intact(view)  # every chunk server back and every chunk at its goal
+
+    def upgraded(self, names: list[str], version: str) -> bool:
+        try:
+            view = cli.ask(self.ctx)
+        except BackendError:  # the master restarting
+            return False
+        for name in names:
+            kind, node = name.split(".", 1)
+            address = self.ctx.addresses.get(node)
+            if kind == "master" and view.info.get("master version") != version:
+                return False
+            if kind == "metalogger" and view.logger_versions.get(address) != version:
+                return False
+            if kind == "chunkserver" and not any(s["ip"] == address and s["version"] == version for s in view.servers):
+                return False
+        return True
 
     seen: cli.MasterView | None = None
     answered_at: float | None = None

@@ -8,7 +8,6 @@ import subprocess
 from dataclasses import dataclass, field
 
 from .. import BackendError
-from ...runtime import CLIENT
 from .context import MATOCL_PORT, MooseContext
 
 SEP = "\t"
@@ -20,6 +19,7 @@ class MasterView:
 
     servers: list[dict[str, object]] = field(default_factory=list)
     metaloggers: list[str] = field(default_factory=list)
+    logger_versions: dict[str, str] = field(default_factory=dict)  # a metalogger's address: its version
     chunks: dict[str, int] = field(default_factory=dict)  # missing, endangered, undergoal, stable, overgoal, ...
     info: dict[str, str] = field(default_factory=dict)
 
@@ -38,10 +38,11 @@ def parse(text: str) -> MasterView:
         if section == "chunk servers:" and (m := _maintenance_at(fields)) is not None and len(fields) > m + 3:
             # ip, port, id, labels, version, load, [state (4: "Normal")], maintenance, chunks, used
             # bytes, total bytes, ...: read from the maintenance field on, which every release has
-            view.servers.append({"ip": fields[0], "port": fields[1], "chunks": _int(fields[m + 1]),
-                                 "used": _int(fields[m + 2]), "total": _int(fields[m + 3])})
+            view.servers.append({"ip": fields[0], "port": fields[1], "version": fields[4] if m > 4 else "",
+                                 "chunks": _int(fields[m + 1]), "used": _int(fields[m + 2]), "total": _int(fields[m + 3])})
         elif section == "metadata backup loggers:" and fields:
             view.metaloggers.append(fields[0])
+            view.logger_versions[fields[0]] = fields[1] if len(fields) > 1 else ""
         elif section == "all chunks matrix:" and len(fields) == 2 and fields[0].startswith("chunkclass "):
             view.chunks[fields[0].removeprefix("chunkclass ").rstrip(":")] = _int(fields[1])
         elif section in ("master info:", "cluster summary:") and len(fields) == 2:  # 3.0's name, 4's
@@ -54,7 +55,9 @@ def ask(ctx: MooseContext, timeout: float = 10) -> MasterView:
     argv = ["mfscli", "-H", ctx.master_address, "-P", str(MATOCL_PORT), "-n", "-s", SEP,
             "-SIG", "-SIC", "-SCS", "-SMB"]
     try:
-        res = ctx.runtime.run(CLIENT, argv, timeout=timeout, check=False)
+        # On the master's node: its release's mfscli speaks the master's protocol (after a rolling
+        # upgrade the clients still run the old release's).
+        res = ctx.runtime.run(ctx.master, argv, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise BackendError(f"the master on {ctx.master} did not answer mfscli within {timeout:.0f} s") from None
     if res.returncode != 0 or not records(res.stdout):

@@ -1,0 +1,122 @@
+"""The rolling upgrade's own rules (chaos/upgrade.py), with the cluster stood in for: the release is
+installed on the servers before the first restart, groups restart in the backend's order, each only
+once it may stop and the next only once it is back on the new version, the recorded spec ends as
+`release: NEW, client_release: OLD`, and after a failed group the backend's flags are still undone.
+Real clusters: tests/test_releases.py (Pacific to Reef under load, Reef to Tentacle)."""
+
+from __future__ import annotations
+
+import signal
+from types import SimpleNamespace
+
+import pytest
+
+from dfslab.backends.abilities import RollingUpgrade
+from dfslab.chaos import upgrade as upgrade_module
+from dfslab.chaos.upgrade import Upgrade, upgrade_problem
+from dfslab.fault import FaultError, FaultInputError
+from dfslab.spec import parse_spec
+
+SPEC = parse_spec({"name": "u", "filesystem": "ceph", "nodes": 2, "ceph": {"mons": 1}})
+
+
+class Proc:
+    def __init__(self, name, node):
+        self.name, self.node = name, node
+
+    def restartable(self):
+        return {"name": self.name, "node": self.node, "cmd": [self.name], "meta": {}, "env": {}}
+
+
+class Backend(RollingUpgrade):
+    name = "ceph"
+
+    def __init__(self, log, back_after=1, fail_on=None):
+        self.log, self.back_after, self.fail_on, self.asked = log, back_after, fail_on, {}
+
+    def before_upgrade(self, upgraded):
+        self.log.append(("before", upgraded.ceph.release))
+        return ["flag set"]
+
+    def upgrade_groups(self):
+        return [["mon.a"], ["osd.0", "osd.1"]]
+
+    def may_stop(self, names):
+        self.log.append(("may_stop", tuple(names)))
+        return True
+
+    def upgraded(self, names, version):
+        if self.fail_on and names == self.fail_on:
+            raise FaultError("never back")
+        self.asked[tuple(names)] = self.asked.get(tuple(names), 0) + 1
+        return self.asked[tuple(names)] >= self.back_after
+
+    def after_upgrade(self, release, completed):
+        self.log.append(("after", release, completed))
+        return ["flag unset"] + ([f"finalised {release}"] if completed else [])
+
+
+class Runtime:
+    software_roots, where = True, "runtime local"
+
+    def __init__(self, log):
+        self.log = log
+        self.procs = SimpleNamespace(get=lambda name: Proc(name, "node1" if name != "osd.1" else "node2"),
+                                     exited=lambda name: None)
+
+    def install_release(self, release, clients, progress):
+        self.log.append(("install", release.name, tuple(clients)))
+
+    def signal_process(self, proc, sig, grace=30):
+        assert sig == signal.SIGTERM  # a clean stop, as an upgrade's restart is
+        self.log.append(("stop", proc.name))
+
+    def spawn(self, name, node, cmd, env=None, meta=None):
+        self.log.append(("start", name))
+
+
+def cluster(backend, log):
+    state = SimpleNamespace(updates=[], name="u")
+    state.update = lambda **kw: state.updates.append(kw)
+    return SimpleNamespace(spec=SPEC, backend=backend, runtime=Runtime(log), state=state, env={})
+
+
+def test_the_release_goes_on_first_then_each_group_in_order_and_the_spec_says_both(monkeypatch):
+    monkeypatch.setattr(upgrade_module, "wait_until", lambda done, what, *a, **k: done() or done())
+    log: list = []
+    c = cluster(Backend(log, back_after=2), log)
+    record = Upgrade(c).inject("reef")
+    assert log[0] == ("install", "reef", ("client",))
+    assert [e for e in log if e[0] in ("stop", "start")] == [
+        ("stop", "mon.a"), ("start", "mon.a"), ("stop", "osd.0"), ("stop", "osd.1"), ("start", "osd.0"), ("start", "osd.1")]
+    assert log.index(("may_stop", ("osd.0", "osd.1"))) > log.index(("start", "mon.a"))
+    assert log[-1] == ("after", "reef", True)
+    spec = c.state.updates[0]["spec"]["ceph"]
+    assert (spec["release"], spec["client_release"]) == ("reef", "pacific")
+    steps = [s["what"] for s in record["steps"]]
+    assert steps[1:] == ["flag set", "mon.a", "osd.0, osd.1", "flag unset", "finalised reef"] and "installed" in steps[0]
+    assert [s.get("node") for s in record["steps"] if s["what"].startswith(("mon", "osd"))] == ["node1", "node1"]
+
+
+def test_a_group_that_does_not_come_back_stops_the_upgrade_and_the_flags_are_undone(monkeypatch):
+    monkeypatch.setattr(upgrade_module, "wait_until", lambda done, what, *a, **k: done())
+    log: list = []
+    with pytest.raises(FaultError, match="never back"):
+        Upgrade(cluster(Backend(log, fail_on=["osd.0", "osd.1"]), log)).inject("reef")
+    assert log[-1] == ("after", "reef", False)  # noout unset, no require-osd-release
+
+
+def test_a_downgrade_an_unknown_release_and_a_leap_are_refused_before_anything_changes():
+    backend = type("B", (Backend,), {"upgrade_problem": classmethod(lambda cls, c, t: None)})
+    reef = parse_spec({"name": "u", "filesystem": "ceph", "nodes": 2, "ceph": {"release": "reef"}})
+    assert "no downgrade" in upgrade_problem(reef, backend, "pacific")
+    assert "unknown release 'squid'" in upgrade_problem(SPEC, backend, "squid")
+    from dfslab.backends.ceph.backend import CephBackend
+    assert "upgrade to reef first" in upgrade_problem(SPEC, CephBackend, "tentacle")
+    assert upgrade_problem(SPEC, CephBackend, "reef") is None
+    from dfslab.backends.gluster.backend import GlusterBackend
+    assert Upgrade.backend_refusal(GlusterBackend) == "gluster has no rolling upgrade in dfslab yet"
+    log: list = []
+    with pytest.raises(FaultInputError):
+        Upgrade(cluster(Backend(log), log)).inject("pacific")
+    assert log == []  # nothing installed, nothing stopped
