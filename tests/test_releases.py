@@ -273,3 +273,28 @@ def test_the_rolling_upgrade_under_load_loses_nothing():
     assert "upgrade reef, step by step" in (run_dir / "report.html").read_text()
     assert not Path("/var/lib/dfslab/clusters/upgrade").exists()
     shutil.rmtree(run_dir)
+
+
+MOOSEFS_UPGRADE_LINE = "dfslab run examples/moosefs-upgrade.yaml"  # docs/releases.md's MooseFS upgrade line
+
+
+def test_moosefs_3_to_4_module_by_module_under_writes_loses_nothing():
+    """MooseFS's documented order (metalogger, master, each chunk server while every chunk is at
+    its goal) under fio through mfsmount and the checksummed writer; the clients stay on 3."""
+    run_dir = run_dir_of(sh(MOOSEFS_UPGRADE_LINE, timeout=900).stdout)
+    [fault] = json.loads((run_dir / "faults.json").read_text())
+    assert fault["error"] is None and fault["target"] == "4", fault
+    assert [s["what"] for s in fault["steps"] if s.get("node")] == [
+        "metalogger.node2", "master.node1", "chunkserver.node2", "chunkserver.node3"], fault["steps"]
+    assert fault["steps"][0]["what"].startswith(MOOSEFS_4.says)
+    integrity = json.loads((run_dir / "integrity.json").read_text())
+    assert integrity["checked"] > 20 and integrity["lost"] == integrity["corrupt"] == 0, integrity
+    with open(run_dir / "results.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["workload"] == "fio"]
+    assert 0.9 <= next(float(r["value"]) for r in rows if r["metric"] == "from_storage") <= 1.3
+    raw = (run_dir / "raw" / "fio-fs-write-1048576-qd16-j1-r0.txt").read_text()
+    fio = json.loads(raw[raw.index("{"):])["jobs"][0]["write"]
+    bandwidth = next(float(r["value"]) for r in rows if r["metric"] == "bandwidth")
+    assert bandwidth == pytest.approx(fio["bw_bytes"] / 1e6, rel=0.01)  # the table's MB/s is fio's own
+    assert not Path("/var/lib/dfslab/clusters/mfsup").exists()
+    shutil.rmtree(run_dir)
