@@ -62,7 +62,7 @@ def upgraded(backend: Any, names: list[str], version: str) -> bool:
             if not all(rgw.answers(backend.runtime, url) for _, url, _ in backend.gateways()):
                 return False
             continue
-        which = {"mon": {"id": ident}, "osd": {"id": int(ident)}}.get(kind, {"who": ident})
+        which = {"id": int(ident)} if kind == "osd" else {"id": ident} if kind == "mon" else {"who": ident}
         ret, out, _ = admin.raw(f"{kind} metadata", **which)
         if ret != 0 or f"ceph version {version} " not in out:
             return False
