@@ -120,3 +120,28 @@ def test_a_downgrade_an_unknown_release_and_a_leap_are_refused_before_anything_c
     with pytest.raises(FaultInputError):
         Upgrade(cluster(Backend(log), log)).inject("pacific")
     assert log == []  # nothing installed, nothing stopped
+
+
+def test_ceph_asks_each_kind_of_daemon_by_its_own_id_and_waits_for_the_quorum_and_up():
+    """`mon metadata id=a`, `osd metadata id=1` (a number), `mgr metadata who=x`: each must report
+    the new version, a monitor be in the quorum and an OSD be up."""
+    from dfslab.backends.ceph import upgrade as ceph_upgrade
+    new = "ceph version 18.2.7 (abc) reef (stable)"
+
+    class Admin:
+        quorum, up = ["a"], {1: 1}
+
+        def raw(self, prefix, **args):
+            assert args == {"mon metadata": {"id": "a"}, "osd metadata": {"id": 1}, "mgr metadata": {"who": "x"}}[prefix], args
+            return 0, f'{{"ceph_version": "{new}"}}', ""
+
+        def cmd(self, prefix, **args):
+            return {"quorum_status": {"quorum_names": self.quorum},
+                    "osd dump": {"osds": [{"osd": i, "up": u} for i, u in self.up.items()]}}[prefix]
+
+    admin = Admin()
+    backend = SimpleNamespace(ctx=SimpleNamespace(admin=admin))
+    assert ceph_upgrade.upgraded(backend, ["mon.a", "mgr.x", "osd.1"], "18.2.7")
+    assert not ceph_upgrade.upgraded(backend, ["mon.a"], "20.2.4")  # still the old version
+    admin.quorum, admin.up = [], {1: 0}
+    assert not ceph_upgrade.upgraded(backend, ["mon.a"], "18.2.7") and not ceph_upgrade.upgraded(backend, ["osd.1"], "18.2.7")
