@@ -235,6 +235,11 @@ def test_a_faulted_repetition_is_a_row_of_its_own_and_the_terminal_says_each_fau
     assert fault_line({**event, "recover_s": None}).endswith("not healthy again in time")  # a run before the wait was kept
     assert fault_line({**event, "recover_s": None, "recovery_timeout": 300.0}).endswith("not healthy again within 300 s")
     assert fault_line({**event, "error": "no daemon 'rgw.node9'"}) == "fault kill rgw.node1: no daemon 'rgw.node9'"
+    # an upgrade acts step by step and has no undo: when it acted, and health after its last step
+    steps = [{"what": "installed", "start": 105.0, "end": 105.0}, {"what": "mon.a", "start": 105.0, "end": 148.4}]
+    upgrade = {**event, "kind": "upgrade", "target": "reef", "steps": steps, "undo_start": 149.4, "recover_s": 1.5}
+    assert fault_line(upgrade) == ("fault upgrade reef: 2 steps from 5.0 s into the step, 43.4 s in all, "
+                                   "healthy again 2.5 s after its last step")
 
 
 def test_what_a_fault_cost_its_step_is_with_over_without_for_every_kind():

@@ -171,12 +171,20 @@ def fault_line(event: dict[str, Any]) -> str:
         return f"{what}: {event['error']}"
     start = event["workload_start"]
     held = event.get("in_effect") or event.get("inject")
-    said = [f"in effect {held - start:.1f} s into the step" if held else "never injected"]
-    if event.get("undo"):
+    steps = event.get("steps")
+    if steps:  # a fault that acts step by step (an upgrade) is in effect while it acts, and not undone
+        said = [f"{len(steps)} steps from {steps[0]['start'] - start:.1f} s into the step, "
+                f"{steps[-1]['end'] - steps[0]['start']:.1f} s in all"]
+    else:
+        said = [f"in effect {held - start:.1f} s into the step" if held else "never injected"]
+    if event.get("undo") and not steps:
         said.append(f"undone at {event['undo'] - start:.1f} s")
     healed = event.get("recover_s")
     waited = f"within {event['recovery_timeout']:.0f} s" if event.get("recovery_timeout") else "in time"  # older runs
-    said.append(f"healthy again {healed:.1f} s after the undo began" if healed is not None else f"not healthy again {waited}")
+    if healed is not None and steps and event.get("undo_start"):
+        said.append(f"healthy again {event['undo_start'] + healed - steps[-1]['end']:.1f} s after its last step")
+    else:
+        said.append(f"healthy again {healed:.1f} s after the undo began" if healed is not None else f"not healthy again {waited}")
     return f"{what}: " + ", ".join(said)
 
 
