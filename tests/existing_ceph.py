@@ -138,6 +138,9 @@ osd memory target = 939524096
             "allow command \"osd pool rm\", allow command \"osd pool set\", allow command \"osd pool application enable\", "
             "allow command \"osd out\", allow command \"osd in\"",
             "osd", "allow rwx", "mds", "allow rw", "mgr", "allow r"))
+        # The monitors take a `mgr/<module>/...` option only once the MGR has told them its modules'
+        # options: CI saw "unrecognized config option 'mgr/prometheus/server_addr'" with the machine loaded.
+        self.wait_mgr_module("prometheus", timeout)
         self.ceph("config", "set", "mgr", "mgr/prometheus/server_addr", "127.0.0.1")
         self.ceph("config", "set", "mgr", "mgr/prometheus/server_port", str(PROMETHEUS_PORT))
         self.ceph("mgr", "module", "enable", "prometheus")
@@ -205,6 +208,14 @@ osd memory target = 939524096
                 why = str(e)
             time.sleep(1)
         raise RuntimeError(f"the by-hand cluster's MGR prometheus module never answered at {url}: {why}")
+
+    def wait_mgr_module(self, module: str, timeout: float) -> None:
+        from dfslab.polling import wait_until
+
+        def known() -> bool:
+            dump = json.loads(self.ceph("mgr", "dump", "--format", "json", check=False) or "{}")
+            return dump.get("available") and any(m.get("name") == module for m in dump.get("available_modules", []))
+        wait_until(known, f"the by-hand cluster's MGR offering its {module} module", timeout)
 
     def wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
