@@ -648,27 +648,30 @@ def fault_costs(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     return out
 
 
+def _number(value: float | None, spec: str = "{:.1f}") -> str:
+    """A cell of the faults' tables: "–" where nothing was measured."""
+    return "–" if value is None else spec.format(value)
+
+
 def _fault_row(f: dict[str, Any], t0: float, costs: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    fmt = lambda v, spec="{:.1f}": "–" if v is None else spec.format(v)  # noqa: E731
     label = f"{f['kind']} {f['target']}"
     cost = [c for fault, said in (costs or {}).items() if label in fault.split(" + ") for c in said]
     return {"kind": f["kind"], "target": f["target"], "error": f.get("error"), "cost": "; ".join(cost) or "–",
-            "t_inject": fmt(f["inject"] - t0 if f.get("inject") else None),
-            "t_undo": fmt(f["undo"] - t0 if f.get("undo") else None),
-            "detect": fmt(f.get("detect_s")), "recover": fmt(f.get("recover_s")), "undo_took": fmt(f.get("undo_s")),
+            "t_inject": _number(f["inject"] - t0 if f.get("inject") else None),
+            "t_undo": _number(f["undo"] - t0 if f.get("undo") else None),
+            "detect": _number(f.get("detect_s")), "recover": _number(f.get("recover_s")), "undo_took": _number(f.get("undo_s")),
             "seen": f.get("seen") or "",
-            "before": fmt(f.get("throughput_before")), "during": fmt(f.get("throughput_during")),
-            "fraction": fmt(f.get("throughput_fraction"), "{:.0%}"),
-            "lat_before": fmt(f.get("latency_before_ms")), "lat_during": fmt(f.get("latency_during_ms")),
-            "in_effect": fmt(f.get("inject_s")), "acked": "–" if f.get("acked_during") is None else str(f["acked_during"]),
+            "before": _number(f.get("throughput_before")), "during": _number(f.get("throughput_during")),
+            "fraction": _number(f.get("throughput_fraction"), "{:.0%}"),
+            "lat_before": _number(f.get("latency_before_ms")), "lat_during": _number(f.get("latency_during_ms")),
+            "in_effect": _number(f.get("inject_s")), "acked": "–" if f.get("acked_during") is None else str(f["acked_during"]),
             **_blocked(f.get("blocked_s")), "steps": [_step_row(step, t0) for step in f.get("steps") or []]}
 
 
 def _step_row(step: dict[str, Any], t0: float) -> dict[str, Any]:
     """One step of a fault that acts step by step (an upgrade's restart of a daemon or a host's OSDs)."""
-    fmt = lambda v: "–" if v is None else f"{v:.1f}"  # noqa: E731
-    return {"what": step["what"], "node": step.get("node", ""), "began": fmt(step["start"] - t0),
-            "took": fmt(step["end"] - step["start"]), "throughput": fmt(step.get("throughput")),
+    return {"what": step["what"], "node": step.get("node", ""), "began": _number(step["start"] - t0),
+            "took": _number(step["end"] - step["start"]), "throughput": _number(step.get("throughput")),
             **_blocked(step.get("blocked_s"))}
 
 

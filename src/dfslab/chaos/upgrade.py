@@ -94,14 +94,16 @@ class Upgrade(Fault):
         self._wait(lambda: backend.may_stop(names), f"{', '.join(names)} safe to stop")
         start = time.time()
         group = [runtime.procs.get(name) for name in names]
-        again = [proc.restartable() for proc in group if proc is not None]
+        if None in group:  # nothing to restart would never come back on the new version
+            raise FaultError(f"upgrade stopped: {names[group.index(None)]} is not a daemon dfslab runs in "
+                             f"cluster {self.cluster.state.name}")
+        again = [proc.restartable() for proc in group]
         for proc in group:
-            if proc is not None:
-                runtime.signal_process(proc, signal.SIGTERM, grace=30)
+            runtime.signal_process(proc, signal.SIGTERM, grace=30)
         for record in again:
             start_again(runtime, record)
         self._wait(lambda: backend.upgraded(names, release.version), f"{', '.join(names)} back on {release.version}")
-        return self._step(", ".join(names), start, node=group[0].node if group and group[0] else "")
+        return self._step(", ".join(names), start, node=group[0].node)
 
     def _wait(self, done, what: str) -> None:
         wait_until(done, what, STEP_TIMEOUT, 1.0, lambda message: FaultError(

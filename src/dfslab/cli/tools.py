@@ -104,10 +104,10 @@ def releases(ctx: typer.Context) -> None:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
 
 
-def _owner(release) -> str:
-    """The filesystem whose release `release` is."""
-    from ..registry import FILESYSTEMS, releases_of
-    return next(fs for fs in FILESYSTEMS if release in releases_of(fs))
+def _owner_of_release(name: str) -> str | None:
+    """The filesystem that has a root-built release called `name` (None: none has)."""
+    from ..registry import FILESYSTEMS, release_named
+    return next((fs for fs in FILESYSTEMS if (r := release_named(fs, name)) is not None and r.suite), None)
 
 
 @releases_app.command("build")
@@ -127,8 +127,8 @@ def releases_build(
         fail(ValueError("name a release (FILESYSTEM NAME, as `dfslab releases` lists them), or give --all to build every one"
                         + (", not both" if every else "")))
     if not every and name is None:
-        owners = [r for r in rooted_releases() if r.name == filesystem]
-        fail(ValueError(f"{filesystem} is a release: `dfslab releases build {_owner(owners[0])} {filesystem}`" if owners
+        owner = _owner_of_release(filesystem)
+        fail(ValueError(f"{filesystem} is a release: `dfslab releases build {owner} {filesystem}`" if owner
                         else f"name one of {filesystem}'s releases too (dfslab releases lists them)"))
     chosen = rooted_releases() if every else [_release_arg(filesystem, name)]
     for release in chosen:

@@ -129,11 +129,8 @@ class LocalNetnsRuntime(Runtime):
         mixed = mixed_releases(spec)
         if servers is None and not (mixed and clients.suite):
             return  # this machine's own software throughout
-        try:
-            root = roots.ensure(servers, progress) if servers is not None else None
-            client_root = roots.ensure(clients, progress) if mixed and clients.suite else None
-        except roots.RootError as exc:
-            raise RuntimeError_(str(exc)) from None
+        root = self._root_of(servers, progress)
+        client_root = self._root_of(clients, progress) if mixed else None
         mnt = self.client_mounts
         mnt.mkdir(parents=True, exist_ok=True)
         self.state.add_resource("shared_mounts", str(mnt))
@@ -141,27 +138,34 @@ class LocalNetnsRuntime(Runtime):
             res = subprocess.run(argv, capture_output=True, text=True)
             if res.returncode != 0:
                 raise RuntimeError_(f"`{' '.join(argv)}` failed: {res.stderr.strip()}")
-        self.state.update(software_root=root.as_json() if root is not None else None)
-        self._software_root = root
-        if mixed:  # where the client nodes' programs run from (None: this machine's own software)
-            self.state.update(client_root={"nodes": spec.client_names(),
-                                           "root": client_root.as_json() if client_root is not None else None})
-            self._client_root = (frozenset(spec.client_names()), client_root)
+        self._record_roots(root, spec.client_names() if mixed else None, client_root)
 
     def install_release(self, release, clients: list[str], progress) -> None:
         if not self.software_roots:  # docker: its daemons run dfslab's image
             return super().install_release(release, clients, progress)
+        root = self._root_of(release, progress)
+        self._record_roots(root, clients, self.software_root_for(clients[0]) if clients else None)
+
+    @staticmethod
+    def _root_of(release, progress) -> roots.SoftwareRoot | None:
+        """`release`'s root, built once per machine (None: no release, or this machine's own software)."""
+        if release is None or not release.suite:
+            return None
         try:
-            root = roots.ensure(release, progress) if release.suite else None
+            return roots.ensure(release, progress)
         except roots.RootError as exc:
             raise RuntimeError_(str(exc)) from None
-        kept = self.software_root_for(clients[0]) if clients else None
-        # The client nodes' root first: from the next line on, a command on a client node runs
-        # what it ran before, whichever the servers run.
-        self.state.update(client_root={"nodes": clients, "root": kept.as_json() if kept is not None else None})
-        self._client_root = (frozenset(clients), kept)
-        self.state.update(software_root=root.as_json() if root is not None else None)
-        self._software_root = root
+
+    def _record_roots(self, servers: roots.SoftwareRoot | None, clients: list[str] | None = None,
+                      client_root: roots.SoftwareRoot | None = None) -> None:
+        """Where the nodes' programs run from (None: this machine's own software): the servers', and
+        given `clients`, the client nodes' apart. The clients' first: after an upgrade's next line,
+        a command on a client node still runs what it ran before, whichever the servers run."""
+        if clients is not None:
+            self.state.update(client_root={"nodes": clients, "root": client_root.as_json() if client_root is not None else None})
+            self._client_root = (frozenset(clients), client_root)
+        self.state.update(software_root=servers.as_json() if servers is not None else None)
+        self._software_root = servers
 
     def _unshare_mounts(self) -> list[str]:
         """Undo `prepare`'s shared mount (after `down` unmounted the clients below it)."""

@@ -66,11 +66,12 @@ def upgraded(backend: Any, names: list[str], version: str) -> bool:
         ret, out, _ = admin.raw(f"{kind} metadata", **which)
         if ret != 0 or f"ceph version {version} " not in out:
             return False
-        if kind == "mon" and ident not in admin.cmd("quorum_status").get("quorum_names", []):
-            return False
-        if kind == "osd" and not any(o["osd"] == int(ident) and o["up"] for o in admin.cmd("osd dump")["osds"]):
-            return False
-    return True
+    # Asked once for the group (a host's OSDs), not once per daemon.
+    mons = [n.split(".", 1)[1] for n in names if n.startswith("mon.")]
+    if mons and not set(mons) <= set(admin.cmd("quorum_status").get("quorum_names", [])):
+        return False
+    osds = {int(n.split(".", 1)[1]) for n in names if n.startswith("osd.")}
+    return not osds or osds <= {o["osd"] for o in admin.cmd("osd dump")["osds"] if o["up"]}
 
 
 def before(backend: Any, upgraded_spec: Any) -> list[str]:
