@@ -4,6 +4,7 @@ that leaves the host's firewall, routes and links as they were."""
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,10 +17,12 @@ from conftest import REPO, cluster_up, dfslab, run_against, small_spec, wait_for
 from test_readme import run_dir_of, sh
 from test_gluster import check_fault_run, tear_down
 from dfslab import cluster
-from dfslab.runtime import dockerd
+from dfslab.registry import release_named
+from dfslab.runtime import dockerd, images, roots
 
 pytestmark = pytest.mark.cluster
 NAME = "t-dock"
+REEF, TENTACLE = release_named("ceph", "reef"), release_named("ceph", "tentacle")
 
 
 def host_network() -> dict:
@@ -294,3 +297,51 @@ def test_down_removes_containers_network_engine_and_leaves_the_host_as_it_was(do
     assert not dockerd.running() and not Path(f"/run/netns/{dockerd.NETNS}").exists()
     assert host_network() == host_before
     assert containers  # there was something to remove
+
+
+def test_a_release_runs_from_the_image_of_its_root_and_upgrades_into_the_next(tmp_path):
+    """`ceph: {release: reef}` on docker: every daemon's container runs the image of Reef's root (the
+    root tests/test_releases.py's clusters share), the host's tools run from the root itself, the
+    bytes on the client's link match what the tools moved; `fault upgrade tentacle` then recreates
+    each daemon's container from Tentacle's image while the client node keeps Reef."""
+    name = "t-drel"
+    # two nodes, two copies: the upgrade restarts one host's OSDs at a time, each once the other holds a copy
+    spec = {"name": name, "runtime": "docker", "nodes": 2, "network": {"subnet": "10.80.0.0/24"},
+            "ceph": {"release": "reef", "replica_size": 2, "osd_size": "6GiB", "cephfs": True}}
+    cluster_up(write_spec(tmp_path, yaml.safe_dump(spec)), name, timeout=900)
+    try:
+        reef_image = images.release_image(REEF, roots.read_manifest(REEF))
+        procs = cluster.attach(name).runtime.procs.all()
+        daemons = [p for p in procs if p.meta.get("container")]
+        assert {p.name for p in daemons} == {"mon.a", "mgr.x", "osd.0", "osd.1", "mds.a"}, [p.name for p in procs]
+        assert {inspect(p.meta["container"])["Config"]["Image"] for p in daemons} == {reef_image}
+        versions = json.loads(dfslab("exec", name, "--", "ceph", "versions", "--format", "json").stdout)
+        assert list(versions["overall"]) == [next(iter(versions["overall"]))] and REEF.version in next(iter(versions["overall"]))
+        exp = {"name": "t-drel-exp", "baselines": {"network": False, "disk": False},
+               "workloads": [{"type": "radosbench", "seconds": 3, "mode": "write"},
+                             {"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "64MiB", "seconds": 3}]}
+        exp_path = tmp_path / "exp.yaml"
+        exp_path.write_text(yaml.safe_dump(exp))
+        run_dir, _ = run_against(exp_path, name)
+        with open(run_dir / "results.csv") as fh:
+            ratios = [float(r["value"]) for r in csv.DictReader(fh) if r["metric"] == "from_storage"]
+        assert len(ratios) == 2 and all(0.9 <= r <= 1.3 for r in ratios), ratios
+        provenance = json.loads((run_dir / "provenance.json").read_text())
+        assert f"ceph version {REEF.version}" in provenance["filesystem_versions"]["ceph"]
+        shutil.rmtree(run_dir)
+        # ceph-fuse (mounted for the fio step), a host process in the client node's namespace, runs the root's binary
+        fuse = next(p for p in cluster.attach(name).runtime.procs.all() if "ceph-fuse" in map(os.path.basename, p.argv))
+        root = roots.root_home(REEF) / "root"
+        assert os.stat(f"/proc/{fuse.pid}/root/usr/bin/ceph-fuse").st_ino == os.stat(root / "usr/bin/ceph-fuse").st_ino
+
+        dfslab("fault", name, "upgrade", "tentacle", timeout=600)
+        tentacle_image = images.release_image(TENTACLE, roots.read_manifest(TENTACLE))
+        upgraded = cluster.attach(name).runtime.procs.all()
+        assert {inspect(p.meta["container"])["Config"]["Image"] for p in upgraded if p.meta.get("container")} == {tentacle_image}
+        versions = json.loads(dfslab("exec", name, "--", "ceph", "versions", "--format", "json").stdout)
+        [running] = versions["overall"]
+        assert TENTACLE.version in running and versions["overall"][running] == 5, versions
+        assert REEF.version in dfslab("exec", name, "--", "ceph", "--version").stdout  # the client node kept Reef
+    finally:
+        dfslab("down", name, check=False, timeout=600)
+    assert cluster.leftovers(name) == []

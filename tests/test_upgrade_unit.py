@@ -107,13 +107,18 @@ def test_a_group_that_does_not_come_back_stops_the_upgrade_and_the_flags_are_und
 
 
 def test_a_downgrade_an_unknown_release_and_a_leap_are_refused_before_anything_changes():
-    backend = type("B", (Backend,), {"upgrade_problem": classmethod(lambda cls, c, t: None)})
+    backend = type("B", (Backend,), {"upgrade_problem": classmethod(lambda cls, s, c, t: None)})
     reef = parse_spec({"name": "u", "filesystem": "ceph", "nodes": 2, "ceph": {"release": "reef"}})
     assert "no downgrade" in upgrade_problem(reef, backend, "pacific")
     assert "unknown release 'squid'" in upgrade_problem(SPEC, backend, "squid")
     from dfslab.backends.ceph.backend import CephBackend
     assert "upgrade to reef first" in upgrade_problem(SPEC, CephBackend, "tentacle")
     assert upgrade_problem(SPEC, CephBackend, "reef") is None
+    # a cluster whose OSDs could never be stopped one host at a time is refused, naming the field
+    alone = parse_spec({"name": "u", "filesystem": "ceph", "nodes": 1, "ceph": {"replica_size": 1}})
+    assert "ceph.replica_size is 1" in upgrade_problem(alone, CephBackend, "reef")
+    one_node = parse_spec({"name": "u", "filesystem": "ceph", "nodes": 1, "ceph": {"osds_per_node": 2, "replica_size": 2, "failure_domain": "osd"}})
+    assert "one node" in upgrade_problem(one_node, CephBackend, "reef")
     from dfslab.backends.gluster.backend import GlusterBackend
     assert Upgrade.backend_refusal(GlusterBackend) == "gluster has no rolling upgrade in dfslab yet"
     log: list = []

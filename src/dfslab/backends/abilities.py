@@ -200,9 +200,9 @@ class RollingUpgrade(ABC):
     says = "a rolling upgrade"
 
     @classmethod
-    def upgrade_problem(cls, current: str, target: str) -> str | None:
-        """Why a cluster of release `current` cannot be upgraded to `target` in place (None: it can);
-        the generic checks (a known, newer release) come first."""
+    def upgrade_problem(cls, spec: ClusterSpec, current: str, target: str) -> str | None:
+        """Why a cluster of `spec`, on release `current`, cannot be upgraded to `target` in place
+        (None: it can); the generic checks (a known, newer release) come first."""
         return None
 
     def before_upgrade(self, upgraded: "ClusterSpec") -> list[str]:

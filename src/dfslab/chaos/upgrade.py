@@ -37,7 +37,7 @@ def upgrade_problem(spec: Any, backend: Any, target: str) -> str | None:
     if _version(wanted) <= _version(current):
         return (f"the cluster runs {current.name} ({current.version}); {target} ({wanted.version}) is not newer, and "
                 f"{spec.filesystem} supports no downgrade (its daemons' stores move forward at a newer release's first start)")
-    return backend.upgrade_problem(current.name, target)
+    return backend.upgrade_problem(spec, current.name, target)
 
 
 class Upgrade(Fault):
@@ -50,7 +50,7 @@ class Upgrade(Fault):
     @classmethod
     def runtime_refusal(cls, runtime) -> str | None:
         if not runtime.software_roots:
-            return f"runs a release's daemons from its root, which {runtime.where} cannot (runtime local can)"
+            return f"runs a release's daemons from its root, which {runtime.where} cannot (runtimes local and docker can)"
         return None
 
     @classmethod

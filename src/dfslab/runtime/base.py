@@ -231,7 +231,7 @@ class Runtime(ABC):
         it: a daemon started from now on runs it, a running one keeps what it runs until its
         restart; the client nodes `clients` keep the software they run (a rolling upgrade)."""
         raise RuntimeError_(f"{self.where} runs this machine's own software only: a release cannot be "
-                            "installed into its nodes (runtime local can)")
+                            "installed into its nodes (runtimes local and docker can)")
 
     def software_root(self) -> SoftwareRoot | None:
         """The release root this cluster's programs run from (None: this machine's own software).

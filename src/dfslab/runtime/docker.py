@@ -34,6 +34,7 @@ from . import dockerd, images
 from .base import RuntimeError_
 from .local import LocalNetnsRuntime, node_addresses
 from ..polling import poll, wait_until
+from ..registry import rooted_release
 
 # The daemon's output goes to the same log file as on the local runtime; `exec` keeps the
 # daemon itself as the child of the container's init.
@@ -64,7 +65,9 @@ def host_pid_among(candidates, pid: int) -> int | None:
 
 class DockerRuntime(LocalNetnsRuntime):
     kind = "docker"
-    software_roots = False  # its daemons run from dfslab's image (made from this machine's packages)
+    # Another release's daemons run from the image of its root; its clients and tools, host
+    # processes in the client node's namespace, from the root itself, as on runtime local.
+    software_roots = True
     where = "runtime docker"
     nodes_on_subnet = False  # Docker's bridge network hands out the addresses
     deploy_seconds = 30.0
@@ -105,8 +108,15 @@ class DockerRuntime(LocalNetnsRuntime):
     def prepare(self, spec: ClusterSpec, progress) -> None:
         progress("starting container engine", f"dockerd in namespace {dockerd.NETNS}, data in {dockerd.engine_home()}")
         dockerd.start()
-        progress("checking image", images.REPO)
-        self.state.update(image=images.ensure(progress))
+        super().prepare(spec, progress)  # another release's root, for what runs on the host
+        release = rooted_release(spec)
+        progress("checking image", images.REPO if release is None else f"{images.RELEASE_REPO} ({release.says})")
+        self.state.update(image=images.ensure(progress) if release is None else images.ensure_release(release, progress))
+
+    def install_release(self, release, clients: list[str], progress) -> None:
+        """As on runtime local, and a daemon started from now on runs from the release's image."""
+        super().install_release(release, clients, progress)
+        self.state.update(image=images.ensure_release(release, progress))
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
         addrs = node_addresses(spec)

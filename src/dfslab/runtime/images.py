@@ -1,4 +1,8 @@
-"""The image every dfslab container runs, made here: no registry can be reached.
+"""The images dfslab's containers run, made here: no registry can be reached.
+
+A cluster of this machine's own release runs dfslab/storage, made as below; a cluster of another
+release (`ceph: {release: reef}`) runs dfslab/release:<release>-<checksum>, that release's root
+(runtime/roots.py) imported as it is (ensure_release).
 
 debootstrap makes a minimal Debian 12 root from Debian's mirror, apt-get (chrooted, with
 bookworm, -updates and -security, as the host) installs the storage daemons' packages, the
@@ -19,12 +23,13 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..registry import FILESYSTEMS, image_packages
+from ..registry import FILESYSTEMS, Release, image_packages
 from ..safety import UnsafeRemoval, remove_owned_tree
 from .base import RuntimeError_
-from . import dockerd
+from . import dockerd, roots
 
 REPO = "dfslab/storage"
+RELEASE_REPO = "dfslab/release"  # a release's root as an image (ensure_release)
 MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"
 # Each filesystem's daemons and what its engine on Kubernetes and its clients in a Job need (its
@@ -103,16 +108,47 @@ def build(versions: dict[str, str], progress: Progress) -> str:
         # The host's sources may differ from the tree's: the tag says what the tree holds, the
         # label which of the host's apt candidates it was built for.
         image = f"{REPO}:{tag_for(installed_versions(root, list(versions)))}"
-        progress("importing image", image)
-        tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
-        res = dockerd.docker("import", "--change", f"LABEL dfslab.candidates={tag_for(versions)}", "-", image,
-                            stdin=tar.stdout, timeout=600, check=False)
-        tar.wait()
-        if res.returncode != 0:
-            raise RuntimeError_(f"images: docker import failed: {res.stderr.strip()}")
-        return image
+        return _import(root, image, f"dfslab.candidates={tag_for(versions)}", progress)
     finally:
         _remove_tree(work)
+
+
+def _import(tree: Path, image: str, label: str, progress: Progress) -> str:
+    """`tree` imported into dfslab's engine as `image`, labelled `label`."""
+    progress("importing image", image)
+    tar = subprocess.Popen(["tar", "-C", str(tree), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
+    res = dockerd.docker("import", "--change", f"LABEL {label}", "-", image, stdin=tar.stdout, timeout=600, check=False)
+    tar.wait()
+    if res.returncode != 0:
+        raise RuntimeError_(f"images: docker import failed: {res.stderr.strip()}")
+    return image
+
+
+def release_image(release: Release, manifest: dict) -> str:
+    """The name of the image of `release`'s root as built (its manifest): the root's package
+    database's checksum in the tag, so a rebuilt root is a new image."""
+    return f"{RELEASE_REPO}:{release.key}-{manifest['status_sha256'][:12]}"
+
+
+def ensure_release(release: Release, progress: Progress) -> str:
+    """The image a docker cluster of `release` runs its daemons from: the release's root (built
+    once per machine, roots.ensure) imported as it is, the same tree its clients and tools run
+    from on the host; imported once per root. Images of the release's earlier roots go, unless
+    a container still runs one."""
+    dockerd.start()
+    try:
+        root = roots.ensure(release, progress)
+    except roots.RootError as exc:
+        raise RuntimeError_(str(exc)) from None
+    image = release_image(release, roots.read_manifest(release))
+    if dockerd.docker("image", "inspect", image, check=False).returncode == 0:
+        return image
+    _import(Path(root.path), image, f"dfslab.release={release.key}", progress)
+    listed = dockerd.docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
+                            f"label=dfslab.release={release.key}", check=False).stdout.split()
+    for earlier in (name for name in listed if name != image):
+        dockerd.docker("rmi", earlier, check=False)  # refused while a container of it exists: kept then
+    return image
 
 
 def _mounts_under(path: Path) -> list[str]:

@@ -141,8 +141,6 @@ class LocalNetnsRuntime(Runtime):
         self._record_roots(root, spec.client_names() if mixed else None, client_root)
 
     def install_release(self, release, clients: list[str], progress) -> None:
-        if not self.software_roots:  # docker: its daemons run dfslab's image
-            return super().install_release(release, clients, progress)
         root = self._root_of(release, progress)
         self._record_roots(root, clients, self.software_root_for(clients[0]) if clients else None)
 

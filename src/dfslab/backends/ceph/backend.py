@@ -222,8 +222,8 @@ class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, 
 
     # RollingUpgrade: Ceph's documented order (upgrade.py)
     @classmethod
-    def upgrade_problem(cls, current: str, target: str) -> str | None:
-        return upgrade.major_step_problem(current, target)
+    def upgrade_problem(cls, spec, current: str, target: str) -> str | None:
+        return upgrade.problem(spec, current, target)
 
     def before_upgrade(self, upgraded) -> list[str]:
         return upgrade.before(self, upgraded)

@@ -21,6 +21,27 @@ def _major(release: str) -> int:
     return int(release_named("ceph", release).version.split(".")[0])
 
 
+def problem(spec: Any, current: str, target: str) -> str | None:
+    """Why a cluster of `spec` on `current` cannot be upgraded to `target` daemon by daemon (None: it can)."""
+    return major_step_problem(current, target) or availability_problem(spec)
+
+
+def availability_problem(spec: Any) -> str | None:
+    """The OSDs are restarted one host at a time, each once `ceph osd ok-to-stop` agrees: where one
+    host holds every copy of some placement group it never agrees, and the upgrade would wait out
+    its timeout at the first OSD. Refused before anything changes instead."""
+    c = spec.ceph
+    if c.replica_size < 2:
+        return ("ceph.replica_size is 1: every OSD holds the only copy of its placement groups, so none can be "
+                "stopped for its restart without its data going offline (`ceph osd ok-to-stop` never agrees); "
+                "upgrade a cluster with replica_size 2 or more")
+    if c.failure_domain != "host" or len(spec.nodes) < 2:
+        return (f"{'one node' if len(spec.nodes) < 2 else 'ceph.failure_domain: ' + c.failure_domain}: the OSDs are "
+                "restarted one host at a time, and a host holding every copy of a placement group can never be "
+                "stopped (`ceph osd ok-to-stop`); upgrade a cluster of 2 or more nodes with failure_domain host")
+    return None
+
+
 def major_step_problem(current: str, target: str) -> str | None:
     step = _major(target) - _major(current)
     if step <= MAX_MAJOR_STEP:
