@@ -16,6 +16,7 @@ import yaml
 from conftest import REPO, cluster_up, dfslab, run_against, small_spec, wait_for, write_spec
 from test_readme import run_dir_of, sh
 from test_gluster import check_fault_run, tear_down
+from test_releases import GLUSTER_11_LINE, MOOSEFS_4_LINE, check_gluster_11_run, check_moosefs_4_run
 from dfslab import cluster
 from dfslab.registry import release_named
 from dfslab.runtime import dockerd, images, roots
@@ -345,3 +346,11 @@ def test_a_release_runs_from_the_image_of_its_root_and_upgrades_into_the_next(tm
     finally:
         dfslab("down", name, check=False, timeout=600)
     assert cluster.leftovers(name) == []
+
+
+@pytest.mark.parametrize("line, check", [(GLUSTER_11_LINE, check_gluster_11_run), (MOOSEFS_4_LINE, check_moosefs_4_run)],
+                         ids=["gluster-11", "moosefs-4"])
+def test_glusterfs_11_and_moosefs_4_run_from_their_roots_image(line, check):
+    """docs/releases.md's GlusterFS 11 and MooseFS 4 lines on docker: the same checks as on runtime
+    local (tests/test_releases.py): the release's versions, its bricks or chunk servers, the bytes."""
+    check(run_dir_of(sh(f"{line} --runtime docker", timeout=900).stdout))

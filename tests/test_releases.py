@@ -129,8 +129,13 @@ def test_moosefs_4_up_measured_and_down_in_one_command():
     """MooseFS 4 from its root, with its own rules: goals became storage classes (dfslab makes one
     of `goal` copies), and mfscli's chunk-server records have a field more. Measured from storage
     through mfsmount of the release; the host keeps its MooseFS 3.0."""
-    out = sh(MOOSEFS_4_LINE, timeout=900).stdout
-    run_dir = run_dir_of(out)
+    check_moosefs_4_run(run_dir_of(sh(MOOSEFS_4_LINE, timeout=900).stdout))
+    host = subprocess.run(["mfsmaster", "-v"], capture_output=True, text=True).stdout
+    assert "3.0." in host and MOOSEFS_4.version not in host
+
+
+def check_moosefs_4_run(run_dir: Path) -> None:
+    """MOOSEFS_4_LINE's run (on runtime local here, docker in test_docker), then its directory removed."""
     provenance = json.loads((run_dir / "provenance.json").read_text())
     assert provenance["filesystem_versions"]["release"] == "release 4"
     assert f"version: {MOOSEFS_4.version}" in provenance["filesystem_versions"]["moosefs"], provenance
@@ -152,8 +157,6 @@ def test_moosefs_4_up_measured_and_down_in_one_command():
     for ratio in (r for r in ratios if r[1] == 1048576):  # 1 MiB: what crossed the client's link
         assert 0.9 <= ratio[2] <= 1.3, ratio
     assert {r["params"]["phase"] for r in rows if r["workload"] == "metadata"} == {"create", "stat", "read", "unlink"}
-    host = subprocess.run(["mfsmaster", "-v"], capture_output=True, text=True).stdout
-    assert "3.0." in host and MOOSEFS_4.version not in host
     assert not Path("/var/lib/dfslab/clusters/mfs4").exists()
     shutil.rmtree(run_dir)
 
@@ -163,8 +166,13 @@ def test_gluster_11_up_measured_and_down_in_one_command():
     runs from it (and so the bricks it starts, and the CLI run in its mount namespace); fio through
     the FUSE client and libgfapi (fio of the root, linked against 11's library), from storage:
     a replica-3 write sends each byte to the three bricks."""
-    out = sh(GLUSTER_11_LINE, timeout=900).stdout
-    run_dir = run_dir_of(out)
+    check_gluster_11_run(run_dir_of(sh(GLUSTER_11_LINE, timeout=900).stdout))
+    host = subprocess.run(["glusterfs", "--version"], capture_output=True, text=True).stdout
+    assert "glusterfs 10." in host
+
+
+def check_gluster_11_run(run_dir: Path) -> None:
+    """GLUSTER_11_LINE's run (on runtime local here, docker in test_docker), then its directory removed."""
     provenance = json.loads((run_dir / "provenance.json").read_text())
     assert provenance["filesystem_versions"] == {"glusterfs": f"glusterfs {GLUSTER_11.version}", "release": "release 11"}
     root_fio = roots.read_manifest(GLUSTER_11)["versions"]["fio"].split("-")[0]
@@ -181,8 +189,6 @@ def test_gluster_11_up_measured_and_down_in_one_command():
         low, high = (2.9, 3.3) if rw == "write" else (0.9, 1.3)  # replica 3: the client writes every copy
         assert low <= ratio <= high, (target, rw, ratio)
     assert {r["params"]["phase"] for r in rows if r["workload"] == "metadata"} == {"create", "stat", "read", "unlink"}
-    host = subprocess.run(["glusterfs", "--version"], capture_output=True, text=True).stdout
-    assert "glusterfs 10." in host
     assert not Path("/var/lib/dfslab/clusters/g11").exists()
     shutil.rmtree(run_dir)
 

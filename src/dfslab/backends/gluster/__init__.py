@@ -17,7 +17,7 @@ from ...registry import Release  # noqa: E402 (data only: the registry imports n
 RELEASES = (
     Release("10", "10.3", "GlusterFS 10 (Debian 12's own packages)"),
     Release("11", "11.1", "GlusterFS 11 (Debian 13 trixie)", "trixie",
-            ("glusterfs-server", "glusterfs-client", "fio", "fuse3")),
+            ("glusterfs-server", "glusterfs-client", "glusterfs-cli", "fio", "fuse3")),
 )
 # Groups of src/dfslab/debian-packages.txt this filesystem needs here beyond `make demo`'s
 # (installed on its first use, dfslab.deps).
