@@ -114,10 +114,12 @@ def test_every_run_the_docs_show_on_a_cluster_of_the_readers_passes_its_check():
         check_against_cluster(load_experiment(f"{REPO}/{argv[2]}", running=spec), spec)
     # and what the docs' cluster of yours cannot run is refused there, for the reason capabilities gives
     spec = load_spec(f"{REPO}/examples/rook-yours.yaml")
-    kill = {"name": "kill-yours", "repetitions": 1, "workloads": [{"type": "radosbench"}],
-            "faults": [{"kind": "kill", "target": "osd.0", "during": 0, "at": "1s"}]}
-    with pytest.raises(SpecError, match=r"faults\[0\]\.kind: fault kill: not on a Kubernetes you run.*node's shell"):
-        check_against_cluster(parse_experiment(kill, Path(REPO), running=spec), spec)
+    cut = {"name": "cut-yours", "repetitions": 1, "workloads": [{"type": "radosbench"}],
+           "faults": [{"kind": "partition", "target": "worker2", "during": 0, "at": "1s"}]}
+    with pytest.raises(SpecError, match=r"faults\[0\]\.kind: fault partition: not on a Kubernetes you run.*node's shell"):
+        check_against_cluster(parse_experiment(cut, Path(REPO), running=spec), spec)
     refused = {c["capability"]: c["reason"] for c in json.loads(CliRunner().invoke(
         app, ["capabilities", f"{REPO}/examples/rook-yours.yaml", "--json"]).output) if not c["ok"]}
-    assert "node's shell" in refused["fault kill"]
+    assert "node's shell" in refused["fault partition"]
+    # kill and stop go through dfslab's fault agent: the owner's consent, as for pod
+    assert "kubernetes.allow_faults" in refused["fault kill"] and "kubernetes.allow_faults" in refused["fault stop"]

@@ -67,6 +67,8 @@ FACTS = [
     ("rook-small.yaml", "under 5 GiB", "ceph-volume's minimum device size"),
     ("ceph-reef.yaml", "ceph-small.yaml's 8GiB", "another example's OSD size, why this one's is larger"),
     ("ceph-reef.yaml", "660 MB/s", "a measured result"),
+    ("ceph-releases.yaml", "~780 MB/s", "a measured result"),
+    ("ceph-releases.yaml", "8GiB reached", "the OSD size that was too small, why this one's is larger"),
 ]
 
 

@@ -248,7 +248,7 @@ def test_dry_run_prints_the_plan_and_every_problem_and_starts_nothing(tmp_path):
     assert float(per_run["kubernetes+job"]) > float(per_run["kubernetes"]), first  # a pod's start a step
     # runs of a swept cluster setting are named by their setting (they said "setting 1", "setting 2")
     first = dfslab("run", str(EXAMPLES / "ceph-releases.yaml"), "--dry-run").stdout.splitlines()[0]
-    assert re.findall(r"ceph\.release=(\w+) [\d.]+", first.split("in all: ")[1]) == ["pacific", "reef", "reef", "pacific"], first
+    assert re.findall(r"ceph\.release=(\w+) [\d.]+", first.split("in all: ")[1]) == ["pacific", "reef", "tentacle", "tentacle", "reef", "pacific"], first
     path = tmp_path / "big.yaml"
     path.write_text(yaml.safe_dump({"name": "big", "cluster": str(EXAMPLES / "ceph-small.yaml"),
                                     "sampler": {"prometheus_port": 0},

@@ -271,3 +271,32 @@ def test_a_cluster_on_another_clusters_kubernetes_goes_down_first_and_after_it_w
         for state in (guest, host):
             if state.exists():
                 state.destroy()
+
+
+def test_down_waits_for_rooks_cleanup_jobs_to_be_made_not_only_to_end(monkeypatch):
+    """Rook makes its cleanup Jobs only once every daemon pod is gone, after the CephCluster: no Job
+    yet is not "finished" (the namespace went with no Job run: the admin key stayed on the nodes)."""
+    from types import SimpleNamespace as NS
+    import kubernetes.client
+    from dfslab.backends.ceph import rook
+    lists = iter([[], [], [("cluster-cleanup-job-node1", None)],
+                  [("cluster-cleanup-job-node1", 1), ("cluster-cleanup-job-node2", None)],
+                  [("cluster-cleanup-job-node1", 1), ("cluster-cleanup-job-node2", 1)]])
+    asked = []
+
+    class Batch:
+        def __init__(self, api):
+            pass
+
+        def list_namespaced_job(self, namespace, label_selector):
+            asked.append(label_selector)
+            jobs = next(lists)
+            return NS(items=[NS(metadata=NS(name=n), status=NS(succeeded=done, failed=None)) for n, done in jobs])
+    monkeypatch.setattr(kubernetes.client, "BatchV1Api", Batch)
+    monkeypatch.setattr(rook, "poll", lambda done, what, timeout, interval: any(done() for _ in range(10)))
+    assert rook.wait_cleanup_jobs(None, "ns", {"node1", "node2"}, "/var/lib/rook") == []
+    assert len(asked) == 5  # it went on past the first empty lists until both were made and done
+    lists = iter([[]] * 10)
+    [problem] = rook.wait_cleanup_jobs(None, "ns", {"node1", "node2"}, "/var/lib/rook")
+    assert "made no cleanup Job" in problem and "/var/lib/rook on node1, node2" in problem, problem
+    assert rook.wait_cleanup_jobs(None, "ns", set(), "/var/lib/rook") == []  # no daemon pod, no Job to wait for

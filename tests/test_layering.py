@@ -243,7 +243,7 @@ LINES_LEFT = {
     "dfslab.runtime.kubernetes.job": (2, "a shipped Ceph helper, the image's name"),
     "dfslab.runtime.kubernetes": (6, "Rook's data directory on each node, Rook's build beside Kubernetes'"),
     "dfslab.runtime.kubernetes.node": (5, "Rook's data directory bound into each node"),
-    "dfslab.runtime.kubernetes.existing": (4, "the Rook image pushed to a site's registry"),
+    "dfslab.runtime.kubernetes.existing": (2, "the Rook image pushed to a site's registry; Ceph in an error message"),
     "dfslab.deps": (4, "Rook is built with Kubernetes"),
     "dfslab.experiment": (3, "help text: OSDs' disks, BlueStore's cache"),
     "dfslab.report": (4, "rados bench's latency chart caption, the pushdown figure, OSDs' room"),

@@ -6,7 +6,6 @@ run a daemon, and the grace they get, is the filesystem's to say (Backend.pod_se
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..backends import Backend, PodSelector
@@ -62,8 +61,9 @@ class DeletePod(KubernetesFault):
 
 
 class SignalDaemonContainers(KubernetesFault):
-    """`kill` and `stop` on runtime kubernetes (local): the signal goes to every process of the
-    daemon's containers (found by their cgroups, as `nodeloss` finds a node's); the pod stays. Its
+    """`kill` and `stop` on runtime kubernetes: the signal goes to every process of the daemon's
+    containers (found by their cgroups, as `nodeloss` finds a node's: from this machine on the
+    local Kubernetes, through dfslab's fault agent on a Kubernetes you run); the pod stays. Its
     kubelet starts the containers again as after any crash (restartPolicy Always: at once the
     first time, then after a back-off that doubles from 10 s), so the undo only waits for that
     restart: the recovery is Kubernetes's, as after `fault pod`."""
@@ -76,23 +76,16 @@ class SignalDaemonContainers(KubernetesFault):
         return pods_of(core, self.namespace, found)
 
     def inject(self, target: str) -> dict[str, Any]:
-        from ..runtime.kubernetes import container_pids
         core, found = self.core(), selector(self.cluster.backend, target)
         running = [(pod, c) for pod in self._pods(core, found) if pod.metadata.deletion_timestamp is None
                    for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
         if not running:
             raise FaultInputError(f"no running container of {target} in namespace {self.namespace}; "
                                   f"`dfslab status {self.cluster.state.name}` lists the pods")
-        signalled = 0
-        for _, container in running:
-            for pid in container_pids(container.container_id.split("://", 1)[-1]) or []:
-                try:
-                    os.kill(pid, self.sig)
-                    signalled += 1
-                except ProcessLookupError:
-                    pass
+        # From this machine on the local Kubernetes; through dfslab's fault agent on yours.
+        signalled = sum(self.cluster.runtime.signal_container(pod, c.container_id, self.sig) for pod, c in running)
         if not signalled:
-            raise FaultError(f"{target}: no process found in its containers' cgroups (a Kubernetes you run hides them)")
+            raise FaultError(f"{target}: no process found in its containers' cgroups")
         return {"containers": [{"pod": pod.metadata.name, "uid": pod.metadata.uid, "container": c.name,
                                 "restarts": c.restart_count} for pod, c in running], "signalled": signalled}
 

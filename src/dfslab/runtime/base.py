@@ -233,6 +233,12 @@ class Runtime(ABC):
         raise RuntimeError_(f"{self.where} runs this machine's own software only: a release cannot be "
                             "installed into its nodes (runtimes local and docker can)")
 
+    def signal_container(self, pod: Any, container_id: str, sig: int) -> int:
+        """Send `sig` to every process of a daemon's container (`container_id`, as the pod's
+        status names it) of `pod`, a pod of dfslab's; how many processes got it. Only where the
+        daemons are pods' containers (daemons_in_pods)."""
+        raise RuntimeError_(f"{self.where} runs no daemon in a pod's container")
+
     def software_root(self) -> SoftwareRoot | None:
         """The release root this cluster's programs run from (None: this machine's own software).
         Read from the cluster's state once, not at every command: `prepare` records it (and sets

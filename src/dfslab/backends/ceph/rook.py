@@ -256,13 +256,11 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
     # the directories its tool asks for), the s3 load, the checksummed objects and the pushdown
     # engine in the toolbox, dfslab's object class in the OSD pods (all in dfslab's image).
 
-    # What dfslab injects on a Kubernetes you run with the owner's consent, through the API alone.
-    CONSENTED_FAULTS = ("pod", "out", "fill")
+    # What dfslab injects on a Kubernetes you run with the owner's consent: through the API, or its fault agent.
+    CONSENTED_FAULTS = ("pod", "out", "fill", "kill", "stop")  # kill, stop: through dfslab's fault agent
     # ... and why not the rest there.
     NOT_ON_YOURS = {"operator": "its operator may be the one your other Rook clusters use",
-                    "drain": "draining evicts every pod of your node, not only dfslab's",
-                    "kill": "signalling a daemon's processes needs the node's shell; use pod",
-                    "stop": "signalling a daemon's processes needs the node's shell; use pod"}
+                    "drain": "draining evicts every pod of your node, not only dfslab's"}
 
     @classmethod
     def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
@@ -473,8 +471,10 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
             return []
         self._remove_rbd_images(ours)
         cluster = next((o for o in ours if o["kind"] == "CephCluster"), None)
+        hosts: set[str] = set()
         if cluster and exists(api, cluster):
             patch_merge(api, cluster, {"spec": {"cleanupPolicy": {"confirmation": "yes-really-destroy-data"}}})
+            hosts = ceph_hosts(api, self.namespace)  # the nodes Rook makes a cleanup Job for, as it lists them
         problems = []
         for obj in sorted(ours, key=lambda o: ROOK_CR_ORDER.index(o["kind"])):
             if not exists(api, obj):
@@ -487,7 +487,7 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
                                 f"see `kubectl -n {self.namespace} describe {obj['kind'].lower()} {obj['name']}`")
                 break
         if not problems:
-            problems += wait_cleanup_jobs(api, self.namespace)
+            problems += wait_cleanup_jobs(api, self.namespace, hosts, self.spec.kubernetes.data_dir_host_path)
         return problems
 
     def _let_store_go(self, api, obj: dict) -> None:
@@ -613,21 +613,46 @@ def wait_gone(api, obj: dict, timeout: float) -> bool:
     return poll(lambda: not exists(api, obj), f"{obj['kind']} {name} to go", timeout, 2.0)
 
 
-def wait_cleanup_jobs(api, namespace: str, timeout: float = 300) -> list[str]:
-    """Rook's cleanup Jobs (one per node: wipe dataDirHostPath, sanitize the OSD devices) to
-    finish before their namespace goes; what did not, as problems."""
+# The pods Rook's operator counts as Ceph's daemons (its cluster/cleanup.go, getCephHosts): a
+# cleanup Job is made for each node that runs one when the CephCluster's deletion begins.
+ROOK_DAEMON_APPS = ("rook-ceph-mon", "rook-ceph-mgr", "rook-ceph-osd", "rook-ceph-rgw", "rook-ceph-mds",
+                    "rook-ceph-rbd-mirror", "rook-ceph-fs-mirror")
+CLEANUP_WAIT = 300.0
+
+
+def ceph_hosts(api, namespace: str) -> set[str]:
+    """The nodes that run a Ceph daemon's pod of dfslab's namespace."""
+    from kubernetes import client
+    core = client.CoreV1Api(api)
+    return {p.spec.node_name for app in ROOK_DAEMON_APPS
+            for p in core.list_namespaced_pod(namespace, label_selector=f"app={app}").items if p.spec.node_name}
+
+
+def wait_cleanup_jobs(api, namespace: str, hosts: set[str], host_path: str, timeout: float = CLEANUP_WAIT) -> list[str]:
+    """Rook's cleanup Jobs (one per node in `hosts`: wipe dataDirHostPath, sanitize the OSD
+    devices) to be made and to finish before their namespace goes; what did not, as problems.
+    Rook makes them only once every daemon pod is gone, after the CephCluster itself: no Job
+    yet is not "none to wait for" (their namespace deleted then, no Job ever ran)."""
+    if not hosts:
+        return []
     from kubernetes import client
     batch = client.BatchV1Api(api)
-    seen = {"running": [], "failed": []}
+    seen: dict[str, list[str]] = {"made": [], "running": [], "failed": []}
 
     def finished() -> bool:
         jobs = batch.list_namespaced_job(namespace, label_selector="app=rook-ceph-cleanup").items
-        seen["running"] = [j.metadata.name for j in jobs if not (j.status.succeeded or j.status.failed)]
-        seen["failed"] = [j.metadata.name for j in jobs if j.status.failed]
-        return not seen["running"]
-    if not poll(finished, "Rook's cleanup jobs to finish", timeout, 2.0):
-        return [f"Rook's cleanup jobs {seen['running']} did not finish in {timeout:.0f} s"]
-    return [f"Rook's cleanup job {name} failed: its node's dataDirHostPath or devices may hold data" for name in seen["failed"]]
+        seen["made"] = [j.metadata.name for j in jobs]
+        seen["running"] = [j.metadata.name for j in jobs if not j.status.succeeded]
+        seen["failed"] = [j.metadata.name for j in jobs if j.status.failed and not j.status.succeeded]
+        return len(jobs) >= len(hosts) and not seen["running"]
+    if poll(finished, "Rook's cleanup jobs to finish", timeout, 2.0):
+        return []
+    left = f"{host_path} on {', '.join(sorted(hosts))} (Ceph's keys among it) and the OSD devices there keep the cluster's data"
+    if not seen["made"]:
+        return [f"Rook made no cleanup Job in {timeout:.0f} s: {left}; remove them by hand"]
+    return [f"Rook's cleanup jobs {seen['running']} did not finish in {timeout:.0f} s"
+            + (f" ({', '.join(seen['failed'])} failed at least once)" if seen["failed"] else "")
+            + f"; of {len(hosts)} node(s), {left} where no Job finished; `kubectl -n {namespace} logs job/NAME` says why"]
 
 
 def client_fuse(files: dict[str, str]) -> list[str]:

@@ -14,6 +14,7 @@ image from images.py. Everything is recorded and removed by `down` like the loca
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -211,6 +212,17 @@ class KubernetesRuntime(LocalNetnsRuntime):
         if (argv and argv[0] == sys.executable and not shipped_module(argv)) or is_admin(argv, self.admin_tools):
             return self.command(node, argv)
         return [sys.executable, "-m", "dfslab.runtime.kubernetes.job", self.state.name, node, "--", *argv]
+
+    def signal_container(self, pod, container_id: str, sig: int) -> int:
+        """From this machine: the local nodes' containers are its processes (their cgroups)."""
+        signalled = 0
+        for pid in container_pids(container_id.split("://", 1)[-1]) or []:
+            try:
+                os.kill(pid, sig)
+                signalled += 1
+            except ProcessLookupError:
+                pass
+        return signalled
 
     @staticmethod
     def container_rss(container_id: str) -> int | None:

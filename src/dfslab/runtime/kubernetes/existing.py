@@ -17,11 +17,13 @@ from ...polling import poll
 from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
 from ..base import CLIENT, Runtime, RuntimeError_
-from .objects import internal_ip, namespace_object, node_ready
+from . import agent
+from .objects import apply_all, internal_ip, namespace_object, node_ready
 from .images import IMAGE_MODULES, image_module
 from .job import SHIPPED_MODULES, is_admin, ship, shipped_module
 
 TOOLBOX = "dfslab-toolbox"
+IMAGE_KEY = "rook"  # dfslab's storage image in the state's k8s_images (images.ensure's key)
 
 
 def client_number(node: str) -> int | None:
@@ -67,7 +69,7 @@ class ExistingKubernetesRuntime(Runtime):
     sample = {"runtime": "kubernetes", "nodes": [{"name": f"worker{i}"} for i in (1, 2, 3)],
               "kubernetes": {"kubeconfig": "~/.kube/config", "image_registry": "registry.example.org:5000/storage",
                              "devices": {f"worker{i}": ["/dev/sdb"] for i in (1, 2, 3)}, "clients": ["worker4"],
-                             "allow_faults": ["pod", "out", "fill"]}}
+                             "allow_faults": ["pod", "out", "fill", "kill", "stop"]}}
 
     @classmethod
     def check_spec(cls, spec: ClusterSpec) -> None:
@@ -157,16 +159,16 @@ class ExistingKubernetesRuntime(Runtime):
     def prepare(self, spec: ClusterSpec, progress) -> None:
         k = spec.kubernetes
         if k.image:
-            self.state.update(k8s_images={"rook": k.image})
+            self.state.update(k8s_images={IMAGE_KEY: k.image})
             return
         from .. import dockerd
         from . import images
-        local = images.ensure(progress)["rook"]
+        local = images.ensure(progress)[IMAGE_KEY]
         pushed = image_pushed(k.image_registry, local)
         progress("pushing image", f"{pushed} (kubernetes.image_registry)")
         dockerd.docker("tag", local, pushed, timeout=60)
         dockerd.docker("push", pushed, timeout=1800)
-        self.state.update(k8s_images={"rook": pushed})
+        self.state.update(k8s_images={IMAGE_KEY: pushed})
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
         from kubernetes import client
@@ -174,7 +176,20 @@ class ExistingKubernetesRuntime(Runtime):
         self.record({"apiVersion": "v1", "kind": "Namespace", "name": self.namespace})
         client.CoreV1Api(api).create_namespace(namespace_object(self.namespace, self.state.name))
         nodes = {n.metadata.name: n for n in client.CoreV1Api(api).list_node().items}
+        if agent.wanted(spec.kubernetes.allow_faults):  # the owner's consent to faults only the agent injects
+            ds = agent.daemonset(self.namespace, self.state.read()["k8s_images"][IMAGE_KEY],
+                                 [self.kube_node(n) for n in spec.node_names()])
+            self.record({"apiVersion": ds["apiVersion"], "kind": ds["kind"], **ds["metadata"]})
+            apply_all(api, [ds])
         return {node: internal_ip(nodes[self.kube_node(node)]) for node in [*spec.node_names(), *spec.client_names()]}
+
+    def signal_container(self, pod, container_id: str, sig: int) -> int:
+        """Through dfslab's fault agent on the pod's node (agent.py): this machine has no shell there."""
+        from kubernetes import client
+        if not agent.wanted(self.section.get("allow_faults") or []):
+            raise RuntimeError_(f"signalling a daemon on {self.where} goes through dfslab's fault agent, made only "
+                                f"where kubernetes.allow_faults lists one of {', '.join(agent.AGENT_KINDS)}")
+        return agent.signal_container(client.CoreV1Api(self.api()), self.namespace, pod, container_id, sig)
 
     def record(self, obj: dict) -> None:
         """Remember an object before it is made: `down` deletes exactly the recorded ones."""
