@@ -105,3 +105,50 @@ class SignalDaemonContainers(KubernetesFault):
                     return False
             return True
         self.wait(restarted, f"{target}'s containers started again by their kubelet", timeout)
+
+
+class CutPodNetworks(KubernetesFault):
+    """`partition` where the nodes have no links of dfslab's (a Kubernetes you run): every daemon
+    pod of dfslab's on the node has its network cut inside its own network namespace, both
+    directions (its interface down), through dfslab's fault agent; the node's other pods keep
+    theirs. Undone in the same pods (a pod made again meanwhile has a network of its own)."""
+
+    kind = "partition"
+
+    def _daemon_pods(self, core, target: str) -> list:
+        runtime = self.cluster.runtime
+        node = runtime.kube_node(target)
+        pods = core.list_namespaced_pod(self.namespace, field_selector=f"spec.nodeName={node}").items
+        return [p for p in pods if p.metadata.deletion_timestamp is None
+                and runtime.daemon_of_pod(p.metadata.labels or {}) is not None]
+
+    @staticmethod
+    def _container(pod) -> str | None:
+        running = [c.container_id for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
+        return running[0] if running else None
+
+    def inject(self, target: str) -> dict[str, Any]:
+        core, runtime = self.core(), self.cluster.runtime
+        pods = [(p, cid) for p in self._daemon_pods(core, target) if (cid := self._container(p))]
+        if not pods:
+            raise FaultInputError(f"no running daemon pod of dfslab's on {target} ({runtime.kube_node(target)}); "
+                                  f"`dfslab status {self.cluster.state.name}` lists the pods")
+        cut = []
+        try:
+            for pod, cid in pods:
+                cut.append({"pod": pod.metadata.name, "uid": pod.metadata.uid,
+                            "daemon": runtime.daemon_of_pod(pod.metadata.labels or {}),
+                            **runtime.cut_pod_network(pod, cid)})
+        except Exception:
+            self.undo(target, {"cut": cut})  # the pods cut so far, healed before the error goes on
+            raise
+        return {"cut": cut}
+
+    def undo(self, target: str, record: dict[str, Any], timeout: float = RESTART_TIMEOUT) -> None:
+        core, runtime = self.core(), self.cluster.runtime
+        pods = {p.metadata.uid: p for p in self._daemon_pods(core, target)}
+        for was in record.get("cut", []):
+            pod = pods.get(was["uid"])
+            cid = self._container(pod) if pod is not None else None
+            if cid is not None:  # gone or not running: its network went with it
+                runtime.heal_pod_network(pod, cid, was)

@@ -45,6 +45,8 @@ class TimedFault:
             self.events["in_effect"] = injected.in_effect
             if "steps" in injected.record:  # what a long fault did, step by step (an upgrade's restarts)
                 self.events["steps"] = injected.record["steps"]
+            # what it did, as its undo is given it (the containers signalled, the pods cut and their routes)
+            self.events["done"] = {k: v for k, v in injected.record.items() if k != "steps"}
             self._cancelled.wait(self.entry.duration)  # cancelled: undone now
             # Recovery counts from here: an undo may itself wait for the system to come back (a
             # lost node's kubelet and pods), and that wait is part of recovering, not before it.

@@ -257,7 +257,7 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
     # engine in the toolbox, dfslab's object class in the OSD pods (all in dfslab's image).
 
     # What dfslab injects on a Kubernetes you run with the owner's consent: through the API, or its fault agent.
-    CONSENTED_FAULTS = ("pod", "out", "fill", "kill", "stop")  # kill, stop: through dfslab's fault agent
+    CONSENTED_FAULTS = ("pod", "out", "fill", "kill", "stop", "partition")  # the last three: dfslab's fault agent
     # ... and why not the rest there.
     NOT_ON_YOURS = {"operator": "its operator may be the one your other Rook clusters use",
                     "drain": "draining evicts every pod of your node, not only dfslab's"}
