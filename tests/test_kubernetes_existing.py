@@ -60,10 +60,37 @@ def host(tmp_path_factory):
     (tmp / "host.yaml").write_text(yaml.safe_dump(HOST_SPEC))
     cluster_up(tmp / "host.yaml", HOST, "--timeout", "600", timeout=1200)
     try:
+        _users_own_pod()
         yield tmp
     finally:
+        # with the user's pod still running (its `sleep infinity`, PID 1, ignores SIGTERM): down takes
+        # the whole Kubernetes away at once, exit 0, nothing left (dfslab() fails on another exit code)
         dfslab("down", HOST, timeout=600)
         assert not ClusterState(HOST).dir.exists()
+
+
+USERS = "users-own"  # a namespace of the user's, a Deployment of theirs on node3 (which a fault cuts): never dfslab's
+
+
+def _users_own_pod() -> None:
+    from kubernetes import client
+    _, api = _host_api()
+    client.CoreV1Api(api).create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": USERS}})
+    labels = {"app": "sentinel"}
+    client.AppsV1Api(api).create_namespaced_deployment(USERS, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sentinel", "namespace": USERS},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": "node3"}, "terminationGracePeriodSeconds": 5,
+            "containers": [{"name": "sleep", "image": _spec()["kubernetes"]["image"], "imagePullPolicy": "IfNotPresent",
+                            "command": ["sleep", "infinity"]}]}}}})
+    from conftest import wait_for
+    wait_for(lambda: any(p.status.phase == "Running" for p in client.CoreV1Api(api).list_namespaced_pod(USERS).items),
+             180, "the user's own pod running")
+
+
+def _users_pod_uids(api) -> list[str]:
+    from kubernetes import client
+    return [p.metadata.uid for p in client.CoreV1Api(api).list_namespaced_pod(USERS).items]
 
 
 def test_the_local_kubernetes_alone_hands_over_an_admin_kubeconfig(host):
@@ -107,7 +134,8 @@ def _osd2(api) -> tuple[str, int]:
 def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_what_it_made(host):
     from kubernetes import client
     _, api = _host_api()
-    before = _cluster_scoped_names(api)
+    before, users_before = _cluster_scoped_names(api), _users_pod_uids(api)
+    assert users_before  # the user's own pod, there before dfslab's cluster and after it
     spec = host / "yours.yaml"
     spec.write_text(yaml.safe_dump(_with_cephfs()))
     cluster_up(spec, NAME, "--timeout", "900", timeout=1500)
@@ -265,6 +293,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
     # what the cluster had before is all still there, its nodes Ready
     assert NAMESPACE not in {n.metadata.name for n in client.CoreV1Api(api).list_namespace().items}
     assert _cluster_scoped_names(api) == before
+    assert _users_pod_uids(api) == users_before  # the user's pod untouched by the faults and by down
     # Rook's cleanup Jobs ran on every node before the namespace went: the cluster's directory in
     # each node's dataDirHostPath (its config, client.admin.keyring, the OSDs' dirs) and its mon dirs are gone
     rt, _ = _host_api()

@@ -300,6 +300,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
                 terminate([proc.pid], {proc.pid: proc.start_time}, timeout=0)
         containers = self.container_ids()
         removed = super().destroy()
+        self._stop_containers(containers)
         self._remove_cgroups(containers)
         for d in self.state.resources("containerd_state"):
             remove_owned_tree(Path(d), [knode.SOCKET_ROOT], f"the containerd state dfslab made for cluster {self.state.name}")
@@ -339,6 +340,15 @@ class KubernetesRuntime(LocalNetnsRuntime):
 
     def container_ids(self) -> list[str]:
         return [cid for _, cid in self.containers_by_node()]
+
+    @staticmethod
+    def _stop_containers(containers: list[str], grace: float = 10.0) -> None:
+        """What still runs in the nodes' containers once their kubelets and containerd are gone
+        (a pod a user added whose PID 1 ignores SIGTERM, as `sleep infinity` does): SIGTERM, then
+        SIGKILL after `grace`. Every container here belongs to the Kubernetes dfslab made for
+        this cluster (its containerd dfslab's process), which `down` takes away whole."""
+        pids = [pid for cid in containers for pid in container_pids(cid) or []]
+        terminate(pids, {pid: proc_start_time(pid) for pid in pids}, timeout=grace)
 
     @staticmethod
     def _cgroups(container_id: str) -> list[Path]:
