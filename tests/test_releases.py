@@ -172,7 +172,7 @@ def test_gluster_11_up_measured_and_down_in_one_command():
 
 
 def check_gluster_11_run(run_dir: Path) -> None:
-    """GLUSTER_11_LINE's run (on runtime local here, docker in test_docker), then its directory removed."""
+    """GLUSTER_11_LINE's run, then its directory removed."""
     provenance = json.loads((run_dir / "provenance.json").read_text())
     assert provenance["filesystem_versions"] == {"glusterfs": f"glusterfs {GLUSTER_11.version}", "release": "release 11"}
     root_fio = roots.read_manifest(GLUSTER_11)["versions"]["fio"].split("-")[0]
