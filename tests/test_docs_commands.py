@@ -70,7 +70,7 @@ RUN_ELSEWHERE = {"kubernetes.md": GLUSTER_K8S_BLOCK, "docker.md": DOCKER_BLOCK, 
 # measurement's recipe too long to run whole here, and what it costs.
 DRY_RUN = {
     "releases.md": {"dfslab run examples/ceph-releases.yaml":
-                    "about 6 min: four fresh clusters, two releases; test_releases runs Reef's cluster and "
+                    "about 9 min: six fresh clusters, three releases; test_releases runs Reef's cluster and "
                     "workloads, test_settings a sweep of cluster settings over runs",
                     "dfslab run examples/ceph-releases.yaml --until-decided --budget 60min": "an hour of runs"},
     "docker.md": {"dfslab run examples/containerized-vs-host.yaml":
