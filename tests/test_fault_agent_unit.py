@@ -133,28 +133,3 @@ def test_a_cut_takes_the_pods_interface_down_and_the_heal_brings_it_and_its_rout
     assert res.returncode == 0, res.stderr
     assert _ip("-n", pod, "-4", "route", "show") == routes  # the subnet's and the default route, as before
     assert ",UP" in _ip("-n", pod, "link", "show", "eth0")
-
-
-def test_a_partition_never_cuts_a_pod_that_shares_its_nodes_network():
-    """A daemon pod with hostNetwork shares the node's network namespace: cut inside it, the whole
-    node (the owner's other pods too) would go; refused before anything is cut."""
-    from dfslab.chaos.pod import CutPodNetworks
-    from dfslab.fault import FaultInputError
-    cuts = []
-    running = NS(state=NS(running=True), container_id="containerd://" + "b" * 64)
-
-    def pod(name, host_network):
-        return NS(metadata=NS(name=name, uid=name, labels={"app": "rook-ceph-osd"}, deletion_timestamp=None,
-                              namespace="dfslab-yours"),
-                  spec=NS(host_network=host_network, node_name="node3"), status=NS(container_statuses=[running]))
-    pods = [pod("rook-ceph-osd-2", False), pod("rook-ceph-mon-a", True)]
-    runtime = NS(kube_node=lambda node: node, daemon_of_pod=lambda labels: "osd.2", namespace="dfslab-yours",
-                 cut_pod_network=lambda p, cid: cuts.append(p.metadata.name) or {"device": "eth0", "routes": []})
-    fault = CutPodNetworks.__new__(CutPodNetworks)
-    fault.cluster = NS(runtime=runtime, state=NS(name="t"))
-    fault.core = lambda: NS(list_namespaced_pod=lambda namespace, field_selector: NS(items=pods))
-    with pytest.raises(FaultInputError, match="rook-ceph-mon-a use.s. the node's own network"):
-        fault.inject("node3")
-    assert cuts == []
-    pods.pop()
-    assert fault.inject("node3")["cut"][0]["pod"] == "rook-ceph-osd-2" and cuts == ["rook-ceph-osd-2"]

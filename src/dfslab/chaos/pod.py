@@ -133,10 +133,6 @@ class CutPodNetworks(KubernetesFault):
         if not pods:
             raise FaultInputError(f"no running daemon pod of dfslab's on {target} ({runtime.kube_node(target)}); "
                                   f"`dfslab status {self.cluster.state.name}` lists the pods")
-        shared = [p.metadata.name for p, _ in pods if p.spec.host_network]
-        if shared:  # its network namespace is the node's: cutting it would cut every pod there, and the node
-            raise FaultInputError(f"partition {target}: {', '.join(shared)} use(s) the node's own network (hostNetwork); "
-                                  "a cut inside the pod would cut the whole node, which is not dfslab's to cut")
         cut = []
         try:
             for pod, cid in pods:
