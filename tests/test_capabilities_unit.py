@@ -115,11 +115,12 @@ def test_every_run_the_docs_show_on_a_cluster_of_the_readers_passes_its_check():
     # and what the docs' cluster of yours cannot run is refused there, for the reason capabilities gives
     spec = load_spec(f"{REPO}/examples/rook-yours.yaml")
     cut = {"name": "cut-yours", "repetitions": 1, "workloads": [{"type": "radosbench"}],
-           "faults": [{"kind": "degrade", "target": "worker2", "during": 0, "at": "1s"}]}
-    with pytest.raises(SpecError, match=r"faults\[0\]\.kind: fault degrade: not on a Kubernetes you run.*node's shell"):
+           "faults": [{"kind": "partition", "target": "worker2", "during": 0, "at": "1s"}]}
+    with pytest.raises(SpecError, match=r"faults\[0\]\.kind: fault partition: not on a Kubernetes you run.*host networking"):
         check_against_cluster(parse_experiment(cut, Path(REPO), running=spec), spec)
     refused = {c["capability"]: c["reason"] for c in json.loads(CliRunner().invoke(
         app, ["capabilities", f"{REPO}/examples/rook-yours.yaml", "--json"]).output) if not c["ok"]}
-    assert "node's shell" in refused["fault degrade"]
-    # kill, stop and partition go through dfslab's fault agent: the owner's consent, as for pod
-    assert all("kubernetes.allow_faults" in refused[f"fault {kind}"] for kind in ("kill", "stop", "partition"))
+    assert "your whole node" in refused["fault partition"] and "your whole node" in refused["fault degrade"]
+    assert "node's shell" in refused["fault nodeloss"]
+    # kill and stop go through dfslab's fault agent: the owner's consent, as for pod
+    assert "kubernetes.allow_faults" in refused["fault kill"] and "kubernetes.allow_faults" in refused["fault stop"]

@@ -197,8 +197,10 @@ def test_kill_on_kubernetes_signals_the_daemons_containers_and_waits_for_their_k
     monkeypatch.setattr(SignalDaemonContainers, "core", lambda self: NS(list_namespaced_pod=list_pods))
     monkeypatch.setattr(SignalDaemonContainers, "wait", lambda self, done, what, timeout=0: done() or
                         (_ for _ in ()).throw(FaultError(f"{what} not within {timeout} s")))
-    cluster = NS(runtime=NS(kind="kubernetes", daemons_in_pods=True, namespace="rook-ceph"), backend=rook.RookCephBackend,
-                 state=NS(name="k"))
+    # the local Kubernetes' own way: the container's processes from this machine (its cgroups)
+    local = lambda pod, cid, sig: kube_runtime.KubernetesRuntime.signal_container(None, pod, cid, sig)  # noqa: E731
+    cluster = NS(runtime=NS(kind="kubernetes", daemons_in_pods=True, namespace="rook-ceph", signal_container=local),
+                 backend=rook.RookCephBackend, state=NS(name="k"))
     fault = daemon.KillDaemon(cluster)
     record = fault.inject("rgw.node1")
     assert victim.wait(timeout=10) == -signal.SIGKILL

@@ -18,14 +18,6 @@ class _LinkFault(Fault):
     def runtime_refusal(cls, runtime) -> str | None:
         return None if runtime.links else f"needs the nodes' own links, which {runtime.where} does not have"
 
-    def in_pods(self):
-        """Where the nodes have no links of dfslab's but a daemon pod's network can be entered (a
-        Kubernetes you run, through dfslab's fault agent): the cut inside each pod (chaos/pod.py)."""
-        if self.cluster.runtime.links or not self.cluster.runtime.pod_networks:
-            return None
-        from .pod import CutPodNetworks
-        return CutPodNetworks(self.cluster)
-
     @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
         return not_a_machine(target, spec)
@@ -45,23 +37,14 @@ class _LinkFault(Fault):
 
 class CutLink(_LinkFault):
     kind = "partition"
-    help = ("cut a node's link (both directions); on a Kubernetes you run, the network of each of dfslab's daemon "
-            "pods on the node, inside the pod (its fault agent); undo: link up")
-
-    @classmethod
-    def runtime_refusal(cls, runtime) -> str | None:
-        return None if runtime.pod_networks else super().runtime_refusal(runtime)
+    help = "cut a node's link (both directions); undo: link up"
 
     def inject(self, target: str) -> dict[str, Any]:
-        if pods := self.in_pods():
-            return pods.inject(target)
         ns, dev = self.ends(target)[0]
         self.sh("ip", "-n", ns, "link", "set", dev, "down")
         return {}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
-        if pods := self.in_pods():
-            return pods.undo(target, record)
         ns, dev = self.ends(target)[0]
         self.sh("ip", "-n", ns, "link", "set", dev, "up")
 

@@ -45,7 +45,7 @@ class TimedFault:
             self.events["in_effect"] = injected.in_effect
             if "steps" in injected.record:  # what a long fault did, step by step (an upgrade's restarts)
                 self.events["steps"] = injected.record["steps"]
-            # what it did, as its undo is given it (the containers signalled, the pods cut and their routes)
+            # what it did, as its undo is given it (the containers signalled and how many processes)
             self.events["done"] = {k: v for k, v in injected.record.items() if k != "steps"}
             self._cancelled.wait(self.entry.duration)  # cancelled: undone now
             # Recovery counts from here: an undo may itself wait for the system to come back (a

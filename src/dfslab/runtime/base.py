@@ -72,9 +72,6 @@ class Runtime(ABC):
     nodes_on_subnet: bool = False
     # Each node has a link of its own (a veth pair dfslab made: `link_ends`), to shape and to cut.
     links: bool = False
-    # Without links of its own, a daemon pod's network can be cut inside its network namespace
-    # (`cut_pod_network`: a Kubernetes you run, through dfslab's fault agent).
-    pod_networks: bool = False
     # Starts a release's daemons and clients from the release's root (dfslab.runtime.roots):
     # a filesystem release other than this machine's own runs only where this is True.
     software_roots: bool = False
@@ -235,16 +232,6 @@ class Runtime(ABC):
         restart; the client nodes `clients` keep the software they run (a rolling upgrade)."""
         raise RuntimeError_(f"{self.where} runs this machine's own software only: a release cannot be "
                             "installed into its nodes (runtimes local and docker can)")
-
-    def cut_pod_network(self, pod: Any, container_id: str) -> dict[str, Any]:
-        """Cut `pod`'s network inside its network namespace (entered through the process of its
-        container `container_id`); the record `heal_pod_network` undoes it from. Only where
-        `pod_networks`."""
-        raise RuntimeError_(f"{self.where} cannot enter a pod's network namespace")
-
-    def heal_pod_network(self, pod: Any, container_id: str, cut: dict[str, Any]) -> None:
-        """Undo `cut_pod_network` (its record `cut`)."""
-        raise RuntimeError_(f"{self.where} cannot enter a pod's network namespace")
 
     def signal_container(self, pod: Any, container_id: str, sig: int) -> int:
         """Send `sig` to every process of a daemon's container (`container_id`, as the pod's

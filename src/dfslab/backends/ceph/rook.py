@@ -257,10 +257,15 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
     # engine in the toolbox, dfslab's object class in the OSD pods (all in dfslab's image).
 
     # What dfslab injects on a Kubernetes you run with the owner's consent: through the API, or its fault agent.
-    CONSENTED_FAULTS = ("pod", "out", "fill", "kill", "stop", "partition")  # the last three: dfslab's fault agent
+    CONSENTED_FAULTS = ("pod", "out", "fill", "kill", "stop")  # kill, stop: through dfslab's fault agent
     # ... and why not the rest there.
     NOT_ON_YOURS = {"operator": "its operator may be the one your other Rook clusters use",
-                    "drain": "draining evicts every pod of your node, not only dfslab's"}
+                    "drain": "draining evicts every pod of your node, not only dfslab's",
+                    # Rook's daemons use their node's network (CephCluster network.provider: host)
+                    "partition": "Rook's daemons use their node's own network here (host networking): cut inside "
+                                 "a daemon's pod, the cut would take your whole node",
+                    "degrade": "Rook's daemons use their node's own network here (host networking): shaped inside "
+                               "a daemon's pod, your whole node would be"}
 
     @classmethod
     def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:

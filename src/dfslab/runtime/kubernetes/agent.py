@@ -22,7 +22,7 @@ from ...polling import wait_until
 from ..base import RuntimeError_
 
 AGENT = "dfslab-fault-agent"
-AGENT_KINDS = ("kill", "stop", "partition")  # the fault kinds it injects (its consent: kubernetes.allow_faults)
+AGENT_KINDS = ("kill", "stop")  # the fault kinds it injects (its consent: kubernetes.allow_faults)
 LABELS = {"app": AGENT, "app.kubernetes.io/managed-by": "dfslab"}
 # Every process whose cgroup names the container: signalled, counted. $1 the signal, $2 the ID.
 SIGNAL_SCRIPT = r"""n=0
@@ -35,28 +35,6 @@ done
 echo "$n"
 """
 SIGNALS = {signal.SIGKILL: "KILL", signal.SIGTERM: "TERM"}
-# `sh -c SCRIPT ARGS...` in the network namespace of the container $1's first process (nsenter -n).
-IN_NETWORK = r"""cid=$1; shift
-for f in /proc/[0-9]*/cgroup; do
-  if grep -q -- "$cid" "$f" 2>/dev/null; then p=${f#/proc/}; pid=${p%/cgroup}; break; fi
-done
-[ -n "$pid" ] || { echo "no process of container $cid on this node" >&2; exit 3; }
-exec nsenter -t "$pid" -n sh -c "$@"
-"""
-# A pod's network cut, both directions: its interface (the default route's) down. Taking it down
-# removes its IPv4 routes, printed first so the undo can put them back.
-CUT = r"""dev=$(ip -4 route show default | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -n 1)
-dev=${dev:-eth0}
-echo "dev $dev"
-ip -4 route show | sed 's/^/route /'
-ip link set "$dev" down
-"""
-# ... and back: the interface up, its routes again (the direct ones first, then those via a gateway).
-HEAL = r"""dev=$1; shift
-ip link set "$dev" up
-for r in "$@"; do ip route replace $r 2>/dev/null || true; done
-ip link show "$dev" | grep -q "state UP\|,UP"
-"""
 
 
 def wanted(allow_faults: list[str]) -> bool:
@@ -99,51 +77,17 @@ def exec_output(core, namespace: str, pod: str, argv: list[str], timeout: float 
     return (rc if rc is not None else 1), out, err
 
 
-def _checked(namespace: str, pod: Any, container_id: str) -> str:
-    """The bare ID of `container_id` (containerd://ID) of `pod`, once `pod` is seen to be in
-    dfslab's namespace: checked again here, the agent acts on dfslab's pods only."""
-    if pod.metadata.namespace != namespace:
+def signal_container(core, namespace: str, pod: Any, container_id: str, sig: int) -> int:
+    """Send `sig` to every process of the container `container_id` (containerd://ID) of `pod`, a
+    pod of dfslab's namespace, through the agent on its node; how many processes got it."""
+    if pod.metadata.namespace != namespace:  # checked again here: the agent acts in dfslab's namespace only
         raise RuntimeError_(f"pod {pod.metadata.name} is in namespace {pod.metadata.namespace}, not dfslab's {namespace}")
     cid = container_id.split("://", 1)[-1]
     if not re.fullmatch(r"[0-9a-f]{64}", cid):
         raise RuntimeError_(f"container {container_id!r} of pod {pod.metadata.name}: not a container ID dfslab knows")
-    return cid
-
-
-def _run(core, namespace: str, pod: Any, argv: list[str], what: str) -> str:
-    """`argv` run by the agent on `pod`'s node; its output (an error naming `what` where it failed)."""
-    rc, out, err = exec_output(core, namespace, agent_pod(core, namespace, pod.spec.node_name), argv)
-    if rc != 0:
-        raise RuntimeError_(f"dfslab's fault agent on {pod.spec.node_name} could not {what} {pod.metadata.name}: "
+    agent = agent_pod(core, namespace, pod.spec.node_name)
+    rc, out, err = exec_output(core, namespace, agent, ["sh", "-c", SIGNAL_SCRIPT, "agent", SIGNALS[sig], cid])
+    if rc != 0 or not out.strip().isdigit():
+        raise RuntimeError_(f"dfslab's fault agent on {pod.spec.node_name} could not signal {pod.metadata.name}: "
                             f"exit {rc}, {(err or out).strip()[-300:]}")
-    return out
-
-
-def signal_container(core, namespace: str, pod: Any, container_id: str, sig: int) -> int:
-    """Send `sig` to every process of the container `container_id` of `pod`, a pod of dfslab's
-    namespace, through the agent on its node; how many processes got it."""
-    cid = _checked(namespace, pod, container_id)
-    out = _run(core, namespace, pod, ["sh", "-c", SIGNAL_SCRIPT, "agent", SIGNALS[sig], cid], "signal")
-    if not out.strip().isdigit():
-        raise RuntimeError_(f"dfslab's fault agent on {pod.spec.node_name}: no count of signalled processes ({out[-200:]!r})")
     return int(out.strip())
-
-
-def cut_network(core, namespace: str, pod: Any, container_id: str) -> dict[str, Any]:
-    """`pod`'s network cut inside its network namespace (the node's other pods untouched); what
-    `heal_network` needs to undo it: the interface and its routes."""
-    cid = _checked(namespace, pod, container_id)
-    out = _run(core, namespace, pod, ["sh", "-c", IN_NETWORK, "agent", cid, CUT, "pod"], "cut the network of")
-    lines = [line.strip() for line in out.splitlines()]
-    device = next((line.split(" ", 1)[1] for line in lines if line.startswith("dev ")), None)
-    if device is None:
-        raise RuntimeError_(f"dfslab's fault agent on {pod.spec.node_name}: no interface named cutting {pod.metadata.name}")
-    routes = [line.split(" ", 1)[1] for line in lines if line.startswith("route ")]
-    return {"device": device, "routes": sorted(routes, key=lambda r: " via " in r)}
-
-
-def heal_network(core, namespace: str, pod: Any, container_id: str, cut: dict[str, Any]) -> None:
-    """Undo `cut_network` (its record `cut`) in `pod`'s network namespace."""
-    cid = _checked(namespace, pod, container_id)
-    _run(core, namespace, pod, ["sh", "-c", IN_NETWORK, "agent", cid, HEAL, "pod", cut["device"], *cut["routes"]],
-         "restore the network of")

@@ -57,7 +57,6 @@ class ExistingKubernetesRuntime(Runtime):
     client_kinds = ("job",)
     daemons_in_pods = True
     owns_machines = False
-    pod_networks = True  # through dfslab's fault agent, with the owner's consent (agent.py)
     one_host = False
     deploy_seconds = 80.0
     debian_groups = ("docker",)  # dfslab's image is built here, then pushed to your registry
@@ -70,7 +69,7 @@ class ExistingKubernetesRuntime(Runtime):
     sample = {"runtime": "kubernetes", "nodes": [{"name": f"worker{i}"} for i in (1, 2, 3)],
               "kubernetes": {"kubeconfig": "~/.kube/config", "image_registry": "registry.example.org:5000/storage",
                              "devices": {f"worker{i}": ["/dev/sdb"] for i in (1, 2, 3)}, "clients": ["worker4"],
-                             "allow_faults": ["pod", "out", "fill", "kill", "stop", "partition"]}}
+                             "allow_faults": ["pod", "out", "fill", "kill", "stop"]}}
 
     @classmethod
     def check_spec(cls, spec: ClusterSpec) -> None:
@@ -184,22 +183,13 @@ class ExistingKubernetesRuntime(Runtime):
             apply_all(api, [ds])
         return {node: internal_ip(nodes[self.kube_node(node)]) for node in [*spec.node_names(), *spec.client_names()]}
 
-    # Through dfslab's fault agent on the pod's node (agent.py): this machine has no shell there.
     def signal_container(self, pod, container_id: str, sig: int) -> int:
-        return agent.signal_container(self._agent_core(), self.namespace, pod, container_id, sig)
-
-    def cut_pod_network(self, pod, container_id: str) -> dict:
-        return agent.cut_network(self._agent_core(), self.namespace, pod, container_id)
-
-    def heal_pod_network(self, pod, container_id: str, cut: dict) -> None:
-        agent.heal_network(self._agent_core(), self.namespace, pod, container_id, cut)
-
-    def _agent_core(self):
+        """Through dfslab's fault agent on the pod's node (agent.py): this machine has no shell there."""
         from kubernetes import client
         if not agent.wanted(self.section.get("allow_faults") or []):
-            raise RuntimeError_(f"a daemon's processes and network on {self.where} are reached through dfslab's fault "
-                                f"agent, made only where kubernetes.allow_faults lists one of {', '.join(agent.AGENT_KINDS)}")
-        return client.CoreV1Api(self.api())
+            raise RuntimeError_(f"signalling a daemon on {self.where} goes through dfslab's fault agent, made only "
+                                f"where kubernetes.allow_faults lists one of {', '.join(agent.AGENT_KINDS)}")
+        return agent.signal_container(client.CoreV1Api(self.api()), self.namespace, pod, container_id, sig)
 
     def record(self, obj: dict) -> None:
         """Remember an object before it is made: `down` deletes exactly the recorded ones."""
