@@ -17,6 +17,8 @@ processes this machine sees; on a Kubernetes you run they are not (the step's di
 from __future__ import annotations
 
 import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -109,7 +111,7 @@ def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: lis
     return snap
 
 
-WIRE_READS = 2  # a read through an exec (a Kubernetes you run) can fail once; a second try
+WIRE_READS = 3  # a read through an exec (a Kubernetes you run) can fail; more tries, a moment apart
 
 
 # The counters, the links (to count each byte once, where it leaves; `ip` is netlink, so the
@@ -129,18 +131,26 @@ def wire_totals(output: str) -> tuple[int, int]:
 
 
 def _read_wire(command: Callable[[str, list[str]], list[str]], node: str) -> tuple[tuple[int, int], float] | None:
-    """((received, sent), when they were read) on `node`, or None if it could not be read."""
-    for _ in range(WIRE_READS):
+    """((received, sent), when they were read) on `node`, or None if it could not be read (said
+    on stderr with why: the step's from_storage is then left out, not guessed)."""
+    why = ""
+    for attempt in range(WIRE_READS):
+        if attempt:
+            time.sleep(0.5)
         try:
             res = subprocess.run(command(node, READ_WIRE), capture_output=True, text=True, timeout=30)
         except subprocess.TimeoutExpired:
+            why = "no answer in 30 s"
             continue
         lines = res.stdout.strip().splitlines()
+        why = f"exit {res.returncode}: {(res.stderr.strip() or res.stdout.strip())[-200:]}"
         if res.returncode == 0 and ":" in res.stdout and lines:
             try:
                 return wire_totals(res.stdout), float(lines[-1])
             except ValueError:
                 continue
+    print(f"dfslab: the byte ledger could not read {node}'s link counters ({why}); this step has no from_storage",
+          file=sys.stderr)
     return None
 
 
