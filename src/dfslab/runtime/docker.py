@@ -111,12 +111,13 @@ class DockerRuntime(LocalNetnsRuntime):
         super().prepare(spec, progress)  # another release's root, for what runs on the host
         release = rooted_release(spec)
         progress("checking image", images.REPO if release is None else f"{images.RELEASE_REPO} ({release.says})")
-        self.state.update(image=images.ensure(progress) if release is None else images.ensure_release(release, progress))
+        self.state.update(image=images.ensure(progress) if release is None else
+                          images.ensure_release(release, self.software_root(), progress))
 
     def install_release(self, release, clients: list[str], progress) -> None:
         """As on runtime local, and a daemon started from now on runs from the release's image."""
         super().install_release(release, clients, progress)
-        self.state.update(image=images.ensure_release(release, progress))
+        self.state.update(image=images.ensure_release(release, self.software_root(), progress))
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
         addrs = node_addresses(spec)

@@ -130,16 +130,11 @@ def release_image(release: Release, manifest: dict) -> str:
     return f"{RELEASE_REPO}:{release.key}-{manifest['status_sha256'][:12]}"
 
 
-def ensure_release(release: Release, progress: Progress) -> str:
-    """The image a docker cluster of `release` runs its daemons from: the release's root (built
-    once per machine, roots.ensure) imported as it is, the same tree its clients and tools run
-    from on the host; imported once per root. Images of the release's earlier roots go, unless
-    a container still runs one."""
+def ensure_release(release: Release, root: roots.SoftwareRoot, progress: Progress) -> str:
+    """The image a docker cluster of `release` runs its daemons from: the release's `root` (as the
+    runtime's roots.ensure gave it, for the clients and tools it runs on the host) imported as it
+    is, once per root. Images of the release's earlier roots go, unless a container still runs one."""
     dockerd.start()
-    try:
-        root = roots.ensure(release, progress)
-    except roots.RootError as exc:
-        raise RuntimeError_(str(exc)) from None
     image = release_image(release, roots.read_manifest(release))
     if dockerd.docker("image", "inspect", image, check=False).returncode == 0:
         return image
