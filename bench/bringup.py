@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from scratch_home import scratch_home
+from machine import describe
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--kubernetes", action="store_true", help="add the Rook on local Kubernetes row")
     args = parser.parse_args()
+    print(describe())
     with scratch_home(), tempfile.TemporaryDirectory() as tmp:
         print(f"{'config':<16}{'dfslab s':>10}{'by hand s':>11}{'ratio':>8}   runs")
         for mons in (1, 3):

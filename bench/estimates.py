@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from scratch_home import scratch_home
+from machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT = ["tour", "quickstart", "fault-matrix"]
@@ -35,6 +36,7 @@ def measured_seconds(path: Path) -> tuple[float, int]:
 
 
 def main(names: list[str]) -> None:
+    print(describe())
     print(f"{'example':16} {'planned s':>10} {'measured s':>11} {'ratio':>6}  exit")
     with scratch_home():
         for name in names:

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from scratch_home import scratch_home
+from machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 NAME = "bench-fid"
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10)
     args = parser.parse_args()
+    print(describe())
     with scratch_home() as home, tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.yaml"
         spec.write_text(f"name: {NAME}\nnodes: 3\nceph: {{osd_size: 10GiB, replica_size: 2, cephfs: false}}\n")

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from scratch_home import scratch_home
+from machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 DFSLAB = [sys.executable, "-m", "dfslab.cli"]
@@ -38,6 +39,7 @@ def experiment(name: str, bandwidth: str | None) -> dict:
 
 
 def main() -> None:
+    print(describe())
     with scratch_home(keep_runs=True), tempfile.TemporaryDirectory() as tmp:
         for name, cap in (("bench-capped", "1gbit"), ("bench-free", None)):
             path = Path(tmp) / f"{name}.yaml"

@@ -20,6 +20,7 @@ import yaml
 from dfslab.plan import analysis
 from dfslab.plan.analysis import plan
 from dfslab.plan.layout import Layout
+from machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET_S = 30.0
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--skip-10k", action="store_true", help="only the 1000-OSD layout")
     parser.add_argument("--skip-balancers", action="store_true", help="not the two balancers side by side")
     args = parser.parse_args()
+    print(describe())
     data = yaml.safe_load((REPO / "examples" / "plan-1000.yaml").read_text())
     seconds = run(Layout.model_validate(data))
     print(f"ratio to the {TARGET_S:.0f} s target: {seconds / TARGET_S:.2f} (<= 1.0 passes)")

@@ -20,6 +20,7 @@ from dfslab.pushdown.columnar import column_type, encode
 from dfslab.pushdown.dataset import synthetic
 from dfslab.pushdown.query import bind, encode_request, parse
 from dfslab.workloads.pushdown import QUERIES
+from machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build" / "cls"
@@ -30,6 +31,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=125_000, help="rows in the object (4M rows / 32 objects)")
     ap.add_argument("--iterations", type=int, default=50)
     args = ap.parse_args()
+    print(describe())
     subprocess.run(["make", "-s", "-C", str(REPO / "native" / "cls_dfslab"), f"OUT={BUILD}", "bench"], check=True)
     columns = synthetic(args.rows, seed=1)
     schema = {name: column_type(values) for name, values in columns.items()}

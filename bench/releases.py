@@ -20,15 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import describe
+
 COLD_TARGET_S = 180.0
 WARM_TARGET_S = 5.0
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def main() -> None:
@@ -38,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     from dfslab.registry import release_named, rooted_releases
     chosen = [release_named(*r.split(":", 1)) for r in args.release] if args.release else rooted_releases()
-    print(f"CPU: {cpu_model()} ({os.cpu_count()} cores)")
+    print(describe())
     with tempfile.TemporaryDirectory(prefix="bench-releases-") as scratch:
         os.environ["DFSLAB_RELEASES"] = scratch  # read by roots at each call: the machine's cache untouched
         from dfslab.runtime import roots

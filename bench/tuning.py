@@ -17,6 +17,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from machine import describe
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", default=str(REPO / "examples" / "tuning.yaml"))
     args = parser.parse_args()
+    print(describe())
     with tempfile.TemporaryDirectory(prefix="bench-tuning-") as tmp:
         os.environ.setdefault("DFSLAB_HOME", str(Path(tmp) / "home"))
         from dfslab.experiment import load_experiment

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from dfslab.procs import ProcessTable, marked_pids, proc_start_time, terminate
+from dfslab.procs import ProcessTable, disk_read_bytes, marked_pids, proc_start_time, terminate
 from dfslab.state import ClusterState
 
 
@@ -75,3 +75,26 @@ def test_an_exited_process_says_its_last_words(table):
     assert tail == "line39 | line40 | F1126 listen tcp :10250: address already in use", tail
     proc.log = str(table.state.dir / "no-such.log")
     assert proc.log_tail().startswith("(no log")
+
+
+def test_disk_reads_count_what_came_from_the_disk_not_the_page_cache(table):
+    """The pushdown rows' osd_disk_read: a daemon reading 8 MiB with O_DIRECT (as BlueStore
+    reads) counts 8 MiB; one reading the same file through the page cache that holds it (just
+    written) counts next to nothing; processes of another name are not counted. (A shell's
+    /proc/PID/io holds what its children it has reaped did, so `sh -c "READ; sleep"` counts READ.)"""
+    data = table.state.dir / "disk-read-probe"
+    data.write_bytes(b"x" * (8 << 20))
+    table.spawn("osd.9", "node1", ["sh", "-c", f"dd if={data} of=/dev/null bs=1M iflag=direct status=none; sleep 60"])
+    cat = table.spawn("mds.z", "node1", ["sh", "-c", f"cat {data} > /dev/null; sleep 60"])
+
+    def read_calls(pid: int) -> int:  # bytes read(2) returned, from the disk or the page cache
+        with open(f"/proc/{pid}/io") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("rchar:"))
+
+    deadline = time.monotonic() + 10
+    while ((disk_read_bytes(table.all(), "osd.") or 0) < 8 << 20 or read_calls(cat.pid) < 8 << 20) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert disk_read_bytes(table.all(), "osd.") >= 8 << 20
+    assert read_calls(cat.pid) >= 8 << 20 and disk_read_bytes(table.all(), "mds.") < 1 << 20
+    assert disk_read_bytes(table.all(), "mgr.") is None  # none running: not counted, not 0

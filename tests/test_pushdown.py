@@ -190,11 +190,12 @@ def test_the_workload_records_the_clients_cpu_and_the_osds(engine, tmp_path):
     run, _ = run_against(exp, NAME)
     cpu: dict[tuple[str, str], list[float]] = {}
     for row in csv.DictReader((run / "results.csv").open()):
-        if row["metric"] in ("client_cpu", "osd_cpu"):
+        if row["metric"] in ("client_cpu", "osd_cpu", "osd_disk_read"):
             cpu.setdefault((json.loads(row["params"])["where"], row["metric"]), []).append(float(row["value"]))
     assert all(len(cpu.get((where, metric), [])) == 2 for where in ("storage", "client")
                for metric in ("client_cpu", "osd_cpu")), cpu
-    assert all(v > 0 for values in cpu.values() for v in values), cpu  # the OSDs read 10 MB either way
+    assert all(len(cpu.get((where, "osd_disk_read"), [])) == 2 for where in ("storage", "client")), cpu
+    assert all(v > 0 for (_, metric), values in cpu.items() if metric != "osd_disk_read" for v in values), cpu  # the OSDs read 10 MB either way
     assert max(cpu[("storage", "client_cpu")]) < min(cpu[("client", "client_cpu")]), cpu
     raw = run / "raw" / "pushdown-aggregate-1-storage-r0.txt"
-    assert "client CPU" in raw.read_text() and "OSDs' CPU" in raw.read_text()
+    assert "client CPU" in raw.read_text() and "OSDs' CPU" in raw.read_text() and "OSDs' disk reads" in raw.read_text()

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .backends import Backend, BackendError, PreflightError, Progress, backend_class, backend_for, close_handles, require
 from .backends.abilities import LiveSettings, ObjectPools, PodsOnKubernetes, SecondClients, ability, client_setup
 from .backends.fuse import unmount
-from .procs import ENV_MARK, cpu_seconds, marked_pids, stray_tools, terminate
+from .procs import ENV_MARK, cpu_seconds, disk_read_bytes, marked_pids, stray_tools, terminate
 from .safety import UnsafeRemoval, inside, mounts_under
 from .runtime import POD_DIRS_ENV, RUN_DIR_ENV, Runtime, RuntimeError_, attach_runtime, select_runtime
 from .spec import ClusterSpec, parse_spec
@@ -239,7 +239,8 @@ class Attached:
                       clients=self.spec.client_names(), disk_per_node=self.runtime.disk_per_node,
                       fresh_client=None if client == "job" or second is None else second.fresh_client,
                       storage=self.backend, pod_dirs_env=None if self.runtime.mounts_here else POD_DIRS_ENV,
-                      daemon_cpu=lambda prefix: cpu_seconds(self.runtime.sampled_processes(), prefix))
+                      daemon_cpu=lambda prefix: cpu_seconds(self.runtime.sampled_processes(), prefix),
+                      daemon_disk_read=lambda prefix: disk_read_bytes(self.runtime.sampled_processes(), prefix))
 
     def close(self) -> None:
         close_handles(self.backend)

@@ -187,6 +187,23 @@ def cpu_seconds(procs: list[TrackedProcess], prefix: str) -> float | None:
     return total if read else None
 
 
+def disk_read_bytes(procs: list[TrackedProcess], prefix: str) -> int | None:
+    """Bytes the running processes named `prefix`* have had read from block devices since they
+    started (/proc/PID/io read_bytes: the storage layer's count, O_DIRECT reads included, page
+    cache hits not); None when none is running or none could be read."""
+    total, read = 0, False
+    for proc in procs:
+        if not proc.name.startswith(prefix) or not proc.alive():
+            continue
+        try:
+            with open(f"/proc/{proc.pid}/io") as fh:
+                total += next(int(line.split()[1]) for line in fh if line.startswith("read_bytes:"))
+                read = True
+        except (OSError, ValueError, StopIteration):
+            continue
+    return total if read else None
+
+
 def _threads_cpu_seconds(pid: int) -> float | None:
     try:
         tasks = os.listdir(f"/proc/{pid}/task")

@@ -109,6 +109,9 @@ class Runner:
     # prefix -> CPU seconds the cluster's daemons of that name (osd., mds.) have used so far, as
     # this machine sees their processes; None where it cannot (a cluster it did not make).
     daemon_cpu: Callable[[str], float | None] = lambda prefix: None
+    # prefix -> bytes those daemons have read from their disks so far (a read served from their
+    # cache is not counted); None where this machine cannot see their processes.
+    daemon_disk_read: Callable[[str], int | None] = lambda prefix: None
     # The tools of the step now running (`run`, `popen(watched=True)`): what `stop_tools` stops
     # when the cluster can no longer serve the step (dfslab.watch).
     live: set = field(default_factory=set)
