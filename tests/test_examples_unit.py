@@ -53,6 +53,7 @@ CLAIMS: list[tuple[str, str, Callable[[], Any]]] = [
     ("moosefs-small.yaml", r"cache; (\d+ MiB) sends", lambda: _load("moosefs-small.yaml")["moosefs"]["write_cache"]),
     ("three-filesystems.yaml", r"workloads \((\d+ MiB) and", lambda: _workload("three-filesystems.yaml", "fio", "bs")[0]),
     ("three-filesystems.yaml", r"(\d+ KiB), write and read", lambda: _workload("three-filesystems.yaml", "fio", "bs")[1]),
+    ("pushdown.yaml", r"a (\d+ GiB) cache", lambda: _load("pushdown.yaml")["cluster"]["ceph"]["conf"]["osd"]["bluestore cache size"]),
     ("fault-matrix.yaml", r"use \+ (\d+ MiB)",
      lambda: next(f for f in _load("fault-matrix.yaml")["faults"] if f["kind"] == "fill")["options"]["headroom"]),
 ]
