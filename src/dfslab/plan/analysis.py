@@ -154,6 +154,25 @@ def _pool_members(cluster: Cluster, base: Mapping, ids: dict[int, str], name: st
                        domain={o: domain_of(o) for o in eligible})
 
 
+def _balanced(cluster: Cluster, planning, osdmap: Path, base: Mapping, ids: dict[int, str], plans: dict[str, Any],
+              added: dict[int, float]) -> dict[str, Any]:
+    """After the upmap balancer: Ceph's (osdmaptool, in a thread) on the pools it answers in
+    seconds, dfslab's on the others."""
+    ours, theirs = _split_balancing(cluster, plans)
+    with ThreadPoolExecutor(1) as pool:
+        ceph = pool.submit(planning.balance, osdmap, theirs, added) if theirs else None
+        upmaps: dict[str, list[tuple[int, int]]] = {}
+        for name, eligible in ours.items():
+            upmaps.update(balance_pool(_pool_members(cluster, base, ids, name, eligible)))
+        if ceph is not None:
+            upmaps.update(ceph.result())
+    balancers = {name: "dfslab" if name in ours else "ceph (osdmaptool)" for name in plans}
+    balanced_use = usage(cluster, planning.apply_upmaps(base, upmaps), ids, plans)
+    return {"after_balancer": {**balance_summary(cluster, balanced_use), "upmap_entries": len(upmaps),
+                               "balancer": balancers},
+            "per_osd_balanced": {str(o): balanced_use[o] for o in cluster.osds(added=False)}}
+
+
 def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = lambda s, d: None) -> dict[str, Any]:
     """Build the maps with Ceph's tools and answer every question the layout asks."""
     planning = plan_maps()
@@ -176,33 +195,24 @@ def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = l
     progress("mapping", "every PG with osdmaptool")
     first = cluster.osds(added=False)[0]
     prepared = planning.prepare(osdmap, workdir / "osdmap.up", added or {first: cluster.crush_weight(first)})
-    base = planning.map_pgs(prepared, mark_up_in=False)
-    result: dict[str, Any] = {"layout": layout.model_dump(mode="json"), "osds": len(cluster.osds(added=False)),
-                              "hosts": len([h for h in cluster.hosts if not h.added]),
-                              "pools": {name: {"pg_num": p.pg_num, "width": p.size} for name, p in plans.items()}}
-    use = usage(cluster, base, ids, plans)
-    result["before_balancer"] = balance_summary(cluster, use)
-    result["undersized_pgs"] = undersized(cluster, base, ids)
-    result["per_osd"] = {str(o): use[o] for o in cluster.osds(added=False)}
-    progress("balancing", "the upmap balancer (osdmaptool --upmap, or dfslab's for pools too large for it)")
-    ours, theirs = _split_balancing(cluster, plans)
     with ThreadPoolExecutor(2) as pool:
-        ceph = pool.submit(planning.balance, osdmap, theirs, added) if theirs else None
-        # The failures' maps (osdmaptool, one call per OSD out) are made beside the balancer:
-        # they start from the same unbalanced map and do not depend on it.
+        # The failures' maps (osdmaptool, one call per OSD out: a rack of 500 is 500 calls in a
+        # row) and the grown map start from the maps made so far and depend on nothing after:
+        # they run beside the mapping and the balancer.
         failing = [pool.submit(_failure_mapping, planning, prepared, workdir / f"osdmap.failure{i}",
                                {o: cluster.crush_weight(o) for o in lost})
                    for i, lost in enumerate(lost_by_failure)]
-        upmaps: dict[str, list[tuple[int, int]]] = {}
-        for name, eligible in ours.items():
-            upmaps.update(balance_pool(_pool_members(cluster, base, ids, name, eligible)))
-        if ceph is not None:
-            upmaps.update(ceph.result())
-        balancers = {name: "dfslab" if name in ours else "ceph (osdmaptool)" for name in plans}
-        balanced_use = usage(cluster, planning.apply_upmaps(base, upmaps), ids, plans)
-        result["after_balancer"] = {**balance_summary(cluster, balanced_use), "upmap_entries": len(upmaps),
-                                    "balancer": balancers}
-        result["per_osd_balanced"] = {str(o): balanced_use[o] for o in cluster.osds(added=False)}
+        growing = pool.submit(planning.map_pgs, osdmap, None) if layout.add_hosts else None
+        base = planning.map_pgs(prepared, mark_up_in=False)
+        result: dict[str, Any] = {"layout": layout.model_dump(mode="json"), "osds": len(cluster.osds(added=False)),
+                                  "hosts": len([h for h in cluster.hosts if not h.added]),
+                                  "pools": {name: {"pg_num": p.pg_num, "width": p.size} for name, p in plans.items()}}
+        use = usage(cluster, base, ids, plans)
+        result["before_balancer"] = balance_summary(cluster, use)
+        result["undersized_pgs"] = undersized(cluster, base, ids)
+        result["per_osd"] = {str(o): use[o] for o in cluster.osds(added=False)}
+        progress("balancing", "the upmap balancer (osdmaptool --upmap, or dfslab's for pools too large for it)")
+        result.update(_balanced(cluster, planning, osdmap, base, ids, plans, added))
         result["failures"] = []
         for failure, lost, job in zip(layout.failures, lost_by_failure, failing):
             progress("failure", f"{failure.label()}: {len(lost)} OSD(s) out")
@@ -210,9 +220,8 @@ def plan(layout: Layout, workdir: Path, progress: Callable[[str, str], None] = l
             result["failures"].append({"failure": failure.label(), "osds": sorted(lost),
                                        **movement(cluster, base, after, ids, plans, lost),
                                        "undersized_pgs": undersized(cluster, after, ids)})
-    if layout.add_hosts:
-        progress("growth", f"adding {layout.add_hosts} host(s)")
-        grown = planning.map_pgs(osdmap, None)
-        result["add_hosts"] = {"hosts": layout.add_hosts, **movement(cluster, base, grown, ids, plans, set())}
+        if growing is not None:
+            progress("growth", f"adding {layout.add_hosts} host(s)")
+            result["add_hosts"] = {"hosts": layout.add_hosts, **movement(cluster, base, growing.result(), ids, plans, set())}
     result["seconds"] = time.monotonic() - started
     return result
