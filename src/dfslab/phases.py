@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cluster, report
-from .backends import Progress, backend_class, backend_for, close_handles
+from .backends import Progress, backend_class
 from .backends.abilities import client_setup, metrics_of
 from .experiment import Experiment
 from .fields import field_units
@@ -137,8 +137,8 @@ class RunRecord:
 
 
 class Watch:
-    """What watches every step: the resource sampler (on its own backend connection, a thread of
-    its own), the live-metrics endpoint, and the counters' windows a runtime opens."""
+    """What watches every step: the resource sampler (a thread of its own, on the run's Backend),
+    the live-metrics endpoint, and the counters' windows a runtime opens."""
 
     def __init__(self, record: RunRecord, attached: Any):
         self.record, self.attached = record, attached
@@ -153,7 +153,7 @@ class Watch:
             record.run_dir.write_json("metrics.json", {"exporter": metrics_of(attached.backend).enable_metrics()})
         except Exception as exc:  # metrics are a convenience, not the experiment
             record.run_dir.write_json("metrics.json", {"exporter": None, "error": str(exc)})
-        self.backend = backend_for(attached.spec, attached.runtime)
+        self.backend = attached.backend  # one per run: its admin channel takes one request at a time (CephAdmin)
         self.sampler = ResourceSampler(attached.runtime.sampled_processes, _with_scrapes(self.backend, attached.runtime),
                                        exp.file.sampler.interval,
                                        extra_pids=lambda: {k: v for k, v in {"client": client_setup(self.backend).client_pid()}.items() if v},
@@ -173,8 +173,6 @@ class Watch:
             self.attached.runtime.procs.stop(window)
         if self.endpoint is not None:
             self.endpoint.stop()
-        if self.backend is not None:
-            close_handles(self.backend)
         return False
 
 

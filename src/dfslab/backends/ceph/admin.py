@@ -8,6 +8,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,10 @@ class CephAdmin:
         self.layout = layout
         self._proc: subprocess.Popen | None = None
         self._lines: queue.Queue = queue.Queue()
-        # One request and its reply at a time: the sampler's `status` and a workload's commands
-        # (the servers workload's pool) share the connection from different threads.
+        # One request and its reply at a time: the run's commands and its sampler's `status` (a
+        # thread of its own) share the connection, one Backend per run.
         self._lock = threading.Lock()
+        self._asked = 0  # the number of the last request: a late reply to one that timed out is dropped
 
     def _helper_argv(self) -> list[str]:
         """helper.py with the client's librados: a release root's own Python where the client runs
@@ -58,11 +60,12 @@ class CephAdmin:
             self._lines.put(json.loads(line))
         self._lines.put(None)
 
-    def _next(self, timeout: float, what: str) -> dict:
+    def _next(self, timeout: float, what: str, allowed: float | None = None) -> dict:
+        """The helper's next line, within `timeout` s (`allowed`: the whole wait the message names)."""
         try:
             reply = self._lines.get(timeout=timeout)
         except queue.Empty:
-            raise BackendError(f"no answer from the monitors within {timeout:.0f} s while {what}; "
+            raise BackendError(f"no answer from the monitors within {allowed or timeout:.0f} s while {what}; "
                                f"see {self.runtime.state.logs_dir}/admin-helper.out and the ceph-mon logs") from None
         if reply is None:
             raise BackendError(f"admin client exited while {what}; see {self.runtime.state.logs_dir}/admin-helper.out")
@@ -74,9 +77,12 @@ class CephAdmin:
                 self.start()
             assert self._proc and self._proc.stdin
             cmd = {"prefix": prefix, "format": "json", **args}
-            self._proc.stdin.write(json.dumps({"cmd": cmd, "target": target, "inbuf": inbuf}) + "\n")
+            self._asked += 1
+            self._proc.stdin.write(json.dumps({"cmd": cmd, "target": target, "inbuf": inbuf, "id": self._asked}) + "\n")
             self._proc.stdin.flush()
-            reply = self._next(timeout, f"running `{prefix}`")
+            deadline = time.monotonic() + timeout
+            while (reply := self._next(max(0.0, deadline - time.monotonic()), f"running `{prefix}`", timeout)).get("id") != self._asked:
+                pass  # the answer to an earlier request that gave up waiting for it
             return reply["ret"], reply["out"], reply["err"]
 
     def cmd(self, prefix: str, **kw: Any) -> Any:

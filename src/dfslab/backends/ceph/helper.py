@@ -6,10 +6,10 @@ root's Python, with the release's librados (admin.CephAdmin, objects.RadosObject
     python3 helper.py CONF KEYRING             as client.admin (the admin channel)
     python3 helper.py --from-env [OPT=VALUE]   as CEPH_CONF / CEPH_ARGS say (a tool's client)
 
-Protocol: in  {"cmd": {...}, "target": "mon"|"mgr", "inbuf": "<text>"}        a command
+Protocol: in  {"cmd": {...}, "target": "mon"|"mgr", "inbuf": "<text>", "id": N}  a command
               {"op": "write_full"|"read"|"remove", "pool": P, "name": N,
                "data": "<base64>", "length": L}                                an object
-          out {"ret": int, "out": "<text>", "err": "<text>", "data": "<base64>"}
+          out {"ret": int, "out": "<text>", "err": "<text>", "data": "<base64>", "id": N}
 
 Standalone on purpose (no dfslab import): a release's Python has none of dfslab's packages.
 """
@@ -74,6 +74,8 @@ def serve(cluster) -> None:
             reply = {"ret": -errno.ENOENT, "out": "", "err": str(exc)}
         except rados.Error as exc:
             reply = {"ret": -(getattr(exc, "errno", None) or errno.EIO), "out": "", "err": str(exc)}
+        if "id" in req:  # the request's own number: a reply that comes after its asker gave up is known as such
+            reply["id"] = req["id"]
         print(json.dumps(reply), flush=True)
     for ioctx in ioctxs.values():
         ioctx.close()
