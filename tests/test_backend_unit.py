@@ -144,7 +144,7 @@ def test_merging_needs_the_histograms():
 def test_fio_on_several_clients_only_where_each_has_its_own_files():
     from dfslab.workloads.fio import FioParams
     assert FioParams(target="fs", clients=2).clients == 2
-    for target in ("rbd", "local"):
+    for target in ("rbd", "machine"):
         with pytest.raises(ValueError, match="clients: 2 runs fio on several client nodes .* use target fs"):
             FioParams(target=target, clients=2, rw="write")
 

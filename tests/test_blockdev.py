@@ -1,4 +1,4 @@
-"""O_DIRECT on this machine's own disk (fio target local): a block size the device's logical
+"""O_DIRECT on this machine's own disk (fio target machine): a block size the device's logical
 block does not divide is refused before anything starts. The device here is a loop device made
 with 4096-byte sectors (a 4Kn disk's shape), so a size the 512-byte rule lets through (2 KiB)
 is one only the device's own figure refuses."""
@@ -52,11 +52,11 @@ def test_fio_local_with_a_block_the_disk_cannot_take_is_refused_before_the_run(d
     monkeypatch.setenv("DFSLAB_HOME", str(disk_4kn / "home"))  # the clusters' scratch directories live there
     spec = load_spec(EXAMPLES / "ceph-small.yaml")
     exp = parse_experiment({"name": "e", "cluster": "ceph-small.yaml",
-                            "workloads": [{"type": "fio", "target": "local", "bs": "2KiB", "rw": "randread"}]}, EXAMPLES)
+                            "workloads": [{"type": "fio", "target": "machine", "bs": "2KiB", "rw": "randread"}]}, EXAMPLES)
     with pytest.raises(SpecError) as err:
         check_against_cluster(exp, spec)
     assert "workloads[0].bs" in str(err.value) and "4096 B" in str(err.value)
     buffered = parse_experiment({"name": "e", "cluster": "ceph-small.yaml",
-                                 "workloads": [{"type": "fio", "target": "local", "bs": "2KiB", "rw": "randread",
+                                 "workloads": [{"type": "fio", "target": "machine", "bs": "2KiB", "rw": "randread",
                                                 "direct": False, "iodepth": 1}]}, EXAMPLES)
     check_against_cluster(buffered, spec)  # buffered I/O has no alignment to keep

@@ -39,7 +39,7 @@ def test_no_second_client_for_this_machines_disk_or_where_jobs_mount_anew(tmp_pa
         raise AssertionError("no second client here")
         yield
     local = {"ioengine": "libaio", "directory": str(tmp_path / "scratch/dfslab-fio"), "direct": 0}
-    with filegrid._reading(_runner(tmp_path, never), "local", local) as where:
+    with filegrid._reading(_runner(tmp_path, never), "machine", local) as where:
         assert where == local
     on_fs = {"ioengine": "libaio", "directory": str(tmp_path / "mnt/fs-client/dfslab-fio"), "direct": 0}
     with filegrid._reading(_runner(tmp_path, None), "fs", on_fs) as where:  # runtime kubernetes

@@ -173,12 +173,12 @@ def test_rows_per_direction_from_the_step_counts():
     rows = [Measurement("fio", "bandwidth", 100.0, "MB/s", {**fio, "op": "read"}),
             Measurement("fio", "bytes", 4e8, "B", {**fio, "op": "read"}),
             Measurement("fio", "bytes", 1e8, "B", {**fio, "op": "write"}),
-            Measurement("fio", "bytes", 5e8, "B", {"target": "local", "op": "read"})]
+            Measurement("fio", "bytes", 5e8, "B", {"target": "machine", "op": "read"})]
     out = ledger.ledger_rows(rows, {"client_rx": 2e7, "client_tx": 1.02e8, "disk_read": 0, "disk_write": 2.1e8})
     got = {(r.metric, r.params["op"]): r.value for r in out}
     assert got == {("wire_bytes", "read"): 2e7, ("from_storage", "read"): 0.05, ("disk_bytes", "read"): 0,
                    ("wire_bytes", "write"): 1.02e8, ("from_storage", "write"): 1.02, ("disk_bytes", "write"): 2.1e8}
-    assert all(r.params.get("target") != "local" for r in out)  # this machine's disk has no wire
+    assert all(r.params.get("target") != "machine" for r in out)  # this machine's disk has no wire
     # uncounted sides make no rows (not a 0 that reads as "all from cache")
     assert ledger.ledger_rows(rows, {"client_rx": None, "client_tx": None, "disk_read": None, "disk_write": None}) == []
 

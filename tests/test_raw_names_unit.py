@@ -18,7 +18,7 @@ def _runner(tmp_path: Path) -> Runner:
 
 def test_identical_entries_keep_each_raw_output_and_a_retry_keeps_its_name(tmp_path):
     runner, fio = _runner(tmp_path), Fio()
-    params = fio.Params(target="local", rw="write", bs="64KiB", size="1MiB", seconds=1)
+    params = fio.Params(target="machine", rw="write", bs="64KiB", size="1MiB", seconds=1)
     outputs = []
     for entry in (0, 3):
         runner.entry = entry

@@ -29,6 +29,7 @@ EXPERIMENT = {
     "sampler": {"interval": "1s"},
     "workloads": [
         {"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 16},
+        # "local" is the former name of target machine (this machine's disk): accepted, its rows say machine
         {"type": "fio", "target": ["cephfs", "rbd", "local"], "rw": ["randread", "write"], "bs": "64KiB",
          "size": "32MiB", "seconds": 2},
         {"type": "fio", "target": "rados", "rw": "write", "bs": "64KiB", "size": "32MiB", "seconds": 2},
@@ -37,7 +38,7 @@ EXPERIMENT = {
          "iodepth": 1},
         {"type": "filegrid", "file_size": ["8MiB", "16MiB"], "threads": [1, 2]},
         {"type": "metadata", "procs": 2, "files_per_proc": 100},
-        {"type": "sql", "target": ["cephfs", "local"], "concurrency": [2, 4], "iterations": 1, "queries": 128},
+        {"type": "sql", "target": ["cephfs", "machine"], "concurrency": [2, 4], "iterations": 1, "queries": 128},
         # `scaling` is the servers workload's former name: its parameters are translated.
         {"type": "scaling", "servers": [1, 2], "modes": ["write"], "seconds": 2},
         {"type": "parallel", "clients": [1, 2], "procs": 2, "block_size": "16MiB", "transfer_size": "4MiB"},
@@ -120,7 +121,7 @@ def test_every_workload_measured_with_units(run_dir):
         assert all(r["unit"] == unit and r["value"] > 0 for r in by[key]), key
     assert {r["repetition"] for r in by[("radosbench", "bandwidth")]} == {"0", "1"}
     targets = {(r["params"]["target"], r["params"]["op"]) for r in by[("fio", "bandwidth")]}
-    assert targets == {(t, op) for t in ("cephfs", "rbd", "local") for op in ("read", "write")} | {("rados", "write")} \
+    assert targets == {(t, op) for t in ("cephfs", "rbd", "machine") for op in ("read", "write")} | {("rados", "write")} \
         | {("fs", "read"), ("fs", "write")}
     # fio on both client namespaces at once: its bandwidth is their sum, each node's its own row
     both = [r for r in by[("fio", "bandwidth")] if r["params"]["clients"] == 2]
@@ -134,7 +135,7 @@ def test_every_workload_measured_with_units(run_dir):
     assert len(cells) == 8
     assert {r["params"]["phase"] for r in by[("metadata", "ops")]} == {"create", "stat", "read", "unlink"}
     sql = {(r["params"]["target"], r["params"]["concurrency"]) for r in by[("sql", "time_avg")]}
-    assert sql == {("cephfs", 2), ("cephfs", 4), ("local", 2), ("local", 4)}
+    assert sql == {("cephfs", 2), ("cephfs", 4), ("machine", 2), ("machine", 4)}
     assert all(r["unit"] == "s" for r in by[("sql", "time_avg")]) and by[("sql", "qps")]
     assert {(r["params"]["servers"], r["params"]["osds"]) for r in by[("servers", "bandwidth")]} == {(1, 1), (2, 2)}
     assert {(r["params"]["clients"], r["params"]["op"]) for r in by[("parallel", "bandwidth")]} == \
@@ -419,12 +420,12 @@ def test_every_read_and_write_row_says_how_much_of_it_crossed_the_clients_links(
     from dfslab.workloads import direction
     steps: dict = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r["metric"] in ("bytes", "wire_bytes", "from_storage") and r["params"].get("target") != "local":
+        if r["metric"] in ("bytes", "wire_bytes", "from_storage") and r["params"].get("target") != "machine":
             steps[(r["step"], direction(r["params"]))][r["metric"]].append(r["value"])
     for key, got in steps.items():
         assert len(set(got["wire_bytes"])) == 1 and len(set(got["from_storage"])) == 1, key
         assert got["from_storage"][0] == pytest.approx(got["wire_bytes"][0] / sum(got["bytes"])), key
-    assert not any(r["params"].get("target") == "local" for r in rows if r["metric"] == "from_storage")
+    assert not any(r["params"].get("target") == "machine" for r in rows if r["metric"] == "from_storage")
     low = [v for v in share.values() if v < 0.8]
     assert ("Not measuring the storage" in (run_dir / "report.html").read_text()) == bool(low)
 

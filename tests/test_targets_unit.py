@@ -92,7 +92,7 @@ def test_fio_runs_on_the_targets_the_table_gives_an_engine_and_keeps_their_rules
     from pydantic import ValidationError
 
     from dfslab.workloads.fio import FioParams
-    assert {"rbd", "rados", "gfapi", "fs", "local"} <= set(FioParams.model_fields["target"].annotation.__args__)
+    assert {"rbd", "rados", "gfapi", "fs", "machine"} <= set(FioParams.model_fields["target"].annotation.__args__)
     with pytest.raises(ValidationError, match="input_value=.s3."):  # fio has no engine for it here
         FioParams(target="s3")
     with pytest.raises(ValidationError, match="measures writes .* not read: fio's rados engine reads objects it created empty"):
@@ -121,3 +121,22 @@ def test_faults_and_pod_names_that_are_rooks_live_in_the_ceph_package():
     assert RookCephBackend.pod_selector("rgw.dfslab") == PodSelector("ceph_daemon_type=rgw,ceph_daemon_id=dfslab")
     assert RookCephBackend.pod_selector("rgw.node2") == PodSelector("ceph_daemon_type=rgw,ceph_daemon_id=dfslab", "node2")
     assert RookCephBackend.daemon_of_process(["radosgw", "--fsid=x", "--id=rgw.dfslab.a"], "node2") == "rgw.node2"
+
+
+def test_target_local_is_the_former_name_of_machine_in_files_and_in_old_runs(tmp_path):
+    """`target: local` named this machine's disk, and also read as the runtime `local`: it is
+    `machine` now; a file that still says local gets machine, and an old run's rows that say
+    local read as machine, so old and new runs compare."""
+    from dfslab.results import RunDir
+    from dfslab.workloads.fio import FioParams
+    from dfslab.workloads.sql import SqlParams
+    assert FioParams(target="local").target == "machine" and SqlParams(target="local").target == "machine"
+    assert FioParams(target="fs").target == "fs"
+    with pytest.raises(ValueError, match="machine"):  # the error lists today's name
+        FioParams(target="locl")
+    run = RunDir(tmp_path)
+    (tmp_path / "results.csv").write_text(
+        "workload,params,repetition,metric,value,unit,t,step\n"
+        'fio,"{""target"": ""local"", ""rw"": ""write""}",0,bandwidth,120.5,MB/s,,s1\n'
+        'fio,"{""target"": ""fs"", ""rw"": ""write""}",0,bandwidth,80.0,MB/s,,s2\n')
+    assert [r["params"]["target"] for r in run.rows()] == ["machine", "fs"]

@@ -179,7 +179,7 @@ def test_a_sized_run_that_moved_fewer_bytes_than_asked_fails_the_step(tmp_path):
     from dfslab.workloads.fiotool import fio_argv, parse_json
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (scripts/install-deps.sh installs it)")
-    params = FileGridParams(target="local", file_size="3584KiB", threads=2, record_size="1MiB")
+    params = FileGridParams(target="machine", file_size="3584KiB", threads=2, record_size="1MiB")
     assert FileGrid().asked_bytes(params) == 6 * 2**20
     labels = params.model_dump(mode="python")
     rows = []
@@ -222,7 +222,7 @@ def test_a_tool_that_streams_is_left_alone_and_an_uncounted_wire_is_no_stall(tmp
 def test_only_workloads_that_stream_over_the_wire_are_watched_for_progress():
     from dfslab.workloads import workload as load_workload
     fio = load_workload("fio")
-    assert fio.streams(fio.Params(target="fs")) and not fio.streams(fio.Params(target="local"))
+    assert fio.streams(fio.Params(target="fs")) and not fio.streams(fio.Params(target="machine"))
     for name in ("metadata", "sql"):  # small operations: a slow minute is no stall
         w = load_workload(name)
         assert not w.streams(w.Params())

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .workloads import Measurement, direction
+from .workloads import MACHINE, Measurement, direction
 
 FROM_STORAGE_FLOOR = 0.8
 READ, WRITE = "read", "write"  # as workloads.direction names them
@@ -190,8 +190,8 @@ def tool_bytes(rows: list[Measurement]) -> dict[str, float]:
 
 
 def _counted(rows: list[Measurement]) -> list[Measurement]:
-    """The step's `bytes` rows that crossed a link (target local is this machine's own disk)."""
-    return [r for r in rows if r.metric == "bytes" and r.t is None and r.params.get("target") != "local"]
+    """The step's `bytes` rows that crossed a link (target machine is this machine's own disk)."""
+    return [r for r in rows if r.metric == "bytes" and r.t is None and r.params.get("target") != MACHINE]
 
 
 def shares(ledger: dict[str, Any] | None, way: str) -> dict[str, float]:

@@ -28,7 +28,7 @@ import yaml
 from . import __version__
 from .procs import tool_version
 from .units import PARAM_TYPES
-from .workloads import Measurement, current_name
+from .workloads import Measurement, current_name, current_params
 
 # `step`: which step of the experiment measured the row (its label and repetition): how a
 # resumed run knows what is done. Runs made before it have no such column.
@@ -145,7 +145,7 @@ class RunDir:
                 row["value"] = float(row["value"])
                 row["repetition"] = int(row["repetition"])
                 row["t"] = float(row["t"]) if row["t"] not in ("", None) else None
-                row["params"] = with_units(json.loads(row["params"]), units.get(row["workload"], {}))
+                row["params"] = with_units(current_params(json.loads(row["params"])), units.get(row["workload"], {}))
                 row["workload"] = current_name(row["workload"])  # runs made before a rename compare with today's
                 out.append(row)
         return out
@@ -160,7 +160,7 @@ class RunDir:
             return None
         with open(self.table, newline="") as fh:
             raw = list(csv.DictReader(fh))
-        params = [json.loads(r["params"]) for r in raw]
+        params = [current_params(json.loads(r["params"])) for r in raw]
         columns: dict[str, Any] = {
             "workload": pa.array([current_name(r["workload"]) for r in raw], pa.string()),
             "metric": pa.array([r["metric"] for r in raw], pa.string()),

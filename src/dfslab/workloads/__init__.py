@@ -21,20 +21,32 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..backends.abilities import ClusterElsewhere, ability
 from ..registry import load_class
 
 # Where file workloads write: fs is the cluster's POSIX mount (CephFS via ceph-fuse, or the
-# GlusterFS volume via its FUSE client; "cephfs" is its older name), local the machine's disk.
-FileTarget = Literal["fs", "cephfs", "local"]
-FS_TARGET = Field("fs", description="fs: the cluster's POSIX mount (CephFS or the GlusterFS volume); local: this machine's disk")
+# GlusterFS volume via its FUSE client; "cephfs" is its older name), machine this machine's own
+# disk, outside any cluster (the disk baseline's).
+MACHINE = "machine"
+FileTarget = Literal["fs", "cephfs", "machine"]
+FS_TARGET = Field("fs", description="fs: the cluster's POSIX mount (CephFS or the GlusterFS volume); "
+                                    "machine: this machine's own disk, outside any cluster")
+# Former names of targets, still accepted in experiment files and read in old runs' rows:
+# "local" said where the runtime `local` runs, not this machine's disk.
+FORMER_TARGETS = {"local": MACHINE}
 
 
 def cluster_target(target: str) -> str | None:
-    """What a workload target needs of the cluster (a backend's `targets`), None for local."""
-    return None if target == "local" else {"cephfs": "fs"}.get(target, target)
+    """What a workload target needs of the cluster (a backend's `targets`), None for this machine's disk."""
+    return None if target == MACHINE else {"cephfs": "fs"}.get(target, target)
+
+
+def current_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A row's parameters with today's names (a run made before a rename compares with today's)."""
+    target = params.get("target")
+    return {**params, "target": FORMER_TARGETS[target]} if isinstance(target, str) and target in FORMER_TARGETS else params
 
 
 # One unit per metric name, whatever the workload (docs/experiments.md, "Numbers you can check"): a `groupby("metric")` over
@@ -133,7 +145,7 @@ class Runner:
 
     def workdir(self, target: str, subdir: str, node: str = "client") -> Path:
         """A directory a file workload writes in: on the cluster's POSIX mount on `node`
-        (target fs) or on this machine's disk (target local)."""
+        (target fs) or on this machine's disk (target machine)."""
         if cluster_target(target) == "fs":
             if self.mount is None:
                 raise WorkloadError("this cluster offers no POSIX mount (target fs; `dfslab run --dry-run` says what "
@@ -382,6 +394,11 @@ def direction(params: dict[str, Any]) -> str:
 
 class WorkloadParams(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    @field_validator("target", mode="before", check_fields=False)
+    @classmethod
+    def _current_target(cls, value: Any) -> Any:
+        return FORMER_TARGETS.get(value, value) if isinstance(value, str) else value
 
 
 WORKLOADS = {

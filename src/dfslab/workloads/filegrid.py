@@ -17,7 +17,7 @@ from pydantic import Field
 
 from ..backends import drop_page_cache
 from ..fields import Bytes
-from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
+from . import FS_TARGET, MACHINE, FileTarget, Measurement, Runner, Workload, WorkloadParams
 from .fio import target_options
 from .fiotool import fio_argv, parse_json
 
@@ -39,13 +39,13 @@ class FileGrid(Workload):
     Params = FileGridParams
 
     def streams(self, params: FileGridParams) -> bool:
-        return params.target != "local"
+        return params.target != MACHINE
 
     def estimate(self, params: FileGridParams) -> float:
         return 2 * params.file_size * params.threads / 300e6 + 0.9  # + a fresh client's mount for the read
 
     def writes(self, params: FileGridParams) -> int | None:
-        return 0 if params.target == "local" else params.file_size * params.threads
+        return 0 if params.target == MACHINE else params.file_size * params.threads
 
     def asked_bytes(self, params: FileGridParams) -> int:
         return params.threads * (params.file_size // params.record_size * params.record_size)  # fio rounds down to whole records
@@ -60,7 +60,7 @@ class FileGrid(Workload):
             with _reading(runner, params.target, target) if op == "read" else _as_is(target) as where:
                 options = dict(rw=op, bs=params.record_size, numjobs=params.threads, size=params.file_size,
                                end_fsync=int(op == "write"), **where)
-                if servers := runner.tool_servers("fio") if params.target != "local" else []:
+                if servers := runner.tool_servers("fio") if params.target != MACHINE else []:
                     from .fioclients import run_on_clients  # every listed host at once (external clusters)
                     found = run_on_clients(runner, servers, tag, options, self.name, labels, repetition, 600, job=job)
                 else:
@@ -81,7 +81,7 @@ def _reading(runner: Runner, kind: str, target: dict[str, Any]) -> Iterator[dict
     mount the same directory through a new client, where the runtime keeps one (on runtime
     kubernetes every step's Job mounts anew)."""
     drop_caches()
-    if kind == "local" or "directory" not in target:
+    if kind == MACHINE or "directory" not in target:
         yield target
         return
     with fresh_directory(runner, Path(target["directory"])) as directory:

@@ -15,7 +15,7 @@ from ..blockdev import direct_io_problem
 from ..fields import Bytes
 from ..state import clusters_root
 from ..registry import TARGETS, BlockImage, ObjectPool, Reach, VolumeLibrary
-from . import FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams, cluster_target
+from . import MACHINE, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams, cluster_target
 from .fioclients import run_on_clients
 from .fiotool import fio_argv, parse_bw_log, parse_json, parse_on_clients
 
@@ -60,7 +60,7 @@ FIO_TARGETS = (*FILE_TARGETS, *(t for t in FIO_ON if t in TARGETS and t not in F
 class FioParams(WorkloadParams):
     target: Literal[FIO_TARGETS] = Field(  # type: ignore[valid-type]
         "fs", description="; ".join(f"{t}: {e.says}" + ("; writes only" if e.writes_only else "")
-                                    for t, e in FIO_ON.items()) + "; local: this machine's disk")
+                                    for t, e in FIO_ON.items()) + "; machine: this machine's own disk, outside any cluster")
     rw: Literal["read", "write", "randread", "randwrite", "readwrite", "randrw"] = "randread"
     bs: Bytes = "4KiB"
     iodepth: int = Field(16, ge=1, le=1024)
@@ -71,7 +71,7 @@ class FioParams(WorkloadParams):
                          "own (target fs; the cluster's `clients` must be at least this): bandwidth, IOPS and bytes "
                          "are their sum, latency percentiles over every node's I/Os (fio's histograms added), and "
                          "client_bandwidth / client_iops rows per node")
-    direct: bool = Field(True, description="O_DIRECT on file targets (fs, local): reads from the storage, not the "
+    direct: bool = Field(True, description="O_DIRECT on file targets (fs, machine): reads from the storage, not the "
                                            "client's cache, and the only way libaio keeps more than one I/O in flight")
     client_cache: bool | None = Field(None, description="the client library's write-back cache, on targets that have "
                                       "one (" + ", ".join(f"{t}: {e.client_cache}" for t, e in TARGETS.items()
@@ -115,7 +115,7 @@ class FioParams(WorkloadParams):
         if self.clients > 1 and cluster_target(self.target) != "fs":
             raise ValueError(f"clients: {self.clients} runs fio on several client nodes over the cluster's POSIX "
                              f"mount (target fs), each in its own directory; target {self.target} would have them "
-                             f"all on the same {'disk' if self.target == 'local' else 'image or objects'}: use "
+                             f"all on the same {'disk' if self.target == MACHINE else 'image or objects'}: use "
                              f"target fs, or numjobs for more jobs on one node")
         return self
 
@@ -187,12 +187,12 @@ class Fio(Workload):
         self.laid_out: set[tuple[str, int, int]] = set()
 
     def streams(self, params: FioParams) -> bool:
-        return params.target != "local"
+        return params.target != MACHINE
 
     def host_problems(self, params: FioParams) -> list[tuple[str, str]]:
-        # target local runs in the cluster's scratch directory, on this machine's own disk: its
+        # target machine runs in the cluster's scratch directory, on this machine's own disk: its
         # logical block (4096 B on 4Kn disks) may ask more than the 512 B every device allows.
-        if params.target == "local" and params.direct and (problem := direct_io_problem(params.bs, clusters_root())):
+        if params.target == MACHINE and params.direct and (problem := direct_io_problem(params.bs, clusters_root())):
             return [("bs", problem)]
         return []
 
@@ -201,13 +201,13 @@ class Fio(Workload):
         return params.seconds + params.size * params.numjobs * params.clients / 400e6 + 0.5
 
     def writes(self, params: FioParams) -> int | None:
-        return 0 if params.target == "local" else params.size * params.numjobs * params.clients  # written, or laid out to read
+        return 0 if params.target == MACHINE else params.size * params.numjobs * params.clients  # written, or laid out to read
 
     def prepare(self, runner: Runner, params: FioParams) -> None:
         if params.target not in FILE_TARGETS:
             if runner.storage is not None:
                 require(runner.storage, ToolTargets).reach(runner, params.target, params.size * params.numjobs, params.client_cache)
-        elif params.rw not in WRITE_ONLY and not (params.target != "local" and runner.tool_servers("fio")):
+        elif params.rw not in WRITE_ONLY and not (params.target != MACHINE and runner.tool_servers("fio")):
             for node in runner.client_nodes(self.name, params.clients):
                 files = (params.target, params.size, params.numjobs, files_on(node, params.clients))
                 if files not in self.laid_out:  # once a run: later steps find them (writes keep their size)
@@ -227,7 +227,7 @@ class Fio(Workload):
                               + ("-cached" if params.client_cache else "")
                               + ("" if params.clients == 1 else f"-c{params.clients}"))
         timeout = params.seconds * 3 + params.size * params.numjobs / 20e6 + 120
-        servers = runner.tool_servers("fio") if params.target != "local" else []
+        servers = runner.tool_servers("fio") if params.target != MACHINE else []
         if servers:
             if params.clients > 1:
                 raise WorkloadError(f"fio clients: {params.clients} with fio servers: the servers are the clients "

@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from pydantic import Field
 
 from ..fields import Bytes
-from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadParams
+from . import FS_TARGET, MACHINE, FileTarget, Measurement, Runner, Workload, WorkloadParams
 from .filegrid import fresh_directory
 
 PHASES = ("create", "stat", "read", "unlink")
@@ -43,7 +43,7 @@ class Metadata(Workload):
         base = runner.workdir(params.target, "dfslab-metadata")
         tag = runner.raw_name(f"metadata-{params.target}-p{params.procs}-n{params.files_per_proc}-r{repetition}")
         runner.workdir_at(str(base / tag))
-        with fresh_directory(runner, base / tag) if params.target != "local" else nullcontext(base / tag) as later:
+        with fresh_directory(runner, base / tag) if params.target != MACHINE else nullcontext(base / tag) as later:
             argv = [sys.executable, "-m", WORKER, str(base / tag), str(params.procs),
                     str(params.files_per_proc), str(params.file_size), str(later)]
             result = json.loads(runner.run(argv, tag, timeout=3600))

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from ..fields import Bytes
-from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from . import FS_TARGET, MACHINE, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from .fiotool import fio_argv
 from .filegrid import drop_caches, fresh_directory
 
@@ -41,13 +41,13 @@ class ParallelIO(Workload):
     Params = ParallelParams
 
     def streams(self, params: ParallelParams) -> bool:
-        return params.target != "local"
+        return params.target != MACHINE
 
     def estimate(self, params: ParallelParams) -> float:
         return 2 * params.clients * params.procs * params.block_size / 300e6 + 0.9  # + fresh mounts to read
 
     def writes(self, params: ParallelParams) -> int | None:
-        return 0 if params.target == "local" else params.clients * params.procs * params.block_size
+        return 0 if params.target == MACHINE else params.clients * params.procs * params.block_size
 
     def asked_bytes(self, params: ParallelParams) -> int:
         return params.clients * params.procs * (params.block_size // params.transfer_size * params.transfer_size)

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from ..safety import remove_owned_tree
 from ..state import clusters_root
-from . import FS_TARGET, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
+from . import FS_TARGET, MACHINE, FileTarget, Measurement, Runner, Workload, WorkloadError, WorkloadParams
 from ..polling import wait_until
 
 TIMES = {"Average": "time_avg", "Minimum": "time_min", "Maximum": "time_max"}
@@ -134,7 +134,7 @@ class Sql(Workload):
     def estimate(self, params: SqlParams) -> float:
         # MariaDB's first start: about 3 s with its datadir on CephFS (the system tables made locally
         # and copied), 1.4 s on the local disk (quickstart)
-        start = 0 if params.target in self.servers else 1.4 if params.target == "local" else 3
+        start = 0 if params.target in self.servers else 1.4 if params.target == MACHINE else 3
         return params.iterations * params.queries / 1000 + 0.3 + start
 
     def server(self, runner: Runner, target: str) -> MariaDB:
@@ -151,7 +151,7 @@ class Sql(Workload):
         c = params.concurrency
         queries = params.queries + (-params.queries % c)  # the seed's "queries_corrected": divides evenly
         tag = runner.raw_name(f"sql-{params.target}-c{c}-r{repetition}")
-        if params.target != "local" and not runner.mount_is_here:
+        if params.target != MACHINE and not runner.mount_is_here:
             datadir = runner.workdir(params.target, f"dfslab-sql-{params.target}") / "data"
             out = runner.run(in_one_command(datadir, params, queries), tag, timeout=1800)
         else:
