@@ -212,7 +212,9 @@ def test_same_experiment_on_both_runtimes_is_compared(tmp_path):
     """runtimes: [local, docker] runs it twice on fresh clusters and reports docker against local."""
     exp = {"name": "t-both", "runtimes": ["local", "docker"], "repetitions": 2,
            # its own subnet: docker refuses two networks on one subnet in one engine (t-dock is up)
-           "cluster": {"name": "t-both", "nodes": 1, "network": {"subnet": "10.78.0.0/24"}, "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "6GiB"}},
+           # 16 GiB (sparse): rados bench's 2-s writes stay under dfslab's cap of 40 % of the pool's free
+           # space at the 1.2 GB/s this machine's disk gave on 2026-11-29 (6 GiB stopped them at 1.5 s)
+           "cluster": {"name": "t-both", "nodes": 1, "network": {"subnet": "10.78.0.0/24"}, "ceph": {"replica_size": 1, "cephfs": False, "osd_size": "16GiB"}},
            "baselines": {"network": False, "disk": False},
            "workloads": [{"type": "radosbench", "seconds": 2, "mode": ["write", "seq"]}]}
     path = tmp_path / "both.yaml"
