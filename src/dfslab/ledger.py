@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .procs import proc_io
 from .workloads import MACHINE, Measurement, direction
 
 FROM_STORAGE_FLOOR = 0.8
@@ -71,16 +72,6 @@ def carried_elsewhere(links: str) -> frozenset[str]:
         if all(kinds.get(port) in INNER_PORT_KINDS for port, master in masters.items() if master == bridge):
             skipped.add(bridge)
     return frozenset(skipped)
-
-
-def proc_io(pid: int) -> tuple[int, int] | None:
-    """(read, written) bytes the process caused at the block layer (O_DIRECT BlueStore, bricks)."""
-    try:
-        with open(f"/proc/{pid}/io") as fh:
-            values = dict(line.split(": ") for line in fh.read().splitlines())
-        return int(values["read_bytes"]), int(values["write_bytes"])
-    except (OSError, KeyError, ValueError):
-        return None
 
 
 @dataclass

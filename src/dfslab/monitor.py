@@ -16,9 +16,8 @@ from typing import Any, Callable
 
 import psutil
 
-from .ledger import proc_io
 from .registry import exposed_series, scraped_metrics
-from .procs import TrackedProcess
+from .procs import TrackedProcess, proc_io
 from .rates import CounterRates
 
 Sample = dict[str, tuple[float, str]]  # series -> (value, unit)

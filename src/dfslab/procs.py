@@ -187,21 +187,22 @@ def cpu_seconds(procs: list[TrackedProcess], prefix: str) -> float | None:
     return total if read else None
 
 
+def proc_io(pid: int) -> tuple[int, int] | None:
+    """(read, written) bytes the process caused at the block layer (/proc/PID/io: O_DIRECT
+    BlueStore, bricks; page cache hits not counted), children it reaped included."""
+    try:
+        with open(f"/proc/{pid}/io") as fh:
+            values = dict(line.split(": ") for line in fh.read().splitlines())
+        return int(values["read_bytes"]), int(values["write_bytes"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def disk_read_bytes(procs: list[TrackedProcess], prefix: str) -> int | None:
     """Bytes the running processes named `prefix`* have had read from block devices since they
-    started (/proc/PID/io read_bytes: the storage layer's count, O_DIRECT reads included, page
-    cache hits not); None when none is running or none could be read."""
-    total, read = 0, False
-    for proc in procs:
-        if not proc.name.startswith(prefix) or not proc.alive():
-            continue
-        try:
-            with open(f"/proc/{proc.pid}/io") as fh:
-                total += next(int(line.split()[1]) for line in fh if line.startswith("read_bytes:"))
-                read = True
-        except (OSError, ValueError, StopIteration):
-            continue
-    return total if read else None
+    started; None when none is running or none could be read."""
+    reads = [io[0] for proc in procs if proc.name.startswith(prefix) and proc.alive() and (io := proc_io(proc.pid))]
+    return sum(reads) if reads else None
 
 
 def _threads_cpu_seconds(pid: int) -> float | None:
