@@ -36,5 +36,7 @@ SET_COPIES = {
 DEBIAN_GROUPS = ["moosefs"]
 # What `dfslab capabilities` judges a MooseFS cluster on: the section's defaults.
 SAMPLES: dict[str, dict] = {"": {}}
+# Runtimes on which an engine of their own deploys it (kubernetes: a StatefulSet per daemon).
+ENGINES = {"kubernetes": "dfslab.backends.moosefs.kube:MooseFSKubernetesBackend"}
 # The sampler's MooseFS series as Prometheus metrics (dfslab.monitor's form), one metric each.
 EXPOSED = [(r"moosefs\.(\w+)", "dfslab_moosefs_{0}", "gauge", (), 1, "MooseFS: {0}")]

@@ -11,8 +11,8 @@ from ...polling import wait_until
 from ...runtime import CLIENT
 from ..abilities import ClientSetup, HealthAlarms, RollingUpgrade, SecondClients
 from .. import Backend, BackendError, Chart, Facts, Progress, release_versions, table
-from . import SET_COPIES, chunkserver, cli, client, master, metalogger
-from .context import MooseContext
+from . import SET_COPIES, chunkserver, cli, client, context, master, metalogger
+from .context import Daemon, MooseContext
 
 
 class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup, RollingUpgrade):
@@ -59,19 +59,28 @@ class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup, RollingU
         super().__init__(runtime, spec)
         self.ctx = MooseContext(spec, runtime, self.state.dir / "moosefs", self.state.read().get("addresses", {}))
 
+    def daemons(self) -> list[Daemon]:
+        """Every daemon configured, in the order they start: the master, its metalogger, the chunk servers."""
+        logger = metalogger.daemon(self.ctx)
+        return [master.daemon(self.ctx), *([logger] if logger else []),
+                *(chunkserver.daemon(self.ctx, n) for n in self.spec.moosefs.chunk_nodes(self.spec))]
+
     def deploy(self, progress: Progress, timeout: float) -> None:
         if not self.runtime.network_per_node:
             raise BackendError(f"MooseFS needs an address per node (runtime local or docker; this is "
                                f"{self.runtime.where}): a chunk server refuses to register through the loopback")
-        m, chunk = self.spec.moosefs, self.spec.moosefs.chunk_nodes(self.spec)
         progress("starting the master", f"on {self.ctx.master} ({self.ctx.master_address})")
-        master.start(self.ctx)
-        metalogger.start(self.ctx)
-        progress("starting chunk servers", f"{len(chunk)}: {', '.join(chunk)}")
-        for node in chunk:
-            chunkserver.start(self.ctx, node)
+        for daemon in self.daemons():
+            context.start(self.ctx, daemon)
+        self.join(progress, timeout)
+
+    def join(self, progress: Progress, timeout: float) -> None:
+        """Wait for every chunk server and metalogger to register with the master, then mount the
+        client and set the copies."""
+        m, chunk = self.spec.moosefs, self.spec.moosefs.chunk_nodes(self.spec)
         loggers = int(m.metalogger)
-        progress("waiting for chunk servers", f"{len(chunk)} and {loggers} metalogger(s) registered with the master")
+        progress("waiting for chunk servers", f"{len(chunk)} ({', '.join(chunk)}) and {loggers} metalogger(s) "
+                 f"registered with the master")
 
         def registered() -> bool:
             view = self._view()

@@ -3,17 +3,17 @@ in a directory of its node; the master tells clients which servers hold each chu
 
 from __future__ import annotations
 
-from .context import CHUNK_PORT, MATOCS_PORT, MooseContext, start as start_daemon
+from .context import CHUNK_PORT, MATOCS_PORT, Daemon, MooseContext, configure
 
 
-def start(ctx: MooseContext, node: str) -> None:
+def daemon(ctx: MooseContext, node: str) -> Daemon:
     home = ctx.daemon_dir("chunkserver", node)
     disk = home / "chunks"
     disk.mkdir(exist_ok=True)
     hdd = home / "mfshdd.cfg"
     hdd.write_text(f"{disk}\n")
     address = ctx.addresses[node]
-    start_daemon(ctx, "chunkserver", node, "mfschunkserver", {
+    return configure(ctx, "chunkserver", node, "mfschunkserver", {
         "HDD_CONF_FILENAME": hdd, "MASTER_HOST": ctx.master_address, "MASTER_PORT": MATOCS_PORT,
         # It registers with the address it binds (it refuses the loopback's), so the node's own.
         "BIND_HOST": address, "CSSERV_LISTEN_HOST": address, "CSSERV_LISTEN_PORT": CHUNK_PORT,

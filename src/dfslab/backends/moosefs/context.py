@@ -1,5 +1,6 @@
 """What every MooseFS module shares: where a node's daemon keeps its files, the addresses, and
-how a daemon is configured and started (each in the foreground, tracked like every daemon)."""
+how a daemon is configured (`configure`: its command, in the foreground) and started on a node
+(`start`; on runtime kubernetes kube.py makes a pod of it instead)."""
 
 from __future__ import annotations
 
@@ -42,12 +43,31 @@ def config(values: dict[str, object]) -> str:
     return "".join(f"{key} = {value}\n" for key, value in {**base, **values}.items())
 
 
-def start(ctx: MooseContext, kind: str, node: str, program: str, values: dict[str, object],
-          extra: list[str] = ()) -> None:
-    """Write `kind.node`'s config and start `program` with it in the foreground on `node`."""
+@dataclass(frozen=True)
+class Daemon:
+    """One MooseFS daemon as configured: where it runs, its home (config, data) and its command."""
+
+    kind: str  # master, metalogger, chunkserver
+    node: str
+    home: Path
+    argv: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}.{self.node}"
+
+
+def configure(ctx: MooseContext, kind: str, node: str, program: str, values: dict[str, object],
+              extra: tuple[str, ...] = ()) -> Daemon:
+    """Write `kind.node`'s config; the daemon that runs `program` with it in the foreground."""
     home = ctx.daemon_dir(kind, node)
     cfg = home / f"{program}.cfg"
     cfg.write_text(config({"DATA_PATH": home / "data", "SYSLOG_IDENT": f"{program}-{node}", **values}))
+    return Daemon(kind, node, home, (program, "-f", *extra, "-c", str(cfg)))
+
+
+def start(ctx: MooseContext, daemon: Daemon) -> None:
+    """Start `daemon` on its node, tracked like every daemon of dfslab's."""
     # mounts: the paths a daemon in a container gets (its config, data and chunks), and no others.
-    ctx.runtime.spawn(f"{kind}.{node}", node, [program, "-f", *extra, "-c", str(cfg)],
-                      meta={"kind": kind, "log": str(home / "data"), "mounts": [[str(home), "rw"]]})
+    ctx.runtime.spawn(daemon.name, daemon.node, list(daemon.argv),
+                      meta={"kind": daemon.kind, "log": str(daemon.home / "data"), "mounts": [[str(daemon.home), "rw"]]})

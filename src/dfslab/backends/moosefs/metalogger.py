@@ -3,11 +3,13 @@ metadata can be restored elsewhere (MooseFS's metadata backup; not a standby mas
 
 from __future__ import annotations
 
-from .context import MATOML_PORT, MooseContext, start as start_daemon
+from .context import MATOML_PORT, Daemon, MooseContext, configure
 
 
-def start(ctx: MooseContext) -> None:
+def daemon(ctx: MooseContext) -> Daemon | None:
+    """The metalogger, if the spec has one."""
     node = ctx.spec.moosefs.metalogger_node(ctx.spec)
-    if node:
-        start_daemon(ctx, "metalogger", node, "mfsmetalogger",
+    if node is None:
+        return None
+    return configure(ctx, "metalogger", node, "mfsmetalogger",
                      {"MASTER_HOST": ctx.master_address, "MASTER_PORT": MATOML_PORT, "META_DOWNLOAD_FREQ": 1})
