@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from dfslab.polling import wait_until
 from dfslab.procs import ProcessTable, disk_read_bytes, marked_pids, proc_start_time, terminate
 from dfslab.state import ClusterState
 
@@ -47,6 +48,9 @@ def test_pid_with_other_start_time_is_not_signalled():
 
 def test_stop_all_finds_a_marked_process_without_a_pid_file(table):
     proc = table.spawn("orphan", "node1", ["sleep", "60"])
+    # Until the child has exec'd, /proc shows the parent's environment, without the mark (a loaded
+    # machine once took longer than this test's next line): an orphan left by a crash is long past it.
+    wait_until(lambda: proc.pid in marked_pids(table.state.name), "the orphan's marked environment", 10, 0.01)
     (table.state.dir / "pids" / "orphan.json").unlink()  # as if dfslab died before writing it
     killed = table.stop_all(timeout=1)
     assert proc.pid in killed

@@ -304,3 +304,30 @@ def test_moosefs_3_to_4_module_by_module_under_writes_loses_nothing():
     assert bandwidth == pytest.approx(fio["bw_bytes"] / 1e6, rel=0.01)  # the table's MB/s is fio's own
     assert not Path("/var/lib/dfslab/clusters/mfsup").exists()
     shutil.rmtree(run_dir)
+
+
+GLUSTER_UPGRADE_LINE = "dfslab run examples/gluster-upgrade.yaml"  # docs/releases.md's GlusterFS upgrade line
+
+
+def test_glusterfs_10_to_11_one_server_at_a_time_under_writes_loses_nothing():
+    """GlusterFS's online upgrade (each server's glusterd, bricks and self-heal daemon together, the
+    next once nothing is left to heal, then the op-version) under fio through the FUSE client and
+    the checksummed writer: every daemon on 11 after, the pool whole, nothing lost."""
+    run_dir = run_dir_of(sh(GLUSTER_UPGRADE_LINE, timeout=900).stdout)
+    [fault] = json.loads((run_dir / "faults.json").read_text())
+    assert fault["error"] is None and fault["target"] == "11", fault
+    assert [s["what"] for s in fault["steps"] if s.get("node")] == ["glusterd.node1", "glusterd.node2", "glusterd.node3"]
+    assert fault["steps"][0]["what"].startswith(GLUSTER_11.says)
+    assert fault["steps"][-1]["what"].startswith("cluster.op-version "), fault["steps"]
+    integrity = json.loads((run_dir / "integrity.json").read_text())
+    assert integrity["checked"] > 20 and integrity["lost"] == integrity["corrupt"] == 0, integrity
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["health"] == "HEALTH_OK" and all(p["connected"] and p["in_cluster"] for p in status["peers"]), status
+    with open(run_dir / "results.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["workload"] == "fio"]
+    raw = next((run_dir / "raw").glob("fio-fs-write-*.txt")).read_text()
+    fio = json.loads(raw[raw.index("{"):])["jobs"][0]["write"]
+    bandwidth = next(float(r["value"]) for r in rows if r["metric"] == "bandwidth")
+    assert bandwidth == pytest.approx(fio["bw_bytes"] / 1e6, rel=0.01)  # the table's MB/s is fio's own
+    assert not Path("/var/lib/dfslab/clusters/glup").exists()
+    shutil.rmtree(run_dir)

@@ -45,6 +45,12 @@ class Backend(RollingUpgrade):
         self.log.append(("may_stop", tuple(names)))
         return True
 
+    def stop_started(self, names):
+        self.log.append(("stop_started", tuple(names)))
+
+    def started_again(self, names):
+        return ["rejoined"] if names == ["mon.a"] else []
+
     def upgraded(self, names, version):
         if self.fail_on and names == self.fail_on:
             raise FaultError("never back")
@@ -87,14 +93,16 @@ def test_the_release_goes_on_first_then_each_group_in_order_and_the_spec_says_bo
     c = cluster(Backend(log, back_after=2), log)
     record = Upgrade(c).inject("reef")
     assert log[0] == ("install", "reef", ("client",))
-    assert [e for e in log if e[0] in ("stop", "start")] == [
-        ("stop", "mon.a"), ("start", "mon.a"), ("stop", "osd.0"), ("stop", "osd.1"), ("start", "osd.0"), ("start", "osd.1")]
+    # what a group started itself is stopped after the group, before it starts again
+    assert [e for e in log if e[0] in ("stop", "start", "stop_started")] == [
+        ("stop", "mon.a"), ("stop_started", ("mon.a",)), ("start", "mon.a"), ("stop", "osd.0"), ("stop", "osd.1"),
+        ("stop_started", ("osd.0", "osd.1")), ("start", "osd.0"), ("start", "osd.1")]
     assert log.index(("may_stop", ("osd.0", "osd.1"))) > log.index(("start", "mon.a"))
     assert log[-1] == ("after", "reef", True)
     spec = c.state.updates[0]["spec"]["ceph"]
     assert (spec["release"], spec["client_release"]) == ("reef", "pacific")
     steps = [s["what"] for s in record["steps"]]
-    assert steps[1:] == ["flag set", "mon.a", "osd.0, osd.1", "flag unset", "finalised reef"] and "installed" in steps[0]
+    assert steps[1:] == ["flag set", "mon.a", "rejoined", "osd.0, osd.1", "flag unset", "finalised reef"] and "installed" in steps[0]
     assert [s.get("node") for s in record["steps"] if s["what"].startswith(("mon", "osd"))] == ["node1", "node1"]
 
 
@@ -119,8 +127,8 @@ def test_a_downgrade_an_unknown_release_and_a_leap_are_refused_before_anything_c
     assert "ceph.replica_size is 1" in upgrade_problem(alone, CephBackend, "reef")
     one_node = parse_spec({"name": "u", "filesystem": "ceph", "nodes": 1, "ceph": {"osds_per_node": 2, "replica_size": 2, "failure_domain": "osd"}})
     assert "one node" in upgrade_problem(one_node, CephBackend, "reef")
-    from dfslab.backends.gluster.backend import GlusterBackend
-    assert Upgrade.backend_refusal(GlusterBackend) == "gluster has no rolling upgrade in dfslab yet"
+    from dfslab.backends.external.backend import ExternalBackend
+    assert Upgrade.backend_refusal(ExternalBackend) == "external has no rolling upgrade in dfslab yet"
     log: list = []
     with pytest.raises(FaultInputError):
         Upgrade(cluster(Backend(log), log)).inject("pacific")
@@ -150,3 +158,29 @@ def test_ceph_asks_each_kind_of_daemon_by_its_own_id_and_waits_for_the_quorum_an
     assert not ceph_upgrade.upgraded(backend, ["mon.a"], "20.2.4")  # still the old version
     admin.quorum, admin.up = [], {1: 0}
     assert not ceph_upgrade.upgraded(backend, ["mon.a"], "18.2.7") and not ceph_upgrade.upgraded(backend, ["osd.1"], "18.2.7")
+
+
+def test_glusterfs_upgrades_only_volumes_that_keep_serving_while_one_server_restarts():
+    from dfslab.backends.gluster.backend import GlusterBackend
+    gluster = lambda nodes=3, **g: parse_spec({"name": "g", "filesystem": "gluster", "nodes": nodes, "gluster": g})  # noqa: E731
+    assert "gluster.volume: distribute" in upgrade_problem(gluster(volume="distribute"), GlusterBackend, "11")
+    assert "gluster.replica: 2" in upgrade_problem(gluster(2, volume="replicate", replica=2), GlusterBackend, "11")
+    assert upgrade_problem(gluster(volume="replicate", replica=3), GlusterBackend, "11") is None
+    assert upgrade_problem(gluster(volume="disperse", disperse_data=2, redundancy=1), GlusterBackend, "11") is None
+    assert "no downgrade" in upgrade_problem(gluster(release="11"), GlusterBackend, "10")
+
+
+def test_a_glusterfs_daemons_version_is_the_one_its_newest_start_logged(tmp_path):
+    """Each glusterd and brick logs its version when it starts; the log holds every start since the
+    cluster was made (10.3's first, then 11.1's), so the newest line is the running process's."""
+    from dfslab.backends.gluster.upgrade import last_started_version
+    line = ("[2026-11-29 06:37:{s} +0000] I [MSGID: 100030] [glusterfsd.c:2872:main] 0-/usr/sbin/glusterfsd: Started running "
+            "version [{{arg=/usr/sbin/glusterfsd}}, {{version={v}}}, {{cmdlinestr=/usr/sbin/glusterfsd -s 10.77.5.10}}]\n")
+    log = tmp_path / "brick.log"
+    log.write_text(line.format(s="21.99", v="10.3") + "[...] I [server.c:500] 0-dfslab-server: disconnecting\n"
+                   + line.format(s="27.82", v="11.1"))
+    assert last_started_version(log) == "11.1"
+    log.write_text(line.format(s="21.99", v="10.3"))
+    assert last_started_version(log) == "10.3"
+    log.write_text("[...] I [server.c:500] 0-dfslab-server: disconnecting\n")
+    assert last_started_version(log) is None and last_started_version(tmp_path / "absent.log") is None

@@ -218,6 +218,15 @@ class RollingUpgrade(ABC):
         """Whether stopping `names` now keeps the data available (asked until True)."""
         return True
 
+    def stop_started(self, names: list[str]) -> None:
+        """Once `names` are stopped, stop what they started themselves (dfslab tracks only `names`),
+        so that it too comes back on the new release: a glusterd's bricks outlive it."""
+
+    def started_again(self, names: list[str]) -> list[str]:
+        """Once `names` run again on the new release, what they need before they are waited for (a
+        glusterd that its peers reject must rejoin them); what was done, one line each."""
+        return []
+
     @abstractmethod
     def upgraded(self, names: list[str], version: str) -> bool:
         """Whether `names` are back, serving, on `version`."""

@@ -78,7 +78,7 @@ class Upgrade(Fault):
         completed = False
         try:
             for names in backend.upgrade_groups():
-                steps.append(self._restart(backend, names, release))
+                steps += self._restart(backend, names, release)
             completed = True
         finally:
             start = time.time()
@@ -89,7 +89,8 @@ class Upgrade(Fault):
     def _step(what: str, start: float, **more: Any) -> dict[str, Any]:
         return {"what": what, "start": start, "end": time.time(), **more}
 
-    def _restart(self, backend: Any, names: list[str], release) -> dict[str, Any]:
+    def _restart(self, backend: Any, names: list[str], release) -> list[dict[str, Any]]:
+        """The group restarted on `release`: its step, then any its backend took to bring it back."""
         runtime = self.cluster.runtime
         self._wait(lambda: backend.may_stop(names), f"{', '.join(names)} safe to stop")
         start = time.time()
@@ -100,10 +101,15 @@ class Upgrade(Fault):
         again = [proc.restartable() for proc in group]
         for proc in group:
             runtime.signal_process(proc, signal.SIGTERM, grace=30)
+        backend.stop_started(names)
         for record in again:
             start_again(runtime, record)
+        began = time.time()
+        done = backend.started_again(names)
+        ended = time.time()
         self._wait(lambda: backend.upgraded(names, release.version), f"{', '.join(names)} back on {release.version}")
-        return self._step(", ".join(names), start, node=group[0].node)
+        return [self._step(", ".join(names), start, node=group[0].node)] + [
+            {"what": what, "start": began, "end": ended} for what in done]
 
     def _wait(self, done, what: str) -> None:
         wait_until(done, what, STEP_TIMEOUT, 1.0, lambda message: FaultError(

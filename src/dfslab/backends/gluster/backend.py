@@ -12,16 +12,18 @@ from ...polling import wait_until
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
-from ..abilities import ClientSetup, ConfinedStorage, Grows, HealthAlarms, LiveSettings, SecondClients, ToolTargets
+from ..abilities import (ClientSetup, ConfinedStorage, Grows, HealthAlarms, LiveSettings, RollingUpgrade, SecondClients,
+                         ToolTargets)
 from .. import Backend, BackendError, Chart, Facts, Confinement, Progress, release_versions, table
 from ...registry import VolumeLibrary
 from ..fuse import is_mounted
-from . import client, glusterd, volume
+from . import client, glusterd, upgrade, volume
 from .glusterd import GlusterContext, daemon_name
 from ...polling import wait_until
 
 
-class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings, SecondClients, HealthAlarms, ClientSetup):
+class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings, SecondClients, HealthAlarms, ClientSetup,
+                     RollingUpgrade):
     name = "gluster"
     facts = Facts(
         required_programs=("glusterd", "gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"),
@@ -82,6 +84,44 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         volume.wait_bricks_online(self.ctx, nodes[0], n_bricks, timeout)
         progress("mounting", f"FUSE client in the client namespace at {client.mount_point(self.ctx, CLIENT)[1]}")
         self.mount(CLIENT)
+
+    # RollingUpgrade, one server at a time (upgrade.py: GlusterFS's upgrade guide).
+    @classmethod
+    def upgrade_problem(cls, spec, current: str, target: str) -> str | None:
+        return upgrade.problem(spec)
+
+    def upgrade_groups(self) -> list[list[str]]:
+        return [[daemon_name(node)] for node in self.spec.node_names()]
+
+    def may_stop(self, names: list[str]) -> bool:
+        """Every brick online (each server asked for its own: servers of two releases reject each
+        other meanwhile) and nothing left to heal."""
+        if not all(upgrade.own_bricks_online(self.ctx, n) for n in self.spec.node_names()):
+            return False
+        try:
+            return volume.heal_pending(self.ctx, self.first) == 0
+        except BackendError:  # asked again
+            return False
+
+    def stop_started(self, names: list[str]) -> None:
+        tracked = {p.pid for p in self.runtime.procs.all()}
+        for name in names:
+            upgrade.stop_servers(self.ctx, upgrade.node_of(name), tracked)
+
+    def started_again(self, names: list[str]) -> list[str]:
+        return [line for name in names for line in upgrade.rejoin_rejected(self.ctx, upgrade.node_of(name))]
+
+    def upgraded(self, names: list[str], version: str) -> bool:
+        return all(upgrade.on_version(self.ctx, upgrade.node_of(name), version) for name in names)
+
+    def after_upgrade(self, release: str, completed: bool) -> list[str]:
+        if not completed:
+            return []
+        done = upgrade.rejoin(self.ctx)
+        wait_until(lambda: not any(upgrade.rejecting(self.ctx, n) for n in self.spec.node_names()),
+                   "every peer back in the pool", 60, 1,
+                   lambda _: BackendError("a glusterd still rejects a peer after the upgrade; `dfslab status` shows the peers"))
+        return done + [upgrade.raise_op_version(self.ctx, self.first)]
 
     def view(self, timeout: float = 60) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], int | None]:
         """(server asked, bricks, peers, entries pending heal) as one server sees the pool."""

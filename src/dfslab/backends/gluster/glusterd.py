@@ -11,6 +11,7 @@ run by entering the same two namespaces.
 from __future__ import annotations
 
 import shlex
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -59,6 +60,15 @@ def start(ctx: GlusterContext, node: str) -> None:
     ctx.runtime.spawn(daemon_name(node), node, ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
                       meta={"kind": "glusterd", "log": str(ctx.node_dir(node, "log") / "glusterd.log"),
                             "caps": ["SYS_ADMIN"], "mounts": [[str(ctx.node_dir(node, "")), "rw"]]})
+
+
+def restart(ctx: GlusterContext, node: str) -> None:
+    """Stop `node`'s glusterd (SIGTERM) and start it again as it was; its bricks and self-heal
+    daemon keep running (the new glusterd finds them by their pidfiles)."""
+    ctx.runtime.signal_process(tracked(ctx, node), signal.SIGTERM, grace=30)
+    ctx.runtime.procs.exited(daemon_name(node))  # reap it, if it is a child of this process
+    start(ctx, node)
+    wait_listening(ctx, node)
 
 
 def tracked(ctx: GlusterContext, node: str) -> TrackedProcess:
