@@ -180,7 +180,8 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
             # not found yet; the kill itself worked each time, #68's note)
             "faults": [{"kind": "pod", "target": "osd.1", "during": 5, "at": "2s", "duration": "4s"},
                        {"kind": "pod", "target": "rgw.node1", "during": 7, "at": "2s", "duration": "3s"}]}))
-        run, out = run_against(exp, NAME)
+        res = dfslab("run", str(exp), "--cluster", NAME, timeout=900)
+        run, out, why = printed_run_dir(res.stdout), res.stdout, res.stderr  # why: what the run said on stderr
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
         params = [json.loads(r["params"]) for r in rows]
@@ -201,7 +202,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         # moved on CephFS crossed it, the read too (each Job's ceph-fuse is a new, cold client)
         shares = {(p.get("target"), p.get("rw")): float(r["value"]) for r, p in zip(rows, params)
                   if r["workload"] == "fio" and r["metric"] == "from_storage"}
-        assert {("fs", "write"), ("fs", "randread"), ("rbd", "write")} <= set(shares), shares
+        assert {("fs", "write"), ("fs", "randread"), ("rbd", "write")} <= set(shares), (shares, why[-2000:])
         assert all(0.9 <= shares[k] <= 1.3 for k in (("fs", "write"), ("fs", "randread"), ("rbd", "write"))), shares
         events = json.loads((run / "faults.json").read_text())
         assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "osd.1", None),
@@ -226,8 +227,8 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         # local Kubernetes' API server lives there): seen at 1.38-1.46 in three of about eight runs,
         # 1.0-1.2 in the rest, an excess not yet explained (not the node's bridge and veths, which
         # the ledger no longer counts). Counting the bytes twice would be 2.
-        assert 0.9 <= s3[("write", 262144, "from_storage")] <= 1.6, s3
-        assert 0.9 <= s3[("read", 262144, "from_storage")] <= 1.3, s3
+        assert 0.9 <= s3.get(("write", 262144, "from_storage"), 0) <= 1.6, (s3, why[-2000:])
+        assert 0.9 <= s3.get(("read", 262144, "from_storage"), 0) <= 1.3, (s3, why[-2000:])
         # the gateway's pod went (grace 0, as Rook deletes it) and Rook's Deployment made a new one
         # on the same node: the writer's PUTs through it waited, none was lost
         assert events[1]["blocked_s"] > 0.5, events[1]
@@ -240,7 +241,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         par = {(p["op"], r["metric"]): float(r["value"]) for r, p in zip(rows, params)
                if r["workload"] == "parallel" and r["metric"] in ("bandwidth", "from_storage")}
         assert {("write", "bandwidth"), ("read", "bandwidth")} <= set(par), (par, out)
-        assert all(0.9 <= par[(op, "from_storage")] <= 1.3 for op in ("write", "read")), par
+        assert all(0.9 <= par.get((op, "from_storage"), 0) <= 1.3 for op in ("write", "read")), (par, why[-2000:])
         jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
         assert {"client", "client2"} <= {j["node"] for j in jobs if j["tool"] == "fio"}, jobs
         # nothing of CephFS was made on this machine: the mount point is only a name here
