@@ -85,7 +85,7 @@ COSTLY = {
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
     "dfslab run examples/quick-any.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
-    "dfslab run examples/three-filesystems.yaml": "4 min 45 s here: six fresh clusters of three filesystems (its "
+    "dfslab run examples/three-filesystems.yaml": "2 min 55 s here: six fresh clusters of three filesystems (its "
                                                   "numbers are on the page); test_moosefs runs MooseFS's file steps, "
                                                   "test_settings a sweep of settings over runs",
 }
