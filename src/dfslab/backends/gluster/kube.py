@@ -26,8 +26,8 @@ from typing import Any
 
 from ...runtime import CLIENT
 from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, running_ready, validate_all
-from ..abilities import PodsOnKubernetes
-from .. import BackendError, PodSelector, PreflightError, Progress
+from ..own_pods import OwnPods
+from .. import BackendError, PodSelector, Progress
 from . import volume
 from .backend import GlusterBackend
 from .glusterd import PRIVATE_PATHS
@@ -139,30 +139,19 @@ def bootstrap_job(namespace: str, image: str, root: Path, node: str, script: str
     }
 
 
-class GlusterKubernetesBackend(GlusterBackend, PodsOnKubernetes):
+class GlusterKubernetesBackend(OwnPods, GlusterBackend):
     """GlusterFS whose glusterd run as pods of the local Kubernetes."""
 
     facts = replace(GlusterBackend.facts, required_programs=("gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"),
                     log_dirs=("logs", "gluster/*/log", "kubernetes/nodes/*/pod-logs"))
 
-    @classmethod
-    def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
-        if fault in ("kill", "stop", "node", "brick"):
-            return (f"fault {fault}: on runtime kubernetes glusterd and its bricks run in pods; use fault pod "
-                    f"(e.g. dfslab fault {spec.name} pod glusterd.node2) or nodeloss")
-        if fault is not None or target is not None:
-            return super().refusal(spec, target, fault)
-        if spec.kubernetes.user_cluster:
-            return ("kubernetes.kubeconfig: GlusterFS on a Kubernetes you run is not built (its glusterd and bricks "
-                    "need node paths dfslab makes here); use kubernetes: {local: {}}, or filesystem: external with "
-                    "your GlusterFS mount")
-        return None
+    signal_faults = ("kill", "stop", "node", "brick")
+    in_pods = "glusterd and its bricks"
+    not_on_yours = "GlusterFS on a Kubernetes you run is not built (its glusterd and bricks need node paths dfslab makes here)"
 
     @classmethod
-    def preflight(cls, spec) -> None:
-        refused = cls.refusal(spec)
-        if refused:
-            raise PreflightError(refused)
+    def pod_example(cls, spec) -> str:
+        return f"glusterd.{spec.node_names()[1]}"
 
     pod_daemons = "glusterd.node2: a node's glusterd"
 

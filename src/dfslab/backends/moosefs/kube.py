@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, validate_all
-from ..abilities import PodsOnKubernetes, PodSelector
-from .. import PreflightError, Progress
+from ..abilities import PodSelector
+from ..own_pods import OwnPods
+from .. import Progress
 from .backend import MooseFSBackend
 from .context import MATOCL_PORT, Daemon
 
@@ -62,30 +63,18 @@ def statefulset(daemon: Daemon, image: str, root: Path) -> dict:
     }
 
 
-class MooseFSKubernetesBackend(MooseFSBackend, PodsOnKubernetes):
+class MooseFSKubernetesBackend(OwnPods, MooseFSBackend):
     """MooseFS whose master, metalogger and chunk servers run as pods of the local Kubernetes."""
 
     facts = replace(MooseFSBackend.facts, required_programs=("mfsmount", "mfscli", "nsenter", "ip", "tc"),
                     log_dirs=(*MooseFSBackend.facts.log_dirs, "kubernetes/nodes/*/pod-logs"))
 
-    @classmethod
-    def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
-        if fault in ("kill", "stop", "node"):
-            return (f"fault {fault}: on runtime kubernetes MooseFS's daemons run in pods; use fault pod "
-                    f"(e.g. dfslab fault {spec.name} pod chunkserver.{spec.moosefs.chunk_nodes(spec)[0]}) or nodeloss")
-        if fault is not None or target is not None:
-            return super().refusal(spec, target, fault)
-        if spec.kubernetes.user_cluster:
-            return ("kubernetes.kubeconfig: MooseFS on a Kubernetes you run is not built (its daemons' configs and "
-                    "data are node paths dfslab makes here); use kubernetes: {local: {}}, or filesystem: external with "
-                    "your MooseFS mount")
-        return None
+    in_pods = "MooseFS's daemons"
+    not_on_yours = "MooseFS on a Kubernetes you run is not built (its daemons' configs and data are node paths dfslab makes here)"
 
     @classmethod
-    def preflight(cls, spec) -> None:
-        refused = cls.refusal(spec)
-        if refused:
-            raise PreflightError(refused)
+    def pod_example(cls, spec) -> str:
+        return f"chunkserver.{spec.moosefs.chunk_nodes(spec)[0]}"
 
     pod_daemons = "master.node1, metalogger.node2, chunkserver.node3: a node's master, metalogger or chunk server"
 
