@@ -73,7 +73,7 @@ RUN_ELSEWHERE = {"kubernetes.md": [*GLUSTER_K8S_BLOCK, *MOOSEFS_K8S_BLOCK], "doc
 # measurement's recipe too long to run whole here, and what it costs.
 DRY_RUN = {
     "releases.md": {"dfslab run examples/ceph-releases.yaml":
-                    "about 9 min: six fresh clusters, three releases; test_releases runs Reef's cluster and "
+                    "about 8 min: six fresh clusters, three releases; test_releases runs Reef's cluster and "
                     "workloads, test_settings a sweep of cluster settings over runs",
                     "dfslab run examples/ceph-releases.yaml --until-decided --budget 60min": "an hour of runs"},
     "docker.md": {"dfslab run examples/containerized-vs-host.yaml":
