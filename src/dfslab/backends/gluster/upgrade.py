@@ -13,6 +13,7 @@ that runs now); `gluster` has no command that reports a running brick's version.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 from ...polling import poll
@@ -82,6 +83,9 @@ def on_version(ctx: GlusterContext, node: str, version: str) -> bool:
 
 
 BRICKS_START = 20.0  # s a glusterd of the new release has to start its bricks before it is made to rejoin
+# ... or less once every peer rejects it: the first server moved is rejected by all its (older) peers
+# too, and starts its bricks within ~2 s all the same; the last one never does.
+BRICKS_GRACE = 8.0
 
 
 def rejoin_rejected(ctx: GlusterContext, node: str) -> list[str]:
@@ -92,13 +96,31 @@ def rejoin_rejected(ctx: GlusterContext, node: str) -> list[str]:
     to its present value, run on `node` alone (no peer takes part: all reject it), stores the volume
     in 11's form at the next version, and `node`'s glusterd started again meets peers that take the
     newer definition from it: all three rejoin and start their bricks. What was done, one line each."""
-    if poll(lambda: own_bricks_online(ctx, node), f"{node}'s bricks online", BRICKS_START, 1.0):
-        return []
+    settled: list[bool] = []  # [True] once its bricks are online, [False] once it is plainly left out
+    began = time.monotonic()
+
+    def settles() -> bool:
+        if own_bricks_online(ctx, node):
+            settled.append(True)
+        elif time.monotonic() - began >= BRICKS_GRACE and rejected_by_all(ctx, node):
+            settled.append(False)
+        return bool(settled)
+    if not poll(settles, f"{node}'s bricks online, or every peer rejecting it", BRICKS_START, 1.0) or settled[0]:
+        return []  # online; or neither within the wait: `upgraded` waits on, and says so if it never is
     key, value = next(iter(volume.options(ctx).items()))
     glusterd.cli(ctx, node, "volume", "set", volume.VOLUME, key, value)
     glusterd.restart(ctx, node)
     return [f"{node}'s bricks did not start (its peers rejected it): volume set {key} {value} on {node} alone, "
             f"glusterd.{node} started again"]
+
+
+def rejected_by_all(ctx: GlusterContext, node: str) -> bool:
+    """Every peer of `node`'s glusterd is in the rejected state (as `node` sees it)."""
+    try:
+        peers = glusterd.peer_states(ctx, node, timeout=10)
+    except BackendError:  # not answering yet
+        return False
+    return bool(peers) and all(p["state"] == "Peer Rejected" for p in peers)
 
 
 def rejecting(ctx: GlusterContext, node: str) -> bool:
