@@ -52,19 +52,27 @@ def reader_home():
         os.environ["DFSLAB_HOME"] = saved
 
 
+@contextmanager
+def docs_cluster(name: str, block: list[str]):
+    """A docs page's cluster `name` for a module's tests: `block`'s first line (its `dfslab up`) run
+    as the reader runs it, its last (`dfslab down`) after, checked to leave nothing."""
+    assert not (READER_HOME / "clusters" / name).exists(), f"a cluster named {name} is up"
+    try:
+        sh(block[0], timeout=1500)
+        yield name
+    finally:
+        if (READER_HOME / "clusters" / name).exists():  # a failed up removed what it made
+            with reader_home():
+                _down(name, lambda: sh(block[-1], timeout=900))
+
+
 @pytest.fixture(scope="module")
 def replica():
     """docs/kubernetes.md's GlusterFS block, verbatim from the repository root with the reader's
     environment: `dfslab up examples/gluster-k8s.yaml` (replica 3) here, its faults run and
     `dfslab down gluster-k8s` by the tests below."""
-    assert not (READER_HOME / "clusters" / DOCS_NAME).exists(), f"a cluster named {DOCS_NAME} is up"
-    try:
-        sh(DOCS_BLOCK[0], timeout=1500)
-        yield DOCS_NAME
-    finally:
-        if (READER_HOME / "clusters" / DOCS_NAME).exists():  # a failed up removed what it made
-            with reader_home():
-                _down(DOCS_NAME, lambda: sh(DOCS_BLOCK[2], timeout=900))
+    with docs_cluster(DOCS_NAME, DOCS_BLOCK) as name:
+        yield name
 
 
 def _pods(name: str) -> list:
@@ -127,21 +135,28 @@ def test_the_docs_faults_lose_a_pod_and_a_node_during_writes_heal_and_lose_nothi
     assert res.returncode != 0 and "fault pod" in res.stderr, res.stderr
 
 
+def check_job_fault_run(name: str, run: Path, faults: list[tuple[str, str]]) -> None:
+    """A docs page's fault run of the reader's cluster `name`: two fio write steps as Jobs, a fault
+    each (`faults`: kind, target), each injected without error and healed with writes acknowledged
+    during it, every checksummed object read back whole, both steps measured, both Jobs succeeded."""
+    events = json.loads((run / "faults.json").read_text())
+    assert [(e["kind"], e["target"], e["error"]) for e in events] == [(*f, None) for f in faults], events
+    assert all(e["recover_s"] is not None and e["acknowledged_writes"] > 0 for e in events), events
+    integrity = json.loads((run / "integrity.json").read_text())
+    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 20, integrity
+    with open(run / "results.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["workload"] == "fio" and r["metric"] == "bandwidth"]
+    assert len({r["step"] for r in rows}) == 2 and all(float(r["value"]) > 0 for r in rows), rows
+    with reader_home():
+        jobs = [json.loads(line) for line in (ClusterState(name).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
+    assert sum((j["tool"], j["node"], j["phase"], j["rc"]) == ("fio", "client", "Succeeded", 0) for j in jobs) >= 2, jobs
+
+
 def _check_the_docs_faults(replica: str, run: Path, before: dict, old: set, restarts) -> None:
     with reader_home():
         assert not _helpers_left(replica)  # every heal query's glfsheal went with its CLI
-        events = json.loads((run / "faults.json").read_text())
-        assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "glusterd.node2", None),
-                                                                          ("nodeloss", "node3", None)], events
-        assert all(e["recover_s"] is not None and e["acknowledged_writes"] > 0 for e in events), events
-        integrity = json.loads((run / "integrity.json").read_text())
-        assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 20, integrity
-        with open(run / "results.csv") as fh:
-            rows = [r for r in csv.DictReader(fh) if r["workload"] == "fio" and r["metric"] == "bandwidth"]
-        assert len({r["step"] for r in rows}) == 2 and all(float(r["value"]) > 0 for r in rows), rows
+        check_job_fault_run(replica, run, [("pod", "glusterd.node2"), ("nodeloss", "node3")])
         assert len(list((run / "raw").glob("fio-*.txt"))) == 2  # the two identical entries keep their own
-        jobs = [json.loads(line) for line in (ClusterState(replica).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
-        assert sum((j["tool"], j["node"], j["phase"], j["rc"]) == ("fio", "client", "Succeeded", 0) for j in jobs) >= 2, jobs
         status = json.loads(sh(f"dfslab status {replica} --json").stdout)
         assert status["health"] == "HEALTH_OK" and status["heal_pending"] == 0, status["summary"]
         after = restarts()

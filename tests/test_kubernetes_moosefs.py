@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from test_kubernetes_gluster import READER_HOME, _down, reader_home
+from test_kubernetes_gluster import check_job_fault_run, docs_cluster, reader_home
 from test_readme import sh, user_env
 from dfslab.state import ClusterState
 
@@ -31,14 +31,8 @@ DAEMONS = {"master": "node1", "metalogger": "node2", "chunkserver": ("node2", "n
 def moosefs_k8s():
     """`dfslab up examples/moosefs-k8s.yaml` from the repository root with the reader's
     environment; `dfslab down moosefs-k8s` after the module's tests."""
-    assert not (READER_HOME / "clusters" / DOCS_NAME).exists(), f"a cluster named {DOCS_NAME} is up"
-    try:
-        sh(DOCS_BLOCK[0], timeout=1500)
-        yield DOCS_NAME
-    finally:
-        if (READER_HOME / "clusters" / DOCS_NAME).exists():  # a failed up removed what it made
-            with reader_home():
-                _down(DOCS_NAME, lambda: sh(DOCS_BLOCK[2], timeout=900))
+    with docs_cluster(DOCS_NAME, DOCS_BLOCK) as name:
+        yield name
 
 
 def _pods(name: str) -> dict[str, tuple[str, str]]:
@@ -87,18 +81,7 @@ def test_the_docs_faults_delete_a_chunk_servers_and_the_masters_pod_during_write
 
 
 def _check_the_docs_faults(name: str, run: Path, before: dict) -> None:
-    events = json.loads((run / "faults.json").read_text())
-    assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "chunkserver.node3", None),
-                                                                      ("pod", "master.node1", None)], events
-    assert all(e["recover_s"] is not None and e["acknowledged_writes"] > 0 for e in events), events
-    integrity = json.loads((run / "integrity.json").read_text())
-    assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] > 20, integrity
-    with open(run / "results.csv") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["workload"] == "fio" and r["metric"] == "bandwidth"]
-    assert len({r["step"] for r in rows}) == 2 and all(float(r["value"]) > 0 for r in rows), rows
-    with reader_home():
-        jobs = [json.loads(line) for line in (ClusterState(name).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
-    assert sum((j["tool"], j["node"], j["phase"], j["rc"]) == ("fio", "client", "Succeeded", 0) for j in jobs) >= 2, jobs
+    check_job_fault_run(name, run, [("pod", "chunkserver.node3"), ("pod", "master.node1")])
     # the sampler named the pods' processes as the local runtime names its daemons
     with open(run / "timeseries.csv") as fh:
         series = {r["series"] for r in csv.DictReader(fh)}
