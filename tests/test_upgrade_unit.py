@@ -184,3 +184,31 @@ def test_a_glusterfs_daemons_version_is_the_one_its_newest_start_logged(tmp_path
     assert last_started_version(log) == "10.3"
     log.write_text("[...] I [server.c:500] 0-dfslab-server: disconnecting\n")
     assert last_started_version(log) is None and last_started_version(tmp_path / "absent.log") is None
+
+
+def test_a_bricks_port_is_the_one_its_command_line_gives_it():
+    """After the upgrade a restarted glusterd can hand clients a brick's old port (both runs of
+    2026-11-29 10:40: ports 50852 and 58515 for bricks listening on 51795 and 52427); the port a
+    brick listens on is its --brick-port argument, read from its /proc entry."""
+    import subprocess
+    import sys
+    from dfslab.backends.gluster.upgrade import brick_port
+    child = "print('ready', flush=True); import time; time.sleep(30)"  # says so once it runs its own argv
+
+    def started(*args: str) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", child, *args], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline() == "ready\n"
+        return proc
+    proc = started("--brick-name", "/b0", "--brick-port", "51795", "--xlator-option", "dfslab-server.listen-port=51795")
+    try:
+        assert brick_port(proc.pid) == "51795"
+    finally:
+        proc.kill()
+        proc.wait()
+    plain = started("--brick-port")  # no value
+    try:
+        assert brick_port(plain.pid) is None
+    finally:
+        plain.kill()
+        plain.wait()
+    assert brick_port(plain.pid) is None  # gone

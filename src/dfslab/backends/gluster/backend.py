@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...polling import wait_until
+from ...procs import proc_start_time, terminate
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
@@ -19,7 +20,8 @@ from ...registry import VolumeLibrary
 from ..fuse import is_mounted
 from . import client, glusterd, upgrade, volume
 from .glusterd import GlusterContext, daemon_name
-from ...polling import wait_until
+
+HEAL_ASK_EVERY = 10.0  # s between two `volume heal` requests while an upgrade waits for self-heal
 
 
 class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings, SecondClients, HealthAlarms, ClientSetup,
@@ -53,6 +55,7 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
         self.ctx = GlusterContext(spec, runtime, self.state.dir / "gluster", self.state.read().get("addresses", {}))
+        self._heal_asked = float("-inf")  # when `volume heal` was last requested (monotonic)
 
     @property
     def first(self) -> str:
@@ -95,13 +98,26 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
 
     def may_stop(self, names: list[str]) -> bool:
         """Every brick online (each server asked for its own: servers of two releases reject each
-        other meanwhile) and nothing left to heal."""
+        other meanwhile) and nothing left to heal; while something is, self-heal is invoked (the
+        guide's step after each server) every HEAL_ASK_EVERY s."""
         if not all(upgrade.own_bricks_online(self.ctx, n) for n in self.spec.node_names()):
             return False
         try:
-            return volume.heal_pending(self.ctx, self.first) == 0
+            pending = volume.heal_pending(self.ctx, self.first)
         except BackendError:  # asked again
             return False
+        if pending and time.monotonic() - self._heal_asked >= HEAL_ASK_EVERY:
+            self._ask_heal(avoid=[upgrade.node_of(name) for name in names])
+        return pending == 0
+
+    def _ask_heal(self, avoid: list[str]) -> None:
+        """`volume heal`, a transaction: led from a server not about to stop whose handshakes are
+        over (glusterd.SETTLED), or not at all this time."""
+        self._heal_asked = time.monotonic()
+        for node in self.spec.node_names():
+            if node not in avoid and glusterd.handshakes_done(glusterd.peer_states(self.ctx, node, timeout=10)):
+                volume.start_heal(self.ctx, node)
+                return
 
     def stop_started(self, names: list[str]) -> None:
         tracked = {p.pid for p in self.runtime.procs.all()}
@@ -121,7 +137,21 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         wait_until(lambda: not any(upgrade.rejecting(self.ctx, n) for n in self.spec.node_names()),
                    "every peer back in the pool", 60, 1,
                    lambda _: BackendError("a glusterd still rejects a peer after the upgrade; `dfslab status` shows the peers"))
-        return done + [upgrade.raise_op_version(self.ctx, self.first)]
+        done += self.repair_brick_ports()
+        done.append(upgrade.raise_op_version(self.ctx, self.first))
+        # the guide's last step: what the last server missed is healed now, not at the next crawl
+        return done + [f"volume heal {volume.VOLUME}: {volume.start_heal(self.ctx, self.first)}"]
+
+    def repair_brick_ports(self) -> list[str]:
+        """Each brick its glusterd maps to a port it does not listen on stopped and started again by
+        `volume start force` (its glusterd then maps the port it gives it). One line each."""
+        wrong = upgrade.misported_bricks(self.ctx)
+        if not wrong:
+            return []
+        terminate([b["pid"] for b, _ in wrong], {b["pid"]: proc_start_time(b["pid"]) for b, _ in wrong}, timeout=30)
+        self.start_offline_bricks()
+        return [f"brick {b['brick']}: its glusterd gave clients port {b['port']}, it listened on {actual}: stopped, "
+                f"started again (volume start force)" for b, actual in wrong]
 
     def view(self, timeout: float = 60) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], int | None]:
         """(server asked, bricks, peers, entries pending heal) as one server sees the pool."""
@@ -172,8 +202,7 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
             return {"gluster.degraded": (1, "0=OK,1=degraded")}
         out = {"gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
         try:
-            bricks = volume.bricks(self.ctx, node, timeout=3)
-            heal = volume.heal_pending(self.ctx, node, timeout=3)
+            bricks, heal = self.reached_bricks(node, peers)
         except BackendError:
             out["gluster.degraded"] = (1, "0=OK,1=degraded")
             return out
@@ -183,6 +212,20 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
             out["gluster.heal_pending"] = (heal, "entries")
         out["gluster.degraded"] = (int(not self.intact(bricks, peers, heal)), "0=OK,1=degraded")
         return out
+
+    def reached_bricks(self, node: str, peers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int | None]:
+        """(bricks with `online`, entries pending heal) for the sampler. With redundancy, from `heal
+        info summary` alone: a client's reach of each brick, no glusterd transaction (one led by a
+        glusterd stopped a moment later, as a rolling upgrade does, leaves its peers' volume locks
+        held for 180 s: upgrade.own_bricks_online). A distribute volume has no heal: `volume
+        status`, unless a handshake still runs (glusterd.SETTLED)."""
+        if self.spec.gluster.volume != "distribute":
+            summary = volume.heal_summary(self.ctx, node, timeout=3)
+            return ([{"brick": b["brick"], "online": b["connected"]} for b in summary],
+                    sum(b["pending"] + (not b["connected"]) for b in summary))
+        if not glusterd.handshakes_done(peers):
+            raise BackendError(f"a peer of {node} is still in its handshake")
+        return volume.bricks(self.ctx, node, timeout=3), None
 
     def bricks(self) -> list[dict[str, Any]]:
         return volume.bricks(self.ctx, self.first)

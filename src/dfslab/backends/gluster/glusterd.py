@@ -164,6 +164,19 @@ def probe_peers(ctx: GlusterContext, timeout: float = 60) -> None:
                lambda _: BackendError(f"peers did not all join within {timeout:.0f} s: {peer_states(ctx, first)}"))
 
 
+# The peer states a handshake ends in. A glusterd leading a transaction (a `volume status`) while a
+# peer is still between (just restarted: "Accepted peer request") took that peer's volume lock and
+# never released it: every transaction there refused for 180 s, its lock timer (twice in 3 upgrade
+# runs here, 2026-11-29).
+SETTLED = ("Peer in Cluster", "Peer Rejected")
+
+
+def handshakes_done(peers: list[dict[str, Any]]) -> bool:
+    """The handshake with every connected peer ended (in the pool, or rejected): a transaction
+    takes no lock of a peer it is not connected to."""
+    return all(p["state"] in SETTLED for p in peers if p["connected"])
+
+
 def peer_states(ctx: GlusterContext, node: str, timeout: float = 60) -> list[dict[str, Any]]:
     root = xml(ctx, node, "peer", "status", timeout=timeout)
     return [{"hostname": p.findtext("hostname"), "connected": p.findtext("connected") == "1",

@@ -59,16 +59,19 @@ def brick_logs(ctx: GlusterContext, node: str) -> list[Path]:
 
 
 def own_bricks_online(ctx: GlusterContext, node: str) -> bool:
-    """`node`'s bricks online as its own glusterd sees them. In a pool of two releases the servers of
-    one reject those of the other ("Peer Rejected": 11 no longer stores the nfs.* options 10 does, so
-    each computes another checksum of the volume's definition, as the guide to 11 warns) and a
-    server's `volume status` then lists only its own bricks: every brick is still served."""
+    """`node`'s bricks online, as the self-heal client on `node` reaches them. Not `volume status`:
+    it is a transaction, and one led by a glusterd stopped a moment after (the sampler's), or by
+    one whose peers' handshakes still run (just restarted), left its peers' volume locks held until
+    glusterd's 180-s timer (three runs in five here, 2026-11-29: the upgrade stalled for minutes).
+    Servers of two releases reject each other meanwhile ("Peer Rejected": 11 no longer stores the
+    nfs.* options 10 does, so each computes another checksum of the volume's definition, as the
+    guide to 11 warns); every brick is still served."""
     prefix = f"{ctx.addresses[node]}:{ctx.node_dir(node, 'bricks')}/"
     try:
-        mine = [b for b in volume.bricks(ctx, node, timeout=10) if b["brick"].startswith(prefix)]
-    except BackendError:  # not answering yet, or another transaction holds the volume's lock
+        mine = [b for b in volume.heal_summary(ctx, node, timeout=10) if b["brick"].startswith(prefix)]
+    except BackendError:  # not answering yet
         return False
-    return len(mine) == len(ctx.brick_paths(node)) and all(b["online"] for b in mine)
+    return len(mine) == len(ctx.brick_paths(node)) and all(b["connected"] for b in mine)
 
 
 def on_version(ctx: GlusterContext, node: str, version: str) -> bool:
@@ -128,16 +131,48 @@ def rejecting(ctx: GlusterContext, node: str) -> bool:
     return any(p["state"] == "Peer Rejected" for p in glusterd.peer_states(ctx, node, timeout=10))
 
 
+REJECTION_PASSES = 30.0  # s a rejection may take to end by itself once the last server is back
+
+
 def rejoin(ctx: GlusterContext) -> list[str]:
     """The guide's remedy once every server runs the new release: each glusterd that still rejects
     a peer is stopped and started again (it then compares the volume's checksum anew: the same now
-    on every server). What was restarted, one line each."""
+    on every server). A rejection may be passing: a server taking the newer definition from the last
+    one restarts its bricks meanwhile, and a glusterd stopped then came back mapping its brick to
+    the old port (clients could not reach it: 128 of 148 files unreadable in one run). So it is
+    given REJECTION_PASSES s first. What was restarted, one line each."""
+    nodes = ctx.spec.node_names()
+    poll(lambda: not any(rejecting(ctx, n) for n in nodes), "every rejection over", REJECTION_PASSES, 1.0)
     done = []
-    for node in ctx.spec.node_names():
+    for node in nodes:
         if rejecting(ctx, node):
             glusterd.restart(ctx, node)
             done.append(f"glusterd.{node} started again (it rejected a peer of the older release)")
     return done
+
+
+def brick_port(pid: int) -> str | None:
+    """The port a brick process was told to listen on (its --brick-port)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return None
+    return argv[argv.index(b"--brick-port") + 1].decode() if b"--brick-port" in argv[:-1] else None
+
+
+def misported_bricks(ctx: GlusterContext) -> list[tuple[dict, str]]:
+    """Each brick whose glusterd hands clients another port than the one it listens on, with that
+    port: a glusterd stopped while it restarted the brick keeps the brick's old port in its store."""
+    out = []
+    for node in ctx.spec.node_names():
+        ours = set(ctx.runtime.marked_on(node))  # processes of this cluster's: never another's
+        for brick in volume.bricks(ctx, node, timeout=30):
+            if brick["host"] != ctx.addresses[node] or not brick["online"] or brick["pid"] not in ours:
+                continue
+            actual = brick_port(brick["pid"])
+            if actual is not None and actual != brick["port"]:
+                out.append((brick, actual))
+    return out
 
 
 def program(pid: int) -> str | None:

@@ -110,21 +110,39 @@ def bricks(ctx: GlusterContext, node: str, name: str = VOLUME, timeout: float = 
     return out
 
 
+def heal_summary(ctx: GlusterContext, node: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Each brick as the self-heal client on `node` reaches it: connected, entries pending heal.
+    `heal info` runs glfsheal, a client of the bricks, and leads no glusterd transaction: no
+    volume lock taken on any peer (see glusterd.SETTLED for what one can leave behind)."""
+    root = xml(ctx, node, "volume", "heal", VOLUME, "info", "summary", timeout=timeout)
+    out = []
+    for brick in root.iter("brick"):
+        pending = 0
+        for tag in ("totalNumberOfEntries", "numberOfEntries"):
+            value = brick.findtext(tag)
+            if value and value.isdigit():
+                pending = int(value)
+                break
+        out.append({"brick": brick.findtext("name", ""), "connected": brick.findtext("status") in ("Connected", None),
+                    "pending": pending})
+    return out
+
+
 def heal_pending(ctx: GlusterContext, node: str, timeout: float = 60) -> int | None:
     """Entries still to heal on all bricks; None for a volume without redundancy."""
     if ctx.spec.gluster.volume == "distribute":
         return None
-    root = xml(ctx, node, "volume", "heal", VOLUME, "info", "summary", timeout=timeout)
-    total = 0
-    for brick in root.iter("brick"):
-        if brick.findtext("status") not in ("Connected", None):
-            total += 1  # a brick that cannot answer has pending heals by definition
-        for tag in ("totalNumberOfEntries", "numberOfEntries"):
-            value = brick.findtext(tag)
-            if value and value.isdigit():
-                total += int(value)
-                break
-    return total
+    # a brick that cannot answer has pending heals by definition
+    return sum(b["pending"] + (not b["connected"]) for b in heal_summary(ctx, node, timeout))
+
+
+def start_heal(ctx: GlusterContext, node: str) -> str:
+    """`gluster volume heal VOLUME`: every self-heal daemon crawls its bricks' index of pending heals
+    now. Left alone, a daemon crawls when a brick of its reconnects and then every
+    cluster.heal-timeout (600 s): entries marked while a later server restarted wait for that (a
+    suite run: 279 pending 400 s after a rolling upgrade). What glusterd answered, one line."""
+    res = cli(ctx, node, "volume", "heal", VOLUME, timeout=30, check=False)
+    return " ".join((res.stdout.strip() or res.stderr.strip()).split()) or f"exit status {res.returncode}"
 
 
 def info(ctx: GlusterContext, node: str) -> dict[str, Any]:
