@@ -212,3 +212,30 @@ def test_a_bricks_port_is_the_one_its_command_line_gives_it():
         plain.kill()
         plain.wait()
     assert brick_port(plain.pid) is None  # gone
+
+
+def test_each_upgrade_of_a_run_is_checked_against_the_release_the_one_before_leaves():
+    """examples/ceph-upgrade-chain.yaml: Pacific to Reef, then Reef to Tentacle (each two majors at
+    most) is accepted; Reef then Pacific is refused at the second (not newer than what the first
+    leaves), and Pacific straight to Tentacle at the first, before any cluster is made."""
+    from pathlib import Path
+    from dfslab.experiment import load_experiment, parse_experiment
+    from dfslab.run import check_against_cluster
+    from dfslab.spec import SpecError
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    chain = load_experiment(examples / "ceph-upgrade-chain.yaml")
+    spec = chain.cluster
+    check_against_cluster(chain, spec)
+    raw = chain.file.model_dump(mode="json", exclude_none=True)
+    raw["cluster"] = spec.model_dump(mode="json", exclude_none=True)
+
+    def refusals(targets: list[str]) -> str:
+        for fault, target in zip(raw["faults"], targets):
+            fault["target"] = target
+        with pytest.raises(SpecError) as err:
+            check_against_cluster(parse_experiment(raw, examples), spec)
+        return str(err.value)
+    backwards = refusals(["reef", "pacific"])
+    assert "faults[1].target" in backwards and "faults[0].target" not in backwards and "no downgrade" in backwards
+    skipping = refusals(["tentacle", "tentacle"])
+    assert "faults[0].target" in skipping and "pacific -> tentacle is 4" in skipping

@@ -88,6 +88,12 @@ class Fault(ABC):
         spec before a run starts rather than by the inject mid-run."""
         return None
 
+    @classmethod
+    def spec_after(cls, target: str, spec: Any) -> Any:
+        """The cluster's spec once this fault is in (a later fault's target is checked against it):
+        unchanged, but for a fault that changes what the cluster is (an upgrade: its release)."""
+        return spec
+
     @abstractmethod
     def undo(self, target: str, record: dict[str, Any]) -> str | None:
         """Put `target` back as it was; may return what the system showed of the fault just

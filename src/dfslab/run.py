@@ -297,15 +297,18 @@ def check_against_cluster(exp: Experiment, spec: ClusterSpec) -> None:
                              f"set `clients: {asked}` in the cluster spec, or clients: {has} here"))
     if exp.file.faults and (refused := integrity_refusal(spec)):
         problems.append(("faults", f"every fault run checks what held with checksummed writes, and here {refused}"))
-    for i, entry in enumerate(exp.file.faults):
+    faulted = spec  # as the faults before each leave it (an upgrade then another: pacific, reef, tentacle)
+    for i, entry in sorted(enumerate(exp.file.faults), key=lambda pair: (pair[1].during, pair[1].at)):
         try:
-            check_applies(entry.kind, spec)
+            check_applies(entry.kind, faulted)
         except FaultError as exc:
             problems.append((f"faults[{i}].kind", str(exc)))
             continue
-        problem = fault_class(entry.kind).target_problem(entry.target, spec)
+        problem = fault_class(entry.kind).target_problem(entry.target, faulted)
         if problem:
             problems.append((f"faults[{i}].target", problem))
+        else:
+            faulted = fault_class(entry.kind).spec_after(entry.target, faulted)
     try:
         exp.client_kind(spec)
     except SpecError as err:

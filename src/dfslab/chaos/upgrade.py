@@ -62,6 +62,13 @@ class Upgrade(Fault):
         from ..registry import backend_class_of
         return upgrade_problem(spec, backend_class_of(spec.filesystem, spec.runtime), target)
 
+    @classmethod
+    def spec_after(cls, target: str, spec: Any) -> Any:
+        """`release: TARGET`, the clients on the release they ran (`client_release`)."""
+        section = getattr(spec, spec.filesystem)
+        return spec.model_copy(update={spec.filesystem: section.model_copy(
+            update={"release": target, "client_release": section.client_release or release_of(spec).name})})
+
     def inject(self, target: str) -> dict[str, Any]:
         spec, backend = self.cluster.spec, self.cluster.backend
         if problem := upgrade_problem(spec, backend, target):
@@ -69,10 +76,9 @@ class Upgrade(Fault):
         before, release = release_of(spec), release_named(spec.filesystem, target)
         began = time.time()
         self.cluster.runtime.install_release(release, spec.client_names(), lambda *_: None)
-        section = getattr(spec, spec.filesystem)
-        upgraded = spec.model_copy(update={spec.filesystem: section.model_copy(
-            update={"release": target, "client_release": section.client_release or before.name})})
+        upgraded = self.spec_after(target, spec)
         self.cluster.state.update(spec=upgraded.model_dump(mode="json"))
+        self.cluster.spec = upgraded  # a later upgrade in the same run starts from this release
         steps = [self._step(f"{release.says} installed on the servers", began)]
         steps += [self._step(what, time.time()) for what in backend.before_upgrade(upgraded)]
         completed = False
