@@ -43,7 +43,8 @@ def snapshot(admin: CephAdmin) -> Snapshot:
     fsmap = status.get("fsmap", {})
     return Snapshot(
         health=status["health"]["status"],
-        checks={k: v["summary"]["message"] for k, v in status["health"].get("checks", {}).items()},
+        # a muted check (`ceph health mute`) is one the operator has acknowledged: Ceph's own status leaves it out too
+        checks={k: v["summary"]["message"] for k, v in status["health"].get("checks", {}).items() if not v.get("muted")},
         osds=(osdmap.get("num_osds", 0), osdmap.get("num_up_osds", 0), osdmap.get("num_in_osds", 0)),
         pgs_by_state={s["state_name"]: s["count"] for s in pgmap.get("pgs_by_state", [])},
         num_pgs=pgmap.get("num_pgs", 0),
