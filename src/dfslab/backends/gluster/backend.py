@@ -149,9 +149,15 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         if not wrong:
             return []
         terminate([b["pid"] for b, _ in wrong], {b["pid"]: proc_start_time(b["pid"]) for b, _ in wrong}, timeout=30)
-        self.start_offline_bricks()
+        for brick, _ in wrong:
+            upgrade.remove_pidfile(self.ctx, brick)
+        try:
+            self.start_offline_bricks()
+            outcome = "started again (volume start force)"
+        except BackendError as exc:  # said in the step; the wait for health that follows judges the pool
+            outcome = f"not all online again: {exc}"
         return [f"brick {b['brick']}: its glusterd gave clients port {b['port']}, it listened on {actual}: stopped, "
-                f"started again (volume start force)" for b, actual in wrong]
+                f"{outcome}" for b, actual in wrong]
 
     def view(self, timeout: float = 60) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]], int | None]:
         """(server asked, bricks, peers, entries pending heal) as one server sees the pool."""

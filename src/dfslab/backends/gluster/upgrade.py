@@ -175,6 +175,15 @@ def misported_bricks(ctx: GlusterContext) -> list[tuple[dict, str]]:
     return out
 
 
+def remove_pidfile(ctx: GlusterContext, brick: dict) -> None:
+    """A stopped brick's pidfile (glusterd names it HOST-PATH.pid): while the stopped process is a
+    zombie its PID still has a /proc entry, and glusterd would take it for the brick running."""
+    host, path = brick["brick"].split(":", 1)
+    node = next(n for n, address in ctx.addresses.items() if address == host)
+    for pidfile in (ctx.node_dir(node, "run") / "gluster").rglob(f"{host}-{path.strip('/').replace('/', '-')}.pid"):
+        pidfile.unlink(missing_ok=True)
+
+
 def program(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
