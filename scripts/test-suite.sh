@@ -88,13 +88,13 @@ kubernetes_phase() {  # waits for the build, then the kubernetes phase (or its f
 unit_phase() { phase unit -n 2 --dist loadfile -m "not cluster and not kubernetes" tests; }
 
 cluster_phases() {  # cluster-a alone, then the kubernetes phase beside cluster-b, as `make test` runs them
-  phase cluster-a -m "cluster and not kubernetes" "${SERIAL_A[@]}"
+  phase cluster-a -m "cluster and not kubernetes and not unsettled" "${SERIAL_A[@]}"
   echo "=== phase kubernetes: runs beside cluster-b; its output follows when it ends (log: $out/kubernetes.log)"
   setsid bash -c "$(declare -f elapsed phase kubernetes_phase); $(declare -p PYTEST out start); kubernetes_phase" \
     >"$out/kubernetes.log" 2>&1 &
   local kube=$!
   background+=("$kube")
-  phase cluster-b -m "cluster and not kubernetes" "${SERIAL_A[@]/#/--ignore=}" tests
+  phase cluster-b -m "cluster and not kubernetes and not unsettled" "${SERIAL_A[@]/#/--ignore=}" tests
   wait "$kube"
   cat "$out/kubernetes.log"
 }
@@ -107,7 +107,7 @@ case $what in
     unit_phase
     phase cluster tests/test_cluster.py ;;
   cluster)
-    phase cluster -m "cluster and not kubernetes" tests ;;
+    phase cluster -m "cluster and not kubernetes and not unsettled" tests ;;
   kubernetes)
     start_build
     kubernetes_phase ;;

@@ -322,6 +322,7 @@ def test_moosefs_3_to_4_module_by_module_under_writes_loses_nothing():
 GLUSTER_UPGRADE_LINE = "dfslab run examples/gluster-upgrade.yaml"  # docs/releases.md's GlusterFS upgrade line
 
 
+@pytest.mark.unsettled  # self-heal stalled after the upgrade in 2 of the last 4 runs (docs/testing.md)
 def test_glusterfs_10_to_11_one_server_at_a_time_under_writes_loses_nothing():
     """GlusterFS's online upgrade (each server's glusterd, bricks and self-heal daemon together, the
     next once nothing is left to heal, then the op-version) under fio through the FUSE client and
