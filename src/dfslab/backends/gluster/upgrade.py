@@ -13,6 +13,7 @@ that runs now); `gluster` has no command that reports a running brick's version.
 from __future__ import annotations
 
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -112,7 +113,7 @@ def rejoin_rejected(ctx: GlusterContext, node: str) -> list[str]:
         return []  # online; or neither within the wait: `upgraded` waits on, and says so if it never is
     key, value = next(iter(volume.options(ctx).items()))
     glusterd.cli(ctx, node, "volume", "set", volume.VOLUME, key, value)
-    glusterd.restart(ctx, node)
+    restart_with_self_heal(ctx, node)
     return [f"{node}'s bricks did not start (its peers rejected it): volume set {key} {value} on {node} alone, "
             f"glusterd.{node} started again"]
 
@@ -146,7 +147,7 @@ def rejoin(ctx: GlusterContext) -> list[str]:
     done = []
     for node in nodes:
         if rejecting(ctx, node):
-            glusterd.restart(ctx, node)
+            restart_with_self_heal(ctx, node)
             done.append(f"glusterd.{node} started again (it rejected a peer of the older release)")
     return done
 
@@ -173,6 +174,29 @@ def misported_bricks(ctx: GlusterContext) -> list[tuple[dict, str]]:
             if actual is not None and actual != brick["port"]:
                 out.append((brick, actual))
     return out
+
+
+def restart_with_self_heal(ctx: GlusterContext, node: str) -> None:
+    """`node`'s glusterd started again with a self-heal daemon of its own. glusterd 11 starts a new
+    one at its start, which exits on the running one's pidfile lock ("pidfile lock failed"), leaving
+    that one running and unmanaged: `volume status` said N and `volume heal` failed ("brick op
+    'Heal' failed"), and healing waited on its own crawl (twice in four runs: 273 entries left). So
+    the running one is stopped, with its pidfile, while glusterd is down."""
+    ctx.runtime.signal_process(glusterd.tracked(ctx, node), signal.SIGTERM, grace=30)
+    ctx.runtime.procs.exited(glusterd.daemon_name(node))
+    shd = [pid for pid in ctx.runtime.marked_on(node) if program(pid) == "glusterfs" and b"shd/" in cmdline(pid)]
+    terminate(shd, {pid: proc_start_time(pid) for pid in shd}, timeout=30)
+    for pidfile in (ctx.node_dir(node, "run") / "gluster" / "shd").rglob("*.pid"):
+        pidfile.unlink(missing_ok=True)
+    glusterd.start(ctx, node)
+    glusterd.wait_listening(ctx, node)
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def remove_pidfile(ctx: GlusterContext, brick: dict) -> None:
