@@ -228,7 +228,7 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         if self.spec.gluster.volume != "distribute":
             summary = volume.heal_summary(self.ctx, node, timeout=3)
             return ([{"brick": b["brick"], "online": b["connected"]} for b in summary],
-                    sum(b["pending"] + (not b["connected"]) for b in summary))
+                    volume.pending_total(summary))
         if not glusterd.handshakes_done(peers):
             raise BackendError(f"a peer of {node} is still in its handshake")
         return volume.bricks(self.ctx, node, timeout=3), None

@@ -62,11 +62,14 @@ def start(ctx: GlusterContext, node: str) -> None:
                             "caps": ["SYS_ADMIN"], "mounts": [[str(ctx.node_dir(node, "")), "rw"]]})
 
 
-def restart(ctx: GlusterContext, node: str) -> None:
+def restart(ctx: GlusterContext, node: str, while_down: Callable[[], None] | None = None) -> None:
     """Stop `node`'s glusterd (SIGTERM) and start it again as it was; its bricks and self-heal
-    daemon keep running (the new glusterd finds them by their pidfiles)."""
+    daemon keep running (the new glusterd finds them by their pidfiles). `while_down` runs between
+    the two (the upgrade stops the self-heal daemon there)."""
     ctx.runtime.signal_process(tracked(ctx, node), signal.SIGTERM, grace=30)
     ctx.runtime.procs.exited(daemon_name(node))  # reap it, if it is a child of this process
+    if while_down is not None:
+        while_down()
     start(ctx, node)
     wait_listening(ctx, node)
 

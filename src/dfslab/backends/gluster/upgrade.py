@@ -13,7 +13,6 @@ that runs now); `gluster` has no command that reports a running brick's version.
 from __future__ import annotations
 
 import re
-import signal
 import time
 from pathlib import Path
 
@@ -154,11 +153,8 @@ def rejoin(ctx: GlusterContext) -> list[str]:
 
 def brick_port(pid: int) -> str | None:
     """The port a brick process was told to listen on (its --brick-port)."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-    except OSError:
-        return None
-    return argv[argv.index(b"--brick-port") + 1].decode() if b"--brick-port" in argv[:-1] else None
+    args = argv(pid)
+    return args[args.index("--brick-port") + 1] if "--brick-port" in args[:-1] else None
 
 
 def misported_bricks(ctx: GlusterContext) -> list[tuple[dict, str]]:
@@ -182,21 +178,20 @@ def restart_with_self_heal(ctx: GlusterContext, node: str) -> None:
     that one running and unmanaged: `volume status` said N and `volume heal` failed ("brick op
     'Heal' failed"), and healing waited on its own crawl (twice in four runs: 273 entries left). So
     the running one is stopped, with its pidfile, while glusterd is down."""
-    ctx.runtime.signal_process(glusterd.tracked(ctx, node), signal.SIGTERM, grace=30)
-    ctx.runtime.procs.exited(glusterd.daemon_name(node))
-    shd = [pid for pid in ctx.runtime.marked_on(node) if program(pid) == "glusterfs" and b"shd/" in cmdline(pid)]
-    terminate(shd, {pid: proc_start_time(pid) for pid in shd}, timeout=30)
-    for pidfile in (ctx.node_dir(node, "run") / "gluster" / "shd").rglob("*.pid"):
-        pidfile.unlink(missing_ok=True)
-    glusterd.start(ctx, node)
-    glusterd.wait_listening(ctx, node)
+    def stop_self_heal() -> None:
+        shd = [pid for pid in ctx.runtime.marked_on(node) if program(pid) == "glusterfs" and "shd/" in " ".join(argv(pid))]
+        terminate(shd, {pid: proc_start_time(pid) for pid in shd}, timeout=30)
+        for pidfile in (ctx.node_dir(node, "run") / "gluster" / "shd").rglob("*.pid"):
+            pidfile.unlink(missing_ok=True)
+    glusterd.restart(ctx, node, while_down=stop_self_heal)
 
 
-def cmdline(pid: int) -> bytes:
+def argv(pid: int) -> list[str]:
+    """A process's command line ([] once it is gone)."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
+        return Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode(errors="replace").split("\0")
     except OSError:
-        return b""
+        return []
 
 
 def remove_pidfile(ctx: GlusterContext, brick: dict) -> None:

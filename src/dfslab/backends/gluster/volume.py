@@ -132,8 +132,12 @@ def heal_pending(ctx: GlusterContext, node: str, timeout: float = 60) -> int | N
     """Entries still to heal on all bricks; None for a volume without redundancy."""
     if ctx.spec.gluster.volume == "distribute":
         return None
-    # a brick that cannot answer has pending heals by definition
-    return sum(b["pending"] + (not b["connected"]) for b in heal_summary(ctx, node, timeout))
+    return pending_total(heal_summary(ctx, node, timeout))
+
+
+def pending_total(summary: list[dict[str, Any]]) -> int:
+    """Entries to heal over a heal summary's bricks; a brick that cannot answer has pending heals by definition."""
+    return sum(b["pending"] + (not b["connected"]) for b in summary)
 
 
 def start_heal(ctx: GlusterContext, node: str) -> str:
