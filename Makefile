@@ -18,7 +18,7 @@ install-base:
 	bash scripts/install-deps.sh
 
 install-deps: install-base
-	bash scripts/build-kubernetes.sh
+	bash scripts/build-kubernetes.sh all
 
 # `make demo` installs only what the quickstart needs (group demo of src/dfslab/debian-packages.txt,
 # and dfslab's Python packages without the test tools): GlusterFS, Docker's and Kubernetes' pieces

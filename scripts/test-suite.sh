@@ -2,7 +2,7 @@
 # `make test`: the whole suite in timed phases, so that its budget (CI gives a run 90 minutes;
 # the suite, installs included, must stay under 45) shows in every log. docs/testing.md says why
 # the phases are laid out so:
-#   build        the Kubernetes and Rook build (scripts/build-kubernetes.sh, ~5 min of CPU cold,
+#   build        the Kubernetes and Rooks build (scripts/build-kubernetes.sh all, ~7 min of CPU cold,
 #                nothing once cached), in the background at the lowest CPU and I/O priority
 #   roots        the releases' roots (dfslab releases build --all, ~2 min cold), likewise
 #   unit         tests without a cluster, on both cores (pytest-xdist), a file's tests in one worker:
@@ -57,7 +57,7 @@ phase() {  # phase NAME PYTEST-ARGS...: one pytest session; its junit XML and ex
 
 start_build() {
   echo "=== phase build: started in the background at +$(elapsed "$start") (log: $out/build.log)"
-  setsid bash -c 'nice -n 19 ionice -c 3 bash scripts/build-kubernetes.sh >"$1/build.log" 2>&1; echo $? >"$1/build.rc"' \
+  setsid bash -c 'nice -n 19 ionice -c 3 bash scripts/build-kubernetes.sh all >"$1/build.log" 2>&1; echo $? >"$1/build.rc"' \
     build "$out" &
   background+=($!)
 }

@@ -25,6 +25,7 @@ from test_docs_unit import _doc_commands
 from test_docker import DOCS_BLOCK as DOCKER_BLOCK
 from test_kubernetes_gluster import DOCS_BLOCK as GLUSTER_K8S_BLOCK
 from test_kubernetes_moosefs import DOCS_BLOCK as MOOSEFS_K8S_BLOCK
+from test_kubernetes_releases import DOCS_BLOCK as RELEASES_K8S_BLOCK
 from test_releases import (DOCS_BLOCK as RELEASES_BLOCK, GLUSTER_11_LINE, GLUSTER_UPGRADE_LINE, MOOSEFS_4_LINE,
                            MOOSEFS_UPGRADE_LINE, UPGRADE_LINE)
 from test_settings import TUNE_LINE
@@ -67,7 +68,7 @@ KUBERNETES_RUN = {
 # The docker page's first lines likewise, by test_docker.py before its own docker cluster is up;
 # the tune line by test_settings.py (it replaces a tune of an experiment of the test's own).
 RUN_ELSEWHERE = {"kubernetes.md": [*GLUSTER_K8S_BLOCK, *MOOSEFS_K8S_BLOCK], "docker.md": DOCKER_BLOCK, "experiments.md": [TUNE_LINE],
-                 "releases.md": [*RELEASES_BLOCK, MOOSEFS_4_LINE, GLUSTER_11_LINE, UPGRADE_LINE, MOOSEFS_UPGRADE_LINE,
+                 "releases.md": [*RELEASES_BLOCK, *RELEASES_K8S_BLOCK, MOOSEFS_4_LINE, GLUSTER_11_LINE, UPGRADE_LINE, MOOSEFS_UPGRADE_LINE,
                                  GLUSTER_UPGRADE_LINE]}
 # Run as their own `--dry-run` (the spec and experiment validated, every step planned): a
 # measurement's recipe too long to run whole here, and what it costs.

@@ -66,6 +66,7 @@ FACTS = [
     ("pushdown.yaml", "~190 MB", "the dataset's size as loaded, a result"),
     ("rook-nodeloss.yaml", "under 5 GiB", "ceph-volume's minimum device size"),
     ("rook-small.yaml", "under 5 GiB", "ceph-volume's minimum device size"),
+    ("rook-tentacle.yaml", "under 5 GiB", "ceph-volume's minimum device size"),
     ("ceph-reef.yaml", "ceph-small.yaml's 8GiB", "another example's OSD size, why this one's is larger"),
     ("ceph-reef.yaml", "660 MB/s", "a measured result"),
     ("ceph-releases.yaml", "~780 MB/s", "a measured result"),

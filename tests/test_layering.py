@@ -238,13 +238,12 @@ LINES_LEFT = {
     "dfslab.cli.tools": (1, "the capabilities help's example file (rook-yours)"),
     "dfslab.spec": (10, "the kubernetes section's Rook fields (namespace rook-ceph, devices per OSD, "
                         "dataDirHostPath), help text naming the engines"),
-    "dfslab.runtime.kubernetes.images": (17, "the local Kubernetes' image is Rook's binary on dfslab's Ceph image"),
+    "dfslab.runtime.kubernetes.images": (15, "the local Kubernetes' image is Rook's binary on dfslab's Ceph image"),
     "dfslab.workloads.servers": (4, "placement groups per server (the size of a confined pool), help naming rados bench"),
     "dfslab.runtime.kubernetes.job": (2, "a shipped Ceph helper, the image's name"),
-    "dfslab.runtime.kubernetes": (6, "Rook's data directory on each node, Rook's build beside Kubernetes'"),
+    "dfslab.runtime.kubernetes": (5, "Rook's data directory on each node, Rook's build beside Kubernetes'"),
     "dfslab.runtime.kubernetes.node": (5, "Rook's data directory bound into each node"),
     "dfslab.runtime.kubernetes.existing": (2, "the Rook image pushed to a site's registry; Ceph in an error message"),
-    "dfslab.deps": (4, "Rook is built with Kubernetes"),
     "dfslab.experiment": (3, "help text: OSDs' disks, BlueStore's cache"),
     "dfslab.report": (4, "rados bench's latency chart caption, the pushdown figure, OSDs' room"),
     "dfslab.workloads": (3, "the `cephfs` alias of target fs, help naming CephFS/GlusterFS"),
@@ -253,7 +252,8 @@ LINES_LEFT = {
     "dfslab.chaos.entry": (1, "help example: osd.1, mon.b"),
     "dfslab.chaos.pod": (1, "help example: osd.0, glusterd.node2"),
     "dfslab.dryrun": (1, "the fix names ceph.osd_size"),
-    "dfslab.runtime.kubernetes.binaries": (1, "the build's error names Rook"),
+    "dfslab.runtime.kubernetes.binaries": (2, "the build's error names Rook; the engine build an image carries where "
+                                              "the release names none (rook-v1.12.11)"),
     "dfslab.tune": (1, "help example: ceph: {conf: ...}"),
 }
 

@@ -2,7 +2,9 @@
 programs run from a root (no root is built here: tests/test_releases.py builds and runs one)."""
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,13 +58,36 @@ def test_clients_older_than_a_new_tentacles_keys_are_refused_before_it_is_made()
     CephBackend.preflight(parse_spec({**SPEC, "ceph": {"release": "reef", "client_release": "pacific"}}))
 
 
-def test_a_rooted_release_is_refused_where_the_runtime_cannot_run_a_root():
-    with pytest.raises(SpecError) as err:
-        parse_spec({**SPEC, "runtime": "kubernetes", "ceph": {"release": "reef"}})
-    [(path, message)] = err.value.problems
-    assert path == "ceph.release" and "runtimes local and docker can" in message
+def test_a_rooted_release_runs_on_kubernetes_through_rook_and_is_refused_by_the_engines_that_cannot():
+    from dfslab.registry import backend_class_of
+    spec = parse_spec({**SPEC, "runtime": "kubernetes", "ceph": {"release": "reef"}})
+    assert spec.ceph.release == "reef" and backend_class_of("ceph", "kubernetes").refusal(spec) is None
     assert parse_spec({**SPEC, "runtime": "kubernetes"}).ceph.release == "pacific"  # its own release runs there
     assert parse_spec({**SPEC, "runtime": "docker", "ceph": {"release": "reef"}}).ceph.release == "reef"  # the root's image
+    gluster = parse_spec({"name": "g", "runtime": "kubernetes", "nodes": 3, "filesystem": "gluster",
+                          "gluster": {"release": "11"}})
+    refused = backend_class_of("gluster", "kubernetes").refusal(gluster)
+    assert refused.startswith("gluster.release: 11 ") and "runtime local or docker" in refused
+    # the mixed case stays the host runtimes': clients of another release run from a root here
+    with pytest.raises(SpecError) as err:
+        parse_spec({**SPEC, "runtime": "kubernetes", "ceph": {"release": "reef", "client_release": "pacific"}})
+    [(path, message)] = err.value.problems
+    assert path == "ceph.client_release" and "runtimes local and docker can" in message
+
+
+def test_each_release_names_a_rook_the_build_script_builds():
+    """The engine builds the releases name are the ones scripts/build-kubernetes.sh knows, the
+    runtime's default first (one missing from the script would fail at the first `up`)."""
+    from dfslab.registry import releases_of
+    from dfslab.runtime.kubernetes.binaries import ENGINE_DEFAULT, engine_of
+    text = (Path(__file__).parents[1] / "scripts/build-kubernetes.sh").read_text()
+    [listed] = re.findall(r'^ENGINES="([^"]+)"', text, re.M)
+    engines = listed.split()
+    assert engines[0] == ENGINE_DEFAULT == engine_of(releases_of("ceph")[0]) == engine_of(None) == "rook-v1.12.11"
+    assert {engine_of(r) for r in releases_of("ceph")} == set(engines)
+    assert {engine_of(r) for r in releases_of("ceph")[1:]} == {"rook-v1.18.8"}  # Reef and Tentacle: Rook v1.18
+    for engine in engines:  # each has its patches (the build's stamp hashes them)
+        assert list((Path(__file__).parents[1] / "native/rook" / engine.removeprefix("rook-")).glob("*.patch")), engine
 
 
 @pytest.mark.parametrize("argv, program", [
@@ -112,7 +137,7 @@ def _fake_root(tmp_path, monkeypatch, release, status="Package: ceph-mon\n"):
     tree = roots.root_home(release) / "root"
     (tree / "var/lib/dpkg").mkdir(parents=True)
     (tree / "var/lib/dpkg/status").write_text(status)
-    manifest = {"suite": release.suite, "packages": list(release.packages), "patched": [],
+    manifest = {"suite": release.suite, "packages": list(roots.installs(release)), "patched": [],
                 "status_sha256": roots._status_checksum(tree), "programs": ["ceph"]}
     (roots.root_home(release) / "manifest.json").write_text(json.dumps(manifest))
     return tree
@@ -123,7 +148,7 @@ def test_a_built_root_is_used_only_while_it_is_what_was_built(tmp_path, monkeypa
     assert roots.problem(release, None) == "not built"
     tree = _fake_root(tmp_path, monkeypatch, release)
     assert roots.problem(release, roots.read_manifest(release)) is None
-    other = Release("x", "1.0", "X 1", "trixie", ("ceph-mon", "fio"))
+    other = Release("x", "1.0", "X 1", "trixie", ("ceph-mon", "ceph-osd"))
     assert roots.problem(other, roots.read_manifest(other)) == "built for other packages"
     (tree / "var/lib/dpkg/status").write_text("Package: ceph-mon\nVersion: 2\n")  # something installed into it
     assert "checksum" in roots.problem(release, roots.read_manifest(release))

@@ -82,7 +82,7 @@ def test_rook_on_your_cluster_renders_what_up_applies(tmp_path, monkeypatch):
     spec = parse_spec(yaml.safe_load(open("examples/rook-yours.yaml")))
     done = render.render(spec, tmp_path / "rook", image="registry.example.org:5000/storage/dfslab-rook:1",
                          progress=lambda step, detail: said.append(step))
-    assert said == ["fetching", "fetched"] and (tmp_path / "cache" / "rook" / "crds.yaml").is_file()
+    assert said == ["fetching", "fetched"] and (tmp_path / "cache" / "rook" / "v1.12.11" / "crds.yaml").is_file()
     assert [p.stem for p in done.files] == ["00-namespace", "10-rook-crds", "11-rook-rbac", "12-rook-operator",
                                             "20-ceph-tuning", "30-ceph-cluster"]
     # Rook's kinds have no built-in schema: `up` (and render --kubeconfig) has the API server judge them

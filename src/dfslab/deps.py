@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .registry import debian_groups, rooted_release, runtime_class
+from .registry import debian_groups, release_of, rooted_release, runtime_class
 from .runtime import Runtime, RuntimeError_
 from .spec import ClusterSpec
 from .state import dfslab_home
@@ -63,7 +63,7 @@ def ensure(spec: ClusterSpec, runtime: type[Runtime], progress: Callable[[str, s
     rooted = ["releases"] if rooted_release(spec) is not None else []
     ensure_groups([*runtime.debian_groups, *debian_groups(spec.filesystem, spec), *rooted], progress)
     for build in runtime.builds:
-        BUILDS[build](progress)
+        BUILDS[build](progress, spec)
 
 
 def ensure_runtime(runtime_kind: str, progress: Callable[[str, str], None]) -> None:
@@ -100,17 +100,19 @@ def ensure_fetched(marker: Path, args: list[str], what: str, progress: Callable[
     progress("fetched", f"{what} in {time.monotonic() - started:.0f} s")
 
 
-def ensure_kubernetes_build(progress: Callable[[str, str], None]) -> None:
+def ensure_kubernetes_build(progress: Callable[[str, str], None], spec: ClusterSpec | None = None) -> None:
+    """Kubernetes' binaries and the engine build `spec`'s release names (the default without one)."""
     from .runtime.kubernetes import COMPONENTS
-    from .runtime.kubernetes.binaries import k8s_cache
-    if all((k8s_cache() / "bin" / name).exists() for name in (*COMPONENTS, "rook")):
+    from .runtime.kubernetes.binaries import engine_of, k8s_cache
+    engine = engine_of(release_of(spec) if spec is not None else None)
+    if all((k8s_cache() / "bin" / name).exists() for name in (*COMPONENTS, engine)):
         return
-    progress("building Kubernetes and Rook", f"first use of runtime kubernetes: about {KUBERNETES_BUILD_MINUTES} min "
-                                             f"on 2 cores, cached in {k8s_cache()} (log: {dfslab_home() / 'logs'})")
+    progress(f"building Kubernetes and {engine}", f"first use: about {KUBERNETES_BUILD_MINUTES} min on 2 cores (an "
+                                                  f"engine alone ~3), cached in {k8s_cache()} (log: {dfslab_home() / 'logs'})")
     started = time.monotonic()
-    _script("build-kubernetes.sh", [], "the Kubernetes and Rook build", "build-kubernetes.log")
-    progress("built", f"Kubernetes and Rook in {(time.monotonic() - started) / 60:.1f} min")
+    _script("build-kubernetes.sh", [engine], f"the Kubernetes and {engine} build", "build-kubernetes.log")
+    progress("built", f"Kubernetes and {engine} in {(time.monotonic() - started) / 60:.1f} min")
 
 
 # The one-time builds a runtime names in `Runtime.builds`.
-BUILDS: dict[str, Callable[[Callable[[str, str], None]], None]] = {"kubernetes": ensure_kubernetes_build}
+BUILDS: dict[str, Callable[[Callable[[str, str], None], ClusterSpec | None], None]] = {"kubernetes": ensure_kubernetes_build}

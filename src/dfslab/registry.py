@@ -133,6 +133,10 @@ class Release:
     # (dfslab's own Python is a python3 too): Ceph's /usr/bin/python3, whose rados module is the
     # release's librados (a newer release's keys and protocol).
     interpreters: tuple[str, ...] = ()
+    # The build of the engine that deploys it on Kubernetes (its package's ENGINES), as
+    # scripts/build-kubernetes.sh names it (NAME-VERSION: Ceph's Rook, rook-v1.18.8), where it
+    # needs another than the runtime's default: the one that supports it.
+    engine: str | None = None
 
     @property
     def installs(self) -> tuple[str, ...]:

@@ -255,10 +255,10 @@ class ClusterBase(Strict):
             raise ValueError(f"{self.filesystem}.client_release: clients of another release than the servers' run "
                              f"from a root of their own, which {runtime.where} cannot start yet (runtimes local and docker can); "
                              "use runtime local or docker, or leave client_release out")
-        if release is not None and not runtime.software_roots:
+        if release is not None and not (runtime.software_roots or runtime.release_images):
             raise ValueError(f"{self.filesystem}.release: {release.name} ({release.says}) runs from a root of its own, "
-                             f"which {runtime.where} cannot start daemons in yet (runtimes local and docker can); use "
-                             f"runtime local or docker, or the default release on {self.runtime}")
+                             f"which {runtime.where} cannot start daemons in yet (runtimes local, docker and "
+                             f"kubernetes can); use one of them, or the default release on {self.runtime}")
         getattr(self, self.filesystem).check(self)
         return self
 

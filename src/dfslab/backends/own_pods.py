@@ -1,12 +1,14 @@
 """What an engine of dfslab's own on the local Kubernetes shares (GlusterFS's and MooseFS's: no
 operator runs them, dfslab's StatefulSets do): its daemons are pods, so a fault that signals their
 processes is refused (its undo would start a daemon outside Kubernetes; `pod` and `nodeloss` act
-on them there), and a Kubernetes you run is refused until the engine is built for one."""
+on them there), and a Kubernetes you run is refused until the engine is built for one, as is a
+release of another suite than this machine's (its image is made, but these engines have not run one)."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
 
+from ..registry import rooted_release
 from .abilities import PodsOnKubernetes
 
 
@@ -30,4 +32,8 @@ class OwnPods(PodsOnKubernetes):
         if fault is None and target is None and spec.kubernetes.user_cluster:
             return (f"kubernetes.kubeconfig: {cls.not_on_yours}; use kubernetes: {{local: {{}}}}, or filesystem: "
                     f"external with your own cluster's mount")
+        release = rooted_release(spec)
+        if fault is None and target is None and release is not None:
+            return (f"{spec.filesystem}.release: {release.name} ({release.says}) on runtime kubernetes is not built yet "
+                    f"(dfslab's engine here runs this machine's packages); use runtime local or docker for it")
         return super().refusal(spec, target, fault)

@@ -50,7 +50,10 @@ class Upgrade(Fault):
     @classmethod
     def runtime_refusal(cls, runtime) -> str | None:
         if not runtime.software_roots:
-            return f"runs a release's daemons from its root, which {runtime.where} cannot (runtimes local and docker can)"
+            why = " (its daemons run from an image of the release: a new release is a new image)" \
+                if runtime.release_images else ""
+            return (f"restarts running daemons into a release's root, which {runtime.where} cannot{why}; "
+                    "runtimes local and docker can")
         return None
 
     @classmethod

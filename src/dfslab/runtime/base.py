@@ -75,6 +75,9 @@ class Runtime(ABC):
     # Starts a release's daemons and clients from the release's root (dfslab.runtime.roots):
     # a filesystem release other than this machine's own runs only where this is True.
     software_roots: bool = False
+    # Runs a release's daemons from an image made of its root (its clients too, where they run in
+    # pods), though not the clients of another release or an upgrade in place (software_roots).
+    release_images: bool = False
     one_host: bool = True  # every node's CPUs, disk and memory are this machine's
     deploy_seconds: float = 30.0  # a small cluster's deploy, as measured here (the dry run's estimate)
     debian_groups: tuple[str, ...] = ()  # groups of debian-packages.txt it needs on first use

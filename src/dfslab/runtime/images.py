@@ -36,13 +36,7 @@ SUITE = "bookworm"
 # package's IMAGE_PACKAGES); on the host runtimes the clients run from the host in the client
 # node's namespace.
 FILESYSTEM_PACKAGES = {fs: image_packages(fs) for fs in FILESYSTEMS}
-# What the image adds for runtime kubernetes: tini as init, and the tools dfslab's Jobs run (fio,
-# iperf3, and MariaDB for the sql workload, server and mysqlslap); boto3, tenacity and numpy for
-# dfslab's own S3 load, the checksummed objects through a gateway and the pushdown worker, which on
-# a Kubernetes you run run in the image's Python (runtime/kubernetes/images.py IMAGE_MODULES).
-KUBERNETES_PACKAGES = ["tini", "fio", "iperf3", "mariadb-server", "mariadb-client", "python3-boto3", "python3-tenacity",
-                       "python3-numpy"]
-PACKAGES = [p for pkgs in FILESYSTEM_PACKAGES.values() for p in pkgs] + ["iproute2", "procps", *KUBERNETES_PACKAGES]
+PACKAGES = [p for pkgs in FILESYSTEM_PACKAGES.values() for p in pkgs] + ["iproute2", "procps", *roots.IMAGE_TOOLS]
 
 Progress = Callable[[str, str], None]
 
@@ -125,9 +119,11 @@ def _import(tree: Path, image: str, label: str, progress: Progress) -> str:
 
 
 def release_image(release: Release, manifest: dict) -> str:
-    """The name of the image of `release`'s root as built (its manifest): the root's package
-    database's checksum in the tag, so a rebuilt root is a new image."""
-    return f"{RELEASE_REPO}:{release.key}-{manifest['status_sha256'][:12]}"
+    """The name of the image of `release`'s root as built (its manifest): its package database's
+    checksum and its build's time in the tag, so a rebuilt root is a new image (a root rebuilt
+    for a changed patch of the release's files has the same packages)."""
+    built = hashlib.sha256(f"{manifest['status_sha256']} {manifest.get('built')}".encode()).hexdigest()
+    return f"{RELEASE_REPO}:{release.key}-{built[:12]}"
 
 
 def ensure_release(release: Release, root: roots.SoftwareRoot, progress: Progress) -> str:

@@ -178,6 +178,21 @@ def apply_patches(release: Release, tree: Path) -> None:
         target.write_text(content.replace(text, replacement, 1))
 
 
+# What dfslab's images add to a filesystem's own packages on runtime kubernetes: tini as init, and
+# the tools dfslab's Jobs run (fio, iperf3, and MariaDB for the sql workload, server and
+# mysqlslap); boto3, tenacity and numpy for dfslab's own S3 load, the checksummed objects through a
+# gateway and the pushdown worker, which on a Kubernetes you run run in the image's Python
+# (runtime/kubernetes/images.py IMAGE_MODULES). Every root holds them too, so that a release's
+# image on Kubernetes is its root as it is (runtime/images.py ensure_release).
+IMAGE_TOOLS = ("tini", "fio", "iperf3", "mariadb-server", "mariadb-client", "python3-boto3", "python3-tenacity",
+               "python3-numpy")
+
+
+def installs(release: Release) -> tuple[str, ...]:
+    """Every package `release`'s root is built with: its own, and dfslab's image tools."""
+    return tuple(dict.fromkeys((*release.installs, *IMAGE_TOOLS)))
+
+
 def build(release: Release, progress: Progress) -> dict:
     """Build `release`'s root from Debian's archive now (replacing a built one); its manifest."""
     if shutil.which("mmdebstrap") is None:
@@ -186,7 +201,7 @@ def build(release: Release, progress: Progress) -> dict:
     fresh, tree = home / "root.new", home / "root"
     if fresh.exists():
         remove_owned_tree(fresh, [roots_dir()], "a build of dfslab's that did not finish")
-    argv = ["mmdebstrap", "--variant=apt", "--mode=root", f"--include={','.join(release.installs)}",
+    argv = ["mmdebstrap", "--variant=apt", "--mode=root", f"--include={','.join(installs(release))}",
             *(f"--aptopt={opt}" for opt in release.apt_options), release.suite, str(fresh), mirror()]
     started = time.monotonic()
     stamp = archive_stamp(release)
@@ -212,8 +227,8 @@ def build(release: Release, progress: Progress) -> dict:
         raise RootError(f"building {release.says}'s root failed (mmdebstrap exit {proc.returncode}; log {log}): {tail}")
     apply_patches(release, fresh)
     manifest = {
-        "release": release.name, "suite": release.suite, "packages": list(release.installs),
-        "versions": _versions(fresh, release.installs), "patched": sorted({p for p, _, _ in release.patches}), "programs": _programs(fresh, release.packages),
+        "release": release.name, "suite": release.suite, "packages": list(installs(release)),
+        "versions": _versions(fresh, installs(release)), "patched": sorted({p for p, _, _ in release.patches}), "programs": _programs(fresh, release.packages),
         "status_sha256": _status_checksum(fresh), "archive_sha256": stamp, "mirror": mirror(),
         "built": time.time(), "build_seconds": round(time.monotonic() - started, 1), "bytes": _tree_bytes(fresh),
     }
@@ -229,7 +244,7 @@ def problem(release: Release, manifest: dict | None) -> str | None:
     tree = root_home(release) / "root"
     if manifest is None or not tree.is_dir():
         return "not built"
-    if (manifest.get("packages") != list(release.installs) or manifest.get("suite") != release.suite
+    if (manifest.get("packages") != list(installs(release)) or manifest.get("suite") != release.suite
             or manifest.get("patched") != sorted({p for p, _, _ in release.patches})):
         return "built for other packages"
     try:

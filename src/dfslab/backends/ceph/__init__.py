@@ -38,21 +38,40 @@ _OWN_CLIENT = ("/usr/bin/python3",)
 # ceph-fuse trims the kernel's dentries by `mount -i -o remount` of its mount point and aborts where
 # that fails (exit 127 without /usr/bin/mount): trixie's packages bring `mount` along, forky's do not.
 _FUSE_REMOUNT = ("mount",)
+# Tentacle's ceph-volume reads every block device's udev record (/run/udev/data/b<major>:<minor>)
+# and fails its whole inventory where one is missing ("No udev data could be retrieved for
+# /sys/block/loop0"): Rook's OSD prepare then finds no device and makes no OSD (rook/rook#17746, a
+# host without systemd-udevd). This machine runs no udevd, so the local Kubernetes' nodes have no
+# records; a missing one is read as empty, as upstream's fix does for `raw list` (ceph/ceph#64833).
+_UDEV_OPTIONAL = (
+    ("usr/lib/python3/dist-packages/ceph_volume/util/disk.py",
+     "        if not os.path.exists(self.udev_data_path):\n"
+     "            raise RuntimeError(f'No udev data could be retrieved for {self.path}')\n\n"
+     "        with open(self.udev_data_path, 'r') as f:\n"
+     "            content: str = f.read().strip()\n"
+     "            self.raw_data: List[str] = content.split('\\n') if content else []\n",
+     "        content: str = ''\n"
+     "        if os.path.exists(self.udev_data_path):  # dfslab: none without udevd (dfslab.backends.ceph)\n"
+     "            with open(self.udev_data_path, 'r') as f:\n"
+     "                content = f.read().strip()\n"
+     "        self.raw_data: List[str] = content.split('\\n') if content else []\n"),
+)
 # The releases `ceph: {release: ...}` names, the default first (measured 2026-11-28, ../shared/FACTS.md).
 # Pacific is this machine's own Ceph: `make demo` needs no root built (4 minutes fresh).
+# On Kubernetes each runs under the Rook that supports it (`engine`): Rook v1.12.11 is the last
+# that runs Pacific, v1.18 supports Reef, Squid and Tentacle (its pkg/operator/ceph/version).
+# A root also holds what Rook's pods need of dfslab's image (udev's udevadm for ceph-volume; the
+# rest comes with the daemons).
+_ROOK_NEEDS = ("udev",)
 RELEASES = (
-    Release("pacific", "16.2.15", "Ceph 16 Pacific (Debian 12's own packages)"),
+    Release("pacific", "16.2.15", "Ceph 16 Pacific (Debian 12's own packages)", engine="rook-v1.12.11"),
     Release("reef", "18.2.7", "Ceph 18 Reef (Debian 13 trixie)", "trixie", _ROOT_PACKAGES, patches=_REEF_BCRYPT,
-            interpreters=_OWN_CLIENT),
+            interpreters=_OWN_CLIENT, helpers=_ROOK_NEEDS, engine="rook-v1.18.8"),
     # forky's Release file is past its Valid-Until on this machine's mirror (FACTS.md, "Newer releases").
     Release("tentacle", "20.2.4", "Ceph 20 Tentacle (Debian forky)", "forky", _ROOT_PACKAGES,
-            apt_options=('Acquire::Check-Valid-Until "false"',), interpreters=_OWN_CLIENT, helpers=_FUSE_REMOUNT),
+            apt_options=('Acquire::Check-Valid-Until "false"',), interpreters=_OWN_CLIENT,
+            helpers=(*_FUSE_REMOUNT, *_ROOK_NEEDS), patches=_UDEV_OPTIONAL, engine="rook-v1.18.8"),
 )
-# Not yet: Tentacle (20.2.4, Debian forky; its Release file here needs Acquire::Check-Valid-Until
-# "false"). Its daemons come up from a root of forky with every PG clean, but its monitors raise
-# six AUTH_INSECURE_* checks for dfslab's AES-128 cephx keys (Tentacle's are AES-256, type 2), and
-# dfslab's own client (Debian 12's librados, in its Python) cannot use AES-256 keys: the admin
-# channel has to move to the release's own tools first (docs/releases.md).
 
 def debian_groups_for(spec) -> list[str]:
     """What a Ceph spec needs beyond `make demo`'s packages: radosgw and s3cmd for gateways."""

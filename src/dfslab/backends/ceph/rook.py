@@ -28,9 +28,12 @@ from ..abilities import KubernetesManifests, PodsOnKubernetes
 from .. import BackendError, PodSelector, PreflightError, Progress, table
 from ..kube_tables import nodes_table, pods_table
 from . import client as cephfs_client, health, pools, rgw
-from .conf import box_tuning, conf_text
+from .conf import RELEASE_CONF, box_tuning, conf_text
 from .backend import CephBackend
 from ... import deps
+from ...native import IMAGE_CLASS_DIR
+from ...registry import release_of
+from ...runtime.kubernetes.binaries import engine_of, k8s_cache
 from ...runtime.kubernetes.job import CLIENT_SECRET, POD_MOUNTS_KEY
 from ...runtime.kubernetes.objects import apply_all, delete_object, exists, namespace_object, patch_merge, validate_all
 from ...polling import poll, wait_until
@@ -45,14 +48,20 @@ STORE_WHERE = tuple(f"--rgw-{part}={OBJECT_STORE}" for part in ("realm", "zonegr
 MON_PORT = 6789
 
 
-def _rook_manifests() -> Path:
-    from ...runtime.kubernetes.binaries import k8s_cache
-    return k8s_cache() / "rook"
+def rook_of(spec) -> str:
+    """The Rook version that runs `spec`'s release (its `engine`, rook-VERSION: v1.12.11 for
+    Pacific, v1.18 for Reef and Tentacle)."""
+    return engine_of(release_of(spec)).removeprefix("rook-")
 
 
-def load_manifests(name: str, namespace: str) -> list[dict]:
-    """Rook's deploy/examples/<name>.yaml as objects, moved to `namespace`."""
-    docs = [d for d in yaml.safe_load_all((_rook_manifests() / name).read_text()) if d]
+def rook_manifests(version: str) -> Path:
+    """Where Rook `version`'s manifests are (crds.yaml, common.yaml, operator.yaml)."""
+    return k8s_cache() / "rook" / version
+
+
+def load_manifests(name: str, namespace: str, version: str) -> list[dict]:
+    """Rook `version`'s deploy/examples/<name>.yaml as objects, moved to `namespace`."""
+    docs = [d for d in yaml.safe_load_all((rook_manifests(version) / name).read_text()) if d]
     return [_renamespace(d, namespace) for d in docs]
 
 
@@ -64,16 +73,18 @@ def _renamespace(obj: Any, namespace: str) -> Any:
     return obj
 
 
-def operator_objects(namespace: str, image: str, local: bool = True) -> list[dict]:
+def operator_objects(namespace: str, image: str, version: str, local: bool = True) -> list[dict]:
     """Rook's operator.yaml with dfslab's image: loop devices allowed (raw-mode OSDs, no LVM), no
     CSI (dfslab's clients are Jobs, and CSI's images come from registries). On the local
     Kubernetes: the operator on the host network of a client node (there is no kube-proxy but
     for the API server's ClusterIP), the image never pulled; on yours, pulled if not present."""
-    objs = load_manifests("operator.yaml", namespace)
+    objs = load_manifests("operator.yaml", namespace, version)
     for obj in objs:
         if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "rook-ceph-operator-config":
+            # From v1.17 Rook hands CSI to ceph-csi-operator, or with its driver disabled to none.
             obj["data"].update({"ROOK_CSI_ENABLE_CEPHFS": "false", "ROOK_CSI_ENABLE_RBD": "false",
-                                "ROOK_CSI_ENABLE_NFS": "false", "ROOK_CEPH_ALLOW_LOOP_DEVICES": "true",
+                                "ROOK_CSI_ENABLE_NFS": "false", "ROOK_USE_CSI_OPERATOR": "false",
+                                "ROOK_CSI_DISABLE_DRIVER": "true", "ROOK_CEPH_ALLOW_LOOP_DEVICES": "true",
                                 "ROOK_ENABLE_DISCOVERY_DAEMON": "false", "ROOK_LOG_LEVEL": "INFO"})
         if obj["kind"] == "Deployment" and obj["metadata"]["name"] == "rook-ceph-operator":
             pod = obj["spec"]["template"]["spec"]
@@ -110,7 +121,8 @@ def cluster_objects(spec, namespace: str, image: str, host_path: str, devices: d
             "mgr": {"count": 1, "allowMultiplePerNode": True},
             "dashboard": {"enabled": False},
             "crashCollector": {"disable": True},
-            "monitoring": {"enabled": False},
+            # no ceph-exporter (Rook runs one per node from Reef on: Debian packages none)
+            "monitoring": {"enabled": False, "metricsDisabled": True},
             "network": {"provider": "host"},
             "placement": {"all": server},
             "disruptionManagement": {"managePodBudgets": False},
@@ -178,8 +190,12 @@ def config_override(spec, namespace: str) -> dict:
     sections = box_tuning()
     # dfslab's object class is in the image's class directory beside Ceph's; an OSD loads only the
     # classes these lists name (Ceph's own by default), as on the other runtimes (conf.py).
-    sections.setdefault("osd", {}).update({"osd class load list": "*", "osd class default list": "*"})
-    for section, opts in (spec.ceph.conf or {}).items():
+    # Trixie's and forky's ceph-osd default to a relative class dir ("lib/x86_64-linux-gnu/rados-classes",
+    # not found from the pod's working directory: no cls_lock, so the MGR's sqlite pool failed):
+    # named in full, as Debian installs it (Pacific's default is the same path).
+    sections.setdefault("osd", {}).update({"osd class load list": "*", "osd class default list": "*",
+                                          "osd class dir": IMAGE_CLASS_DIR})
+    for section, opts in [*RELEASE_CONF.get(spec.ceph.release, {}).items(), *(spec.ceph.conf or {}).items()]:
         sections.setdefault(section, {}).update(opts)
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "rook-config-override", "namespace": namespace},
@@ -304,12 +320,14 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
             raise BackendError("render: give --image (the name your registry gives dfslab's image); with "
                                "kubernetes.image_registry the name is known only once `dfslab up` pushed it")
         # Rook's own manifests, from its module (the Kubernetes build leaves them there too)
-        deps.ensure_fetched(_rook_manifests() / "crds.yaml", ["manifests"], "Rook's manifests", progress)
+        rook = rook_of(spec)
+        deps.ensure_fetched(rook_manifests(rook) / "crds.yaml", ["manifests", f"rook-{rook}"], f"Rook {rook}'s manifests",
+                            progress)
         ns = k.namespace
         return {"00-namespace": [namespace_object(ns)],
-                "10-rook-crds": load_manifests("crds.yaml", ns),
-                "11-rook-rbac": load_manifests("common.yaml", ns),
-                "12-rook-operator": operator_objects(ns, image, local=False),
+                "10-rook-crds": load_manifests("crds.yaml", ns, rook),
+                "11-rook-rbac": load_manifests("common.yaml", ns, rook),
+                "12-rook-operator": operator_objects(ns, image, rook, local=False),
                 "20-ceph-tuning": [config_override(spec, ns)],
                 "30-ceph-cluster": cluster_objects(spec, ns, image, k.data_dir_host_path, k.devices, "IfNotPresent")}
 
@@ -358,6 +376,22 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
             self._adopt_gateways(api, progress, max(120, deadline - time.monotonic()))
         health.wait_healthy(self.ctx.admin, self.runtime.procs, sum(map(len, devices.values())), c.cephfs, progress,
                             max(60, deadline - time.monotonic()))
+        self._check_release(progress)
+
+    def _check_release(self, progress: Progress) -> None:
+        """Every daemon runs the spec's release: Rook runs whatever Ceph the image holds (dfslab
+        allows it any: allowUnsupported), so an image of another release (a `kubernetes.image`
+        given by name) would measure that one under this one's name."""
+        release = release_of(self.spec)
+        overall = (self.ctx.admin.cmd("versions") or {}).get("overall", {})
+        # "ceph version 20.2.4 (7f79...) tentacle (stable - RelWithDebInfo)": the codename after the commit
+        others = {v: n for v, n in overall.items() if f") {release.name} (" not in v}
+        if others:
+            found = "; ".join(f"{n} daemon(s) on {v}" for v, n in others.items())
+            raise BackendError(f"ceph.release: {release.name} ({release.says}) asked, but {found}: the image "
+                               f"({self.state.read()['k8s_images']['rook']}) holds another Ceph; give the image dfslab "
+                               f"built for {release.name} (dfslab up builds it when kubernetes.image is left out)")
+        progress("checking versions", f"every daemon on {release.says}: {', '.join(overall)}")
 
     def _gateway_pods(self, core) -> list:
         return core.list_namespaced_pod(self.namespace, label_selector=f"rook_object_store={OBJECT_STORE}").items
@@ -426,10 +460,11 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
             progress("using Rook", f"the operator in namespace {running[0].metadata.namespace}")
             self._apply(api, [config_override(self.spec, self.namespace)])
             return
-        progress("installing Rook", "CRDs, RBAC, operator (v1.12.11)")
-        self._apply(api, load_manifests("crds.yaml", self.namespace) + load_manifests("common.yaml", self.namespace))
+        rook = rook_of(self.spec)
+        progress("installing Rook", f"CRDs, RBAC, operator ({rook})")
+        self._apply(api, load_manifests("crds.yaml", self.namespace, rook) + load_manifests("common.yaml", self.namespace, rook))
         self._apply(api, [config_override(self.spec, self.namespace)])
-        self._apply(api, operator_objects(self.namespace, image, local=not self.existing))
+        self._apply(api, operator_objects(self.namespace, image, rook, local=not self.existing))
 
     def _apply(self, api, objs: list[dict]) -> None:
         """Server-side apply; on your Kubernetes only objects that do not exist yet, each recorded

@@ -25,13 +25,14 @@ import psutil
 
 from ...polling import poll
 from ...procs import TrackedProcess, proc_start_time, terminate
+from ...registry import release_of, rooted_release
 from ...safety import remove_owned_tree
 from ...spec import ClusterSpec
 from ...state import dfslab_home
 from ..base import CLIENT, Runtime, RuntimeError_
 from ..local import LocalNetnsRuntime, NETNS_DIR
 from . import images as kimages
-from .binaries import API_PORT, binary
+from .binaries import API_PORT, binary, engine_of
 from . import node as knode
 from . import pki as kpki
 from .job import is_admin, shipped_module
@@ -78,7 +79,11 @@ def pod_subnet(index: int) -> str:
 
 class KubernetesRuntime(LocalNetnsRuntime):
     kind = "kubernetes"
-    software_roots = False  # its daemons run from images of this machine's packages
+    # Its daemons run from images: of this machine's packages, or of a release's root (whose
+    # programs the clients here run too, as on runtime local); no other release for the clients,
+    # no release changed under running pods (an upgrade is Rook's: not built).
+    software_roots = False
+    release_images = True
     where = "runtime kubernetes (the local one dfslab starts)"
     engine_deploys = True
     client_kinds = ("host", "job")
@@ -141,8 +146,9 @@ class KubernetesRuntime(LocalNetnsRuntime):
 
     # -- lifecycle --------------------------------------------------------------
     def preflight(self, spec: ClusterSpec) -> None:
-        for name in (*COMPONENTS, "rook"):
+        for name in COMPONENTS:
             binary(name)
+        binary(engine_of(release_of(spec)))
         for tool in ("etcd", "containerd", "runc", "ctr", "iptables", "losetup", "unshare"):
             if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode != 0:
                 raise RuntimeError_(f"runtime kubernetes: `{tool}` is missing; `make install-deps` installs it")
@@ -153,7 +159,9 @@ class KubernetesRuntime(LocalNetnsRuntime):
     def prepare(self, spec: ClusterSpec, progress) -> None:
         from .. import dockerd
         from . import images
-        self.state.update(k8s_images=images.ensure(progress))
+        super().prepare(spec, progress)  # a release's root, for the image and the clients here
+        release = rooted_release(spec)
+        self.state.update(k8s_images=images.ensure(progress, release, self.software_root() if release else None))
         dockerd.stop_if_unused()  # the images are built and saved; the nodes' containerds run them
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:

@@ -10,6 +10,10 @@ from pathlib import Path
 from ..base import RuntimeError_
 
 API_PORT = 6443
+# The engine in dfslab's image where the cluster's release names none (`Release.engine`), as the
+# build names its binary (bin/NAME-VERSION): Rook v1.12.11, the last that runs Ceph Pacific, this
+# machine's Ceph. scripts/build-kubernetes.sh builds it by default.
+ENGINE_DEFAULT = "rook-v1.12.11"
 
 
 def k8s_cache() -> Path:
@@ -22,3 +26,9 @@ def binary(name: str) -> str:
         raise RuntimeError_(f"runtime kubernetes: {path} is missing; `dfslab up` builds the Kubernetes and Rook "
                             "binaries on first use, or ahead: bash scripts/build-kubernetes.sh (~10 min cold)")
     return str(path)
+
+
+
+def engine_of(release) -> str:
+    """The engine build a cluster of `release` (a `registry.Release`, or None) runs: the one it names, else the default."""
+    return getattr(release, "engine", None) or ENGINE_DEFAULT

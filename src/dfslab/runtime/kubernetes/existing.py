@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ...polling import poll
+from ...registry import rooted_release
 from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
 from ..base import CLIENT, Runtime, RuntimeError_
@@ -57,6 +58,7 @@ class ExistingKubernetesRuntime(Runtime):
     client_kinds = ("job",)
     daemons_in_pods = True
     owns_machines = False
+    release_images = True  # a release's image, pushed to your registry as the default one is
     one_host = False
     deploy_seconds = 80.0
     debian_groups = ("docker",)  # dfslab's image is built here, then pushed to your registry
@@ -161,9 +163,11 @@ class ExistingKubernetesRuntime(Runtime):
         if k.image:
             self.state.update(k8s_images={IMAGE_KEY: k.image})
             return
-        from .. import dockerd
+        from .. import dockerd, roots
         from . import images
-        local = images.ensure(progress)[IMAGE_KEY]
+        release = rooted_release(spec)
+        root = roots.ensure(release, progress) if release is not None else None  # the release's image is made of it
+        local = images.ensure(progress, release, root)[IMAGE_KEY]
         pushed = image_pushed(k.image_registry, local)
         progress("pushing image", f"{pushed} (kubernetes.image_registry)")
         dockerd.docker("tag", local, pushed, timeout=60)

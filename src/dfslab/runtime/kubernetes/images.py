@@ -31,14 +31,10 @@ from .. import dockerd
 from ..base import RuntimeError_
 from .. import images as storage_images
 from ... import native
-from .binaries import binary
+from .binaries import binary, engine_of
 
 ROOK_REPO = "dfslab/rook"
 PAUSE_REPO = "dfslab/pause"
-
-
-def _rook_binary() -> Path:
-    return Path(binary("rook"))
 
 
 # containerd's two bolt databases: written by every containerd that opens them, so each node
@@ -77,12 +73,13 @@ def sources_digest() -> str:
     return h.hexdigest()[:8]
 
 
-def ensure(progress) -> dict[str, str]:
+def ensure(progress, release=None, root=None) -> dict[str, str]:
     """{rook, sandbox, archive, seed}: image names, the docker-archive holding both, and the
     containerd root they are imported and unpacked in. The tag says which Ceph, Rook and dfslab
-    (its source's hash) made it."""
-    base = storage_images.ensure(progress)
-    rook = _rook_binary()
+    (its source's hash) made it. A `release` with a root of its own (`root`, as roots.ensure gave
+    it) is built on that root's image, with the Rook that release names."""
+    base = storage_images.ensure(progress) if release is None else storage_images.ensure_release(release, root, progress)
+    rook = Path(binary(engine_of(release)))
     digest = hashlib.sha256(rook.read_bytes()).hexdigest()[:8]
     try:
         object_class = native.build_class()  # dfslab's object class, which the image carries
@@ -91,7 +88,10 @@ def ensure(progress) -> dict[str, str]:
     dfslab = hashlib.sha256((sources_digest() + hashlib.sha256(object_class.read_bytes()).hexdigest()).encode())
     tag = f"{base.split(':', 1)[1]}-rook{digest}-dfslab{dfslab.hexdigest()[:8]}"
     names = {"rook": f"{ROOK_REPO}:{tag}", "sandbox": f"{PAUSE_REPO}:{tag}"}
-    archive = dockerd.engine_home() / f"k8s-images-{tag}.tar"
+    # One archive and seed per software line (this machine's, or a release's): a Pacific cluster
+    # and a Reef one keep theirs side by side; a newer build of the same line replaces the older.
+    line = f"k8s-images-{release.key if release is not None else storage_images.SUITE}-"
+    archive = dockerd.engine_home() / f"{line}{tag}.tar"
     if not archive.exists():
         progress("building image", names["rook"])
         _build(base, rook, object_class, names)
@@ -99,19 +99,19 @@ def ensure(progress) -> dict[str, str]:
         partial = archive.with_suffix(".partial")
         dockerd.docker("save", "-o", str(partial), names["rook"], names["sandbox"], timeout=900)
         partial.rename(archive)
-        for old in dockerd.engine_home().glob("k8s-images-*.tar"):  # archives of earlier builds (dfslab's own)
+        for old in dockerd.engine_home().glob(f"{line}*.tar"):  # the line's earlier builds (dfslab's own)
             if old != archive:
                 old.unlink()
-    return {**names, "archive": str(archive), "seed": str(seed(archive, progress))}
+    return {**names, "archive": str(archive), "seed": str(seed(archive, line, progress))}
 
 
-def seed(archive: Path, progress) -> Path:
+def seed(archive: Path, line: str, progress) -> Path:
     """The containerd root holding `archive`'s images imported and unpacked (made once)."""
     done = archive.with_name(archive.stem + "-containerd")
     if done.is_dir():
         return done
     home = dockerd.engine_home()
-    for old in home.glob("k8s-images-*-containerd*"):  # seeds of earlier builds, or an interrupted one (dfslab's own)
+    for old in home.glob(f"{line}*-containerd*"):  # the line's earlier seeds, or an interrupted one (dfslab's own)
         shutil.rmtree(old)
     partial = done.with_name(done.name + ".partial")
     progress("unpacking images", f"{archive.name} into the containerd root every node's starts from (once per build)")
