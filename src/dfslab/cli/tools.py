@@ -78,7 +78,8 @@ def _release_arg(filesystem: str, name: str):
 @releases_app.callback()
 def releases(ctx: typer.Context) -> None:
     """Every release a spec's `<filesystem>: {release: NAME}` may name, the default first, with what
-    its Debian suite gave when measured and whether its root is built here (and how big, how old).
+    its Debian suite gave when measured, the engine build that runs it on Kubernetes (Ceph's: the
+    Rook that supports it) and whether its root is built here (and how big, how old).
 
     A release other than this machine's own runs from a root of its own: `dfslab up` builds it on
     first use (mmdebstrap of the suite, about a minute here), or `dfslab releases build FS NAME` ahead."""
@@ -97,11 +98,11 @@ def releases(ctx: typer.Context) -> None:
                 built = (f"built {time.strftime('%Y-%m-%d', time.localtime(manifest['built']))}, "
                          f"{manifest['bytes'] / 1e6:.0f} MB, {roots.root_home(release)}" if why is None else why)
             rows.append((fs, release.name + (" (default)" if i == 0 else ""), release.version,
-                         release.suite or "-", built))
-    rows.insert(0, ("filesystem", "release", "version", "suite", "root"))
-    widths = [max(len(r[c]) for r in rows) for c in range(4)]
+                         release.suite or "-", release.engine or "-", built))
+    rows.insert(0, ("filesystem", "release", "version", "suite", "on Kubernetes", "root"))
+    widths = [max(len(r[c]) for r in rows) for c in range(5)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
 
 
 def _owner_of_release(name: str) -> str | None:

@@ -182,15 +182,16 @@ def apply_patches(release: Release, tree: Path) -> None:
 # the tools dfslab's Jobs run (fio, iperf3, and MariaDB for the sql workload, server and
 # mysqlslap); boto3, tenacity and numpy for dfslab's own S3 load, the checksummed objects through a
 # gateway and the pushdown worker, which on a Kubernetes you run run in the image's Python
-# (runtime/kubernetes/images.py IMAGE_MODULES). Every root holds them too, so that a release's
-# image on Kubernetes is its root as it is (runtime/images.py ensure_release).
+# (runtime/kubernetes/images.py IMAGE_MODULES). The root of a release that runs on Kubernetes holds
+# them too, so that its image there is its root as it is (runtime/images.py ensure_release).
 IMAGE_TOOLS = ("tini", "fio", "iperf3", "mariadb-server", "mariadb-client", "python3-boto3", "python3-tenacity",
                "python3-numpy")
 
 
 def installs(release: Release) -> tuple[str, ...]:
-    """Every package `release`'s root is built with: its own, and dfslab's image tools."""
-    return tuple(dict.fromkeys((*release.installs, *IMAGE_TOOLS)))
+    """Every package `release`'s root is built with: its own, and dfslab's image tools where an
+    engine runs the release on Kubernetes (`Release.engine`)."""
+    return tuple(dict.fromkeys((*release.installs, *(IMAGE_TOOLS if release.engine else ()))))
 
 
 def build(release: Release, progress: Progress) -> dict:
