@@ -300,3 +300,60 @@ def test_down_waits_for_rooks_cleanup_jobs_to_be_made_not_only_to_end(monkeypatc
     [problem] = rook.wait_cleanup_jobs(None, "ns", {"node1", "node2"}, "/var/lib/rook")
     assert "made no cleanup Job" in problem and "/var/lib/rook on node1, node2" in problem, problem
     assert rook.wait_cleanup_jobs(None, "ns", set(), "/var/lib/rook") == []  # no daemon pod, no Job to wait for
+
+
+
+class _EndedExec:
+    """An exec whose command said its piece and ended before its input did: one update brings its
+    output, its status and the server's close at once (the Kubernetes API closes the socket after
+    the status frame), so a send afterwards fails."""
+
+    def __init__(self):
+        self.open, self.returncode = True, None
+        self.out, self.err = "", ""
+
+    def is_open(self):
+        return self.open
+
+    def update(self, timeout=0):
+        self.out, self.err = "Inter-|   Receive\n  eth0: 1 2 3\n", "note\n"
+        self.open, self.returncode = False, 0
+
+    def peek_stdout(self):
+        return bool(self.out)
+
+    def read_stdout(self):
+        out, self.out = self.out, ""
+        return out
+
+    def peek_stderr(self):
+        return bool(self.err)
+
+    def read_stderr(self):
+        err, self.err = self.err, ""
+        return err
+
+    def close_channel(self, channel):
+        from websocket import WebSocketConnectionClosedException
+        raise WebSocketConnectionClosedException("socket is already closed.")
+
+    write_stdin = close_channel
+
+    def close(self):
+        pass
+
+
+def test_an_exec_that_ends_before_its_input_keeps_its_output_and_exit_code(capsys):
+    """The byte ledger's counter read (`cat /proc/net/dev ...` through the toolbox, stdin at its end
+    from the start): the command can end and the socket close before podexec passes stdin's end
+    on. That send failed and podexec exited 1 with a traceback: the step lost its from_storage."""
+    import os
+    from dfslab.runtime.kubernetes.podexec import relay
+    read, write = os.pipe()
+    os.close(write)  # stdin at its end at once, as subprocess gives it with nothing to say
+    try:
+        assert relay(_EndedExec(), read) == 0
+    finally:
+        os.close(read)
+    said = capsys.readouterr()
+    assert said.out == "Inter-|   Receive\n  eth0: 1 2 3\n" and said.err == "note\n"

@@ -43,7 +43,17 @@ def run(cluster: str, argv: list[str], on: str = "client") -> int:
     pod = toolbox_pod(core, rt.namespace, name=toolbox_name(on))
     ws = stream(core.connect_get_namespaced_pod_exec, pod, rt.namespace, command=argv, stdin=True, stdout=True,
                 stderr=True, tty=False, _preload_content=False)
-    forward = not os.isatty(STDIN)
+    return relay(ws, STDIN)
+
+
+def relay(ws, stdin: int) -> int:
+    """stdout and stderr of the exec `ws` written here, `stdin` (when it is not a terminal) sent
+    there and its end passed on; the command's exit code. A command that ends before its input
+    does (`cat /proc/net/dev` with stdin at its end at once) closes the socket first: the input
+    is then not wanted, and what the command said is still read and its exit code returned
+    (sending into the closed socket failed the byte ledger's counter reads on a Kubernetes you run)."""
+    from websocket import WebSocketConnectionClosedException
+    forward = not os.isatty(stdin)
     while ws.is_open():
         ws.update(timeout=0.05)
         if ws.peek_stdout():
@@ -52,13 +62,16 @@ def run(cluster: str, argv: list[str], on: str = "client") -> int:
         if ws.peek_stderr():
             sys.stderr.write(ws.read_stderr())
             sys.stderr.flush()
-        if forward and select.select([STDIN], [], [], 0)[0]:
-            data = os.read(STDIN, 65536)
-            if data:
-                ws.write_stdin(data.decode(errors="replace"))
-            else:
-                ws.close_channel(0)
-                forward = False
+        if forward and select.select([stdin], [], [], 0)[0]:
+            data = os.read(stdin, 65536)
+            try:
+                if data:
+                    ws.write_stdin(data.decode(errors="replace"))
+                else:
+                    ws.close_channel(0)
+                    forward = False
+            except WebSocketConnectionClosedException:
+                forward = False  # the command has ended: its output and exit code are what is left
     rc = ws.returncode
     ws.close()
     return rc if rc is not None else 1
