@@ -125,7 +125,7 @@ def test_down_leaves_the_root_and_nothing_else(reef):
     assert roots.problem(REEF, roots.read_manifest(REEF)) is None  # kept for the next cluster of Reef
     assert roots.users(REEF) == []
     listed = sh("dfslab releases").stdout
-    assert re.search(r"^ceph\s+reef\s+18\.2\.7\s+trixie\s+built ", listed, re.M), listed
+    assert re.search(r"^ceph\s+reef\s+18\.2\.7\s+trixie\s+rook-v1\.18\.8\s+built ", listed, re.M), listed
 
 
 def test_moosefs_4_up_measured_and_down_in_one_command():
