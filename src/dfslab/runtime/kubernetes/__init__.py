@@ -161,7 +161,7 @@ class KubernetesRuntime(LocalNetnsRuntime):
         from . import images
         super().prepare(spec, progress)  # a release's root, for the image and the clients here
         release = rooted_release(spec)
-        self.state.update(k8s_images=images.ensure(progress, release, self.software_root() if release else None))
+        self.state.update(k8s_images=images.ensure(progress, release, self.software_root()))
         dockerd.stop_if_unused()  # the images are built and saved; the nodes' containerds run them
 
     def create(self, spec: ClusterSpec) -> dict[str, str]:
