@@ -153,3 +153,14 @@ def test_the_runs_sampler_keeps_the_other_parts_when_one_fails():
     assert _with_scrapes(backend, runtime)() == {"nodecpu.node1": (12.0, "%")}
     alone = SimpleNamespace(resource_sampler=lambda: None)
     assert _with_scrapes(backend, alone) is broken  # nothing to combine: the backend's own, errors and all
+
+
+def test_a_pods_io_counters_are_summed_over_its_processes():
+    """`cat /proc/[0-9]*/io` in a daemon's pod: the daemon's counters and the reading shell's;
+    rchar/wchar (every read and write, page cache too) are not the disk's and stay out."""
+    from dfslab.runtime.kubernetes.stats import io_totals
+    osd = ("rchar: 900000000\nwchar: 800000000\nsyscr: 5\nsyscw: 6\nread_bytes: 4096\nwrite_bytes: 33554432\n"
+           "cancelled_write_bytes: 0\n")
+    shell = "rchar: 2048\nwchar: 0\nsyscr: 3\nsyscw: 0\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n"
+    assert io_totals(osd + shell) == (4096, 33554432)
+    assert io_totals("") is None  # an unprivileged pod whose daemon's counters the shell may not read

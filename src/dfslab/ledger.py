@@ -11,8 +11,10 @@ whose Jobs use its network), this machine itself (runtime host), or the client n
 Kubernetes you run (read through dfslab's toolbox pod on each, on the node's network, as its Jobs
 are); elsewhere (loopback, where every daemon shares `lo`) the ledger says "not counted" rather
 than a number that is not the client's. A byte is counted once, on the link it leaves by: a node's
-bridge to its own pods, their veths, tunnels and shaping ifbs are not links (carried_elsewhere). The servers' disks are counted where their daemons are
-processes this machine sees; on a Kubernetes you run they are not (the step's disk share says so)."""
+bridge to its own pods, their veths, tunnels and shaping ifbs are not links (carried_elsewhere).
+The servers' disks: the block-layer bytes of their daemons (Runtime.disk_counters), from
+/proc/PID/io, read from here where this machine sees the processes, from inside each daemon's pod
+on a Kubernetes you run."""
 
 from __future__ import annotations
 
@@ -22,7 +24,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .procs import proc_io
 from .workloads import MACHINE, Measurement, direction
 
 FROM_STORAGE_FLOOR = 0.8
@@ -80,15 +81,20 @@ class Snapshot:
     # client node -> when its counters were read, by that node's clock (the same clock the
     # integrity writer's journal stamps there): the window the probe's bytes are taken out over
     read_at: dict[str, float] = field(default_factory=dict)
-    disk: dict[int, tuple[int, int]] = field(default_factory=dict)  # server process -> (read, written)
+    disk: dict[str, tuple[int, int]] = field(default_factory=dict)  # server daemon -> (read, written)
 
 
 def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: list[str],
-             servers: Callable[[], list[int]]) -> Snapshot:
+             disks: Callable[[], dict[str, tuple[int, int]]], start: bool = False) -> Snapshot:
     """Counters now. `command(node, argv)` runs argv in a client's network namespace (None: the
     wire is not counted); /proc/net/dev read there is that namespace's (sysfs would show the
-    root namespace's under nsenter --net)."""
+    root namespace's under nsenter --net). `disks()`: the servers' daemons' block-layer bytes
+    so far (Runtime.disk_counters), read before the links at a step's `start` and after them at
+    its end: where they are read over the network (an exec through an API server that runs on a
+    client node) their bytes stay out of the clients' window."""
     snap = Snapshot()
+    if start:
+        snap.disk = dict(disks())
     if command is not None:
         read = {node: _read_wire(command, node) for node in clients}
         # Every client's link or none: a link left out would count the step short, a share that
@@ -96,9 +102,8 @@ def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: lis
         if all(v is not None for v in read.values()):
             snap.wire = {node: totals for node, (totals, _) in read.items()}
             snap.read_at = {node: at for node, (_, at) in read.items()}
-    for pid in servers():
-        if (io := proc_io(pid)) is not None:
-            snap.disk[pid] = io
+    if not start:
+        snap.disk = dict(disks())
     return snap
 
 

@@ -100,7 +100,7 @@ class StepBench:
     run_dir: RunDir
     intervals: list
     attempt: int
-    count: Callable[[], ledger.Snapshot]
+    count: Callable[[bool], ledger.Snapshot]  # the ledger's snapshot, at the step's start (True) or end
     wire: Callable[[], int | None] | None = None
     server_cache: str = "keep"
 
@@ -132,7 +132,7 @@ def _run_step(bench: StepBench, step: Step, rep: int, under: StepFaults) -> tupl
         if bench.server_cache == "drop" and runner.storage is not None:
             caches = ability(runner.storage, ServerCaches)
             dropped = caches.drop_server_caches(runner) if caches else ("page cache" if drop_page_cache() else None)
-        before, counted_from = count(), time.time()
+        before, counted_from = count(True), time.time()
         with watch or nullcontext():
             rows = step.workload.run(runner, step.params, rep)
         if fault:  # a repetition with a fault in it is a row of its own, never averaged with clean ones
@@ -145,7 +145,7 @@ def _run_step(bench: StepBench, step: Step, rep: int, under: StepFaults) -> tupl
         error = _stopped(watch, runner) or str(exc) or repr(exc)
         rows, interval = [], _interval(step.label, step.workload.name, rep, start, [], [], error=error)
     else:
-        after = count()
+        after = count(False)
         moved = ledger.delta(before, after)
         if probe_sent is not None:  # the writer runs on the client node: over that node's counters' own window
             window = ledger.read_window(before, after, runner.clients[0]) or (counted_from, time.time())
@@ -235,15 +235,13 @@ def _why_it_ended(log: str) -> str:
     return (f": it ran out of space (ENOSPC in {log})" if OUT_OF_SPACE.search(tail) else f" (its log: {log})")
 
 
-def _ledger_counter(runtime, clients: list[str], visible: bool = True) -> Callable[[], ledger.Snapshot]:
+def _ledger_counter(runtime, clients: list[str], visible: bool = True) -> Callable[[bool], ledger.Snapshot]:
     """The byte ledger's snapshot for this cluster: its clients' links (where the runtime counts
     them and the storage's traffic crosses them: `visible`) and the block-layer bytes of every
     daemon on its servers."""
     wire = runtime.wire_command(clients) if visible else None
-
-    def servers() -> list[int]:
-        return [p.pid for p in runtime.sampled_processes() if p.node not in clients and p.alive()]
-    return lambda: ledger.snapshot(wire, clients, servers)
+    disks = runtime.disk_counters(clients)
+    return lambda start: ledger.snapshot(wire, clients, disks, start)
 
 
 def _wire_counter(runtime, clients: list[str], visible: bool = True) -> Callable[[], int | None]:
@@ -252,7 +250,7 @@ def _wire_counter(runtime, clients: list[str], visible: bool = True) -> Callable
     command = runtime.wire_command(clients, often=True) if visible else None
 
     def total() -> int | None:
-        snap = ledger.snapshot(command, clients, list)
+        snap = ledger.snapshot(command, clients, dict)
         return sum(rx + tx for rx, tx in snap.wire.values()) if snap.wire else None
     return total
 

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable
 
-from ..procs import ProcessTable, TrackedProcess, terminate
+from ..procs import ProcessTable, TrackedProcess, proc_io, terminate
 from ..spec import ClusterSpec
 from ..state import ClusterState
 from .roots import SoftwareRoot
@@ -126,6 +126,15 @@ class Runtime(ABC):
     def sampled_processes(self) -> list[TrackedProcess]:
         """What the resource sampler watches: the processes dfslab started."""
         return self.procs.all()
+
+    def disk_counters(self, clients: list[str]) -> Callable[[], dict[str, tuple[int, int]]]:
+        """What the byte ledger reads of the servers' disks: {daemon: (read, written)} bytes at
+        the block layer so far, of every process dfslab sees on a node that is not a client
+        (/proc/PID/io: O_DIRECT BlueStore, bricks)."""
+        def read() -> dict[str, tuple[int, int]]:
+            return {f"{p.name}@{p.pid}": io for p in self.sampled_processes()
+                    if p.node not in clients and p.alive() and (io := proc_io(p.pid)) is not None}
+        return read
 
     def resource_sampler(self) -> Callable[[], dict[str, tuple[float, str]]] | None:
         """Where this machine cannot see the daemons' processes: a function that samples them

@@ -66,11 +66,14 @@ def agent_pod(core, namespace: str, node: str, timeout: float = 120) -> str:
         f"{message}: `kubectl -n {namespace} describe daemonset {AGENT}` says why (it needs privileged pods with hostPID)"))
 
 
-def exec_output(core, namespace: str, pod: str, argv: list[str], timeout: float = 60) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `argv` run in `pod` through the API's exec."""
+def exec_output(core, namespace: str, pod: str, argv: list[str], timeout: float = 60,
+                container: str | None = None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `argv` run in `pod` (its `container`, else its only one)
+    through the API's exec."""
     from kubernetes.stream import stream
+    named = {"container": container} if container else {}
     ws = stream(core.connect_get_namespaced_pod_exec, pod, namespace, command=argv, stdin=False, stdout=True,
-                stderr=True, tty=False, _preload_content=False)
+                stderr=True, tty=False, _preload_content=False, **named)
     ws.run_forever(timeout=timeout)
     out, err, rc = ws.read_stdout(), ws.read_stderr(), ws.returncode
     ws.close()

@@ -120,6 +120,37 @@ class ExistingKubernetesRuntime(Runtime):
         nodes = [(node, self.kube_node(node)) for node in self.state.read().get("addresses", {})]
         return KubeletStats(self.api, nodes, self.namespace, self.daemon_of_pod).sample
 
+    def disk_counters(self, clients: list[str]):
+        """Your nodes' disks, read from inside each of the filesystem's daemon pods on a server
+        node (stats.READ_IO through the API's exec: /proc/PID/io of its main container's
+        processes, what this machine reads of its own daemons). A pod whose processes' counters
+        its shell may not read (an unprivileged pod whose daemon runs as another user: Rook's
+        MONs and MGRs) is not counted; Rook's OSDs are privileged. A pod replaced meanwhile
+        counts from its own start (keyed by its uid), as a restarted process does here."""
+        from kubernetes import client
+        from .stats import io_totals, READ_IO
+        servers = {self.kube_node(node) for node in self.state.read().get("addresses", {}) if node not in clients}
+        made: list = []
+
+        def read() -> dict[str, tuple[int, int]]:
+            if not made:
+                made.append(client.CoreV1Api(self.api()))
+            core, out = made[0], {}
+            for pod in core.list_namespaced_pod(self.namespace).items:
+                name = self.daemon_of_pod(pod.metadata.labels or {})
+                if (not name or pod.spec.node_name not in servers or pod.status.phase != "Running"
+                        or pod.metadata.deletion_timestamp):
+                    continue
+                try:
+                    rc, text, _ = agent.exec_output(core, self.namespace, pod.metadata.name, READ_IO, timeout=30,
+                                                    container=pod.spec.containers[0].name)
+                except Exception:  # a pod going away under a fault: not counted, as a process that died
+                    continue
+                if rc == 0 and (io := io_totals(text)) is not None:
+                    out[f"{name}@{pod.metadata.uid}"] = io
+            return out
+        return read
+
     # -- lifecycle --------------------------------------------------------------
     def preflight(self, spec: ClusterSpec) -> None:
         from kubernetes import client

@@ -75,6 +75,22 @@ def summary_sample(summary: dict[str, Any], spec_node: str, names: dict[tuple[st
     return out
 
 
+# What the byte ledger runs in a daemon's pod on a Kubernetes you run: every process's I/O counters
+# there (its container's PID namespace: the daemon, and this shell and cat, which read no disk).
+READ_IO = ["sh", "-c", "cat /proc/[0-9]*/io 2>/dev/null; true"]
+
+
+def io_totals(text: str) -> tuple[int, int] | None:
+    """(read_bytes, write_bytes) summed over the /proc/PID/io files `text` holds; None if it holds none."""
+    totals, seen = [0, 0], False
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("read_bytes", "write_bytes") and value.strip().isdigit():
+            totals[key == "write_bytes"] += int(value)
+            seen = True
+    return (totals[0], totals[1]) if seen else None
+
+
 class KubeletStats:
     """Samples every node of a spec through the API server. `api` makes a client (called once,
     from the sampler's thread); `nodes`: (spec node, Kubernetes node) pairs, servers first (a
