@@ -90,10 +90,10 @@ def test_on_a_kubernetes_you_run_the_docs_example_says_what_it_refuses_and_why()
     gateway["ceph"]["rgw"] = 1
     assert next(c for c in matrix([("gateway", parse_spec(gateway))]) if c.capability == "s3").ok
     # the checksummed writer and read-back run in the toolbox pod (dfslab's image holds them);
-    # faults only with the owner's consent, and none whose undo needs a node's shell
+    # faults only with the owner's consent, and none that acts on what is not dfslab's
     assert cells["integrity"]["ok"]
     assert not cells["fault pod"]["ok"] and "kubernetes.allow_faults" in cells["fault pod"]["reason"]
-    assert not cells["fault nodeloss"]["ok"] and "node's shell" in cells["fault nodeloss"]["reason"]
+    assert not cells["fault nodeloss"]["ok"] and "which are yours" in cells["fault nodeloss"]["reason"]
     consented = yaml.safe_load(Path(f"{REPO}/examples/rook-yours.yaml").read_text())
     consented["kubernetes"]["allow_faults"] = ["pod"]
     cell = next(c for c in matrix([("yes", parse_spec(consented))]) if c.capability == "fault pod")
@@ -114,13 +114,20 @@ def test_every_run_the_docs_show_on_a_cluster_of_the_readers_passes_its_check():
         check_against_cluster(load_experiment(f"{REPO}/{argv[2]}", running=spec), spec)
     # and what the docs' cluster of yours cannot run is refused there, for the reason capabilities gives
     spec = load_spec(f"{REPO}/examples/rook-yours.yaml")
-    cut = {"name": "cut-yours", "repetitions": 1, "workloads": [{"type": "radosbench"}],
-           "faults": [{"kind": "partition", "target": "worker2", "during": 0, "at": "1s"}]}
-    with pytest.raises(SpecError, match=r"faults\[0\]\.kind: fault partition: not on a Kubernetes you run.*host networking"):
-        check_against_cluster(parse_experiment(cut, Path(REPO), running=spec), spec)
+    drain = {"name": "drain-yours", "repetitions": 1, "workloads": [{"type": "radosbench"}],
+             "faults": [{"kind": "drain", "target": "worker2", "during": 0, "at": "1s"}]}
+    with pytest.raises(SpecError, match=r"faults\[0\]\.kind: fault drain: not on a Kubernetes you run.*every pod of your node"):
+        check_against_cluster(parse_experiment(drain, Path(REPO), running=spec), spec)
     refused = {c["capability"]: c["reason"] for c in json.loads(CliRunner().invoke(
         app, ["capabilities", f"{REPO}/examples/rook-yours.yaml", "--json"]).output) if not c["ok"]}
-    assert "your whole node" in refused["fault partition"] and "your whole node" in refused["fault degrade"]
-    assert "node's shell" in refused["fault nodeloss"]
-    # kill and stop go through dfslab's fault agent: the owner's consent, as for pod
-    assert "kubernetes.allow_faults" in refused["fault kill"] and "kubernetes.allow_faults" in refused["fault stop"]
+    assert "which are yours" in refused["fault nodeloss"] and "other Rook clusters" in refused["fault operator"]
+    # what dfslab's fault agent injects (the daemons' processes, their network) needs the owner's consent only
+    consent = [f"fault {kind}" for kind in ("kill", "stop", "node", "partition", "degrade")]
+    assert all("kubernetes.allow_faults" in refused[cell] for cell in consent)
+    consented = yaml.safe_load(Path(f"{REPO}/examples/rook-yours.yaml").read_text())
+    consented["kubernetes"]["allow_faults"] = ["pod", "out", "fill", "kill", "stop", "node", "partition", "degrade"]
+    cells = {c.capability: c for c in matrix([("all", parse_spec(consented))])}
+    faults_refused = sorted(name for name, c in cells.items() if name.startswith("fault ") and not c.ok)
+    # only what acts on what is not dfslab's, what runs on no Kubernetes, and another filesystem's kind
+    assert faults_refused == ["fault brick", "fault drain", "fault nodeloss", "fault operator", "fault upgrade"], faults_refused
+    assert "a new release is a new image" in cells["fault upgrade"].reason

@@ -12,6 +12,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
+from dfslab.polling import wait_until
 from dfslab.runtime.base import RuntimeError_
 from dfslab.runtime.kubernetes import agent
 
@@ -70,3 +71,142 @@ def test_the_script_signals_exactly_the_containers_processes(contained):
     assert res.returncode == 0 and res.stdout.strip() == "1", (res.stdout, res.stderr)
     assert proc.wait(timeout=10) == -signal.SIGTERM
     assert bystander.poll() is None  # the process outside the cgroup was not touched
+
+
+def test_the_network_faults_check_their_pods_before_the_agent_is_asked():
+    pod = NS(metadata=NS(name="rook-ceph-osd-0-abc", namespace="dfslab-yours"), spec=NS(node_name="node1", host_network=False))
+    with pytest.raises(RuntimeError_, match="not on node node1's own network"):
+        agent.cut(None, "dfslab-yours", "node1", [(pod, "containerd://" + "a" * 64)])
+    other = NS(metadata=NS(name="user-db", namespace="theirs"), spec=NS(node_name="node1", host_network=True))
+    with pytest.raises(RuntimeError_, match="not dfslab's dfslab-yours"):
+        agent.cap(None, "dfslab-yours", "node1", [(other, "containerd://" + "a" * 64)], 10**8)
+    # named after the namespace, within iptables' 28 characters, found again with no record
+    assert agent.chain("dfslab-yours", "partition") == agent.chain("dfslab-yours", "partition") != agent.chain("b", "partition")
+    assert all(len(agent.chain("x" * 63, kind)) <= 28 for kind in agent.NETWORK_FAULTS)
+    assert int(agent.htb_handle("dfslab-yours"), 16) & 0x8000
+
+
+SERVER = r"""
+import socket, sys, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen()
+def serve(c):
+    while (data := c.recv(65536)):
+        c.sendall(data)
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+"""
+# Connects to $1:$2 once ("new"), or keeps one connection ("old": made, then a line on stdin per try).
+CLIENT = r"""
+import socket, sys
+def echo(c, n):
+    c.sendall(b"x" * n); got = 0
+    while got < n:
+        part = c.recv(65536)
+        if not part: raise OSError("closed")
+        got += len(part)
+try:
+    c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); echo(c, int(sys.argv[3])); print("ok")
+except OSError as exc:
+    print("cut", exc)
+"""
+
+
+@pytest.fixture
+def node_with_a_daemon():
+    """Two network namespaces on a veth pair, as a node and its peer: on the node a "daemon" (an
+    echo server in a cgroup v2 group named like a container's) and a bystander echo server outside
+    it, as the other pods on a node; what the agent's scripts act on."""
+    unified = next((line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+                    if line.split()[2] == "cgroup2"), None)
+    if unified is None:
+        pytest.skip("no cgroup v2 hierarchy mounted here")
+    tag = uuid.uuid4().hex[:6]
+    node, peer, cid = f"dfslab-agt-{tag}", f"dfslab-agp-{tag}", (uuid.uuid4().hex * 2)[:64]
+    group = Path(unified) / f"dfslab-test-{cid}"
+    procs = []
+    try:
+        for ns in (node, peer):
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+        subprocess.run(["ip", "-n", node, "link", "add", "n0", "type", "veth", "peer", "name", "p0", "netns", peer], check=True)
+        for ns, dev, addr in ((node, "n0", "10.251.0.1/24"), (peer, "p0", "10.251.0.2/24")):
+            subprocess.run(["ip", "-n", ns, "addr", "add", addr, "dev", dev], check=True)
+            subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
+            subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        group.mkdir()
+        # the daemon joins the group before its socket exists: a socket carries its maker's cgroup
+        procs.append(subprocess.Popen(["sh", "-c", f'echo $$ > {group}/cgroup.procs; exec ip netns exec {node} python3 -c "$0" 7001',
+                                       SERVER]))
+        procs.append(subprocess.Popen(["ip", "netns", "exec", node, "python3", "-c", SERVER, "7002"]))
+        wait_until(lambda: all(_echo(peer, port) == "ok" for port in (7001, 7002)), "both echo servers", 20, 0.2)
+        yield NS(node=node, peer=peer, cid=cid, group=group)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        for ns in (node, peer):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def _echo(ns: str, port: int, size: int = 1000) -> str:
+    res = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", CLIENT, "10.251.0.1", str(port), str(size)],
+                         capture_output=True, text=True, timeout=30)
+    return res.stdout.split(" ")[0].strip()
+
+
+def _script(ns: str, script: str, *args: str) -> subprocess.CompletedProcess:
+    # as the agent runs it: in the node's cgroup namespace, on the node's network
+    return subprocess.run(["ip", "netns", "exec", ns, *agent._in_node_cgroups(script, *args)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_the_cut_takes_only_the_daemons_network_both_ways_and_the_heal_gives_it_back(node_with_a_daemon):
+    n = node_with_a_daemon
+    chain = agent.chain(f"dfslab-test-{n.cid[:6]}", "partition")
+    cut = _script(n.node, agent.CUT, chain, agent.CONNECTION_MARK, n.cid)
+    assert cut.returncode == 0, cut.stderr
+    assert cut.stdout.split() == [f"/{n.group.name}"]  # the group's path, from the node's cgroup root
+    assert _echo(n.peer, 7001) == "cut"  # nothing reaches the daemon or leaves it
+    assert _echo(n.peer, 7002) == "ok"  # the bystander on the same node keeps its network
+    heal = _script(n.node, agent.HEAL, chain, *agent.NETWORK_FAULTS["partition"][:1], "", *agent.NETWORK_FAULTS["partition"][1])
+    assert heal.returncode == 0, heal.stderr
+    assert _echo(n.peer, 7001) == "ok"
+    rules = subprocess.run(["ip", "netns", "exec", n.node, "iptables", "-S"], capture_output=True, text=True).stdout
+    assert "DFSLAB" not in rules  # nothing of the cut left, and a second heal finds nothing to do
+    again = _script(n.node, agent.HEAL, chain, "filter", "", "INPUT", "OUTPUT")
+    assert again.returncode == 0, again.stderr
+
+
+def _class_bytes(ns: str, handle: str) -> int:
+    out = subprocess.run(["tc", "-n", ns, "-s", "class", "show", "dev", "n0", "classid", f"{handle}:1"],
+                         capture_output=True, text=True).stdout
+    return int(out.split("Sent ", 1)[1].split(" ", 1)[0])
+
+
+def test_the_cap_classifies_only_what_the_daemon_sends_and_the_heal_removes_it(node_with_a_daemon):
+    n = node_with_a_daemon
+    name, handle = agent.chain(f"dfslab-test-{n.cid[:6]}", "degrade"), agent.htb_handle(f"dfslab-test-{n.cid[:6]}")
+    cap = _script(n.node, agent.SHAPE, name, handle, "80mbit", "100000", "10.251.0.1", n.cid)
+    assert cap.returncode == 0, cap.stderr
+    assert cap.stdout.split() == ["n0", f"/{n.group.name}"]  # the device holding the node's address
+    before = _class_bytes(n.node, handle)
+    assert _echo(n.peer, 7002, 2_000_000) == "ok"  # the bystander's 2 MB back: not in the class
+    assert _class_bytes(n.node, handle) - before < 100_000
+    assert _echo(n.peer, 7001, 2_000_000) == "ok"  # the daemon's 2 MB back: all through the class
+    assert _class_bytes(n.node, handle) - before >= 2_000_000
+    # a device whose root qdisc is someone else's is refused, nothing changed
+    heal = _script(n.node, agent.HEAL, name, "mangle", handle, "POSTROUTING")
+    assert heal.returncode == 0, heal.stderr
+    assert "htb" not in subprocess.run(["tc", "-n", n.node, "qdisc", "show", "dev", "n0"], capture_output=True, text=True).stdout
+    subprocess.run(["tc", "-n", n.node, "qdisc", "add", "dev", "n0", "root", "handle", "1:", "htb"], check=True)
+    theirs = _script(n.node, agent.SHAPE, name, handle, "80mbit", "100000", "10.251.0.1", n.cid)
+    assert theirs.returncode == 4 and "root qdisc of its own" in theirs.stderr
+    assert "DFSLAB" not in subprocess.run(["ip", "netns", "exec", n.node, "iptables", "-t", "mangle", "-S"],
+                                          capture_output=True, text=True).stdout

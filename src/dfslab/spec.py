@@ -103,13 +103,16 @@ class KubernetesSection(Strict):
                                                          "(e.g. registry.example.org:5000/storage)")
     data_dir_host_path: str = Field("/var/lib/rook", description="kubeconfig: Rook's dataDirHostPath on your nodes")
     # The kinds the owner permits; none by default: the cluster is the owner's.
-    allow_faults: list[Literal["pod", "out", "fill", "kill", "stop"]] = Field(
+    allow_faults: list[Literal["pod", "out", "fill", "kill", "stop", "node", "partition", "degrade"]] = Field(
         default_factory=list, description="kubeconfig: faults the owner permits: pod (a daemon's pod deleted, its "
                                           "controller makes it again); out and fill (the filesystem's own, through "
-                                          "its admin commands in the toolbox pod); kill and stop (a daemon's "
-                                          "processes signalled by dfslab's fault agent, a privileged DaemonSet with "
-                                          "hostPID in dfslab's namespace on the spec's nodes, made only when one "
-                                          "of them is listed; its kubelet restarts the container)")
+                                          "its admin commands in the toolbox pod); through dfslab's fault agent (a "
+                                          "privileged DaemonSet with hostPID and hostNetwork in dfslab's namespace "
+                                          "on the spec's nodes, made only when one of these is listed): kill and "
+                                          "stop (a daemon's processes signalled; its kubelet restarts the "
+                                          "container), node (every daemon of dfslab's on a node killed), partition "
+                                          "and degrade (the network of dfslab's daemons on a node cut both ways, or "
+                                          "what they send capped, by netfilter rules matching their cgroups only)")
     devices: dict[str, list[str]] = Field(default_factory=dict, description="kubeconfig: the OSD devices of each "
                                           "node in `nodes`, e.g. {node1: [/dev/sdb]}; Rook wipes them on down")
     clients: list[str] = Field(default_factory=list, description="kubeconfig: the Kubernetes nodes the client Jobs "

@@ -76,9 +76,17 @@ class LoseNode(KillDaemon):
         return not_one_of("node", target, spec.node_names())
 
     def in_pods(self):
-        return None  # a filesystem in pods loses a node with `nodeloss` (its refusal of fault node says so)
+        """Daemons in pods: every one of dfslab's on the node, signalled where the runtime reaches
+        their containers (a Kubernetes you run; on the local one a node is lost with `nodeloss`, and
+        the filesystem's refusal of `node` says so)."""
+        if not self.cluster.runtime.daemons_in_pods:
+            return None
+        from .pod import SignalNodeDaemons
+        return SignalNodeDaemons(self.cluster)
 
     def inject(self, target: str) -> dict[str, Any]:
+        if pods := self.in_pods():
+            return pods.inject(target)
         procs = [p for p in self.cluster.runtime.procs.all() if p.node == target and p.meta.get("kind") != "client"]
         if not procs:
             raise FaultInputError(f"no daemons on node {target!r}; nodes: {', '.join(self.cluster.spec.node_names())}")

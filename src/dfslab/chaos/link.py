@@ -1,6 +1,9 @@
 """Link faults on any runtime with links of its own (local namespaces, docker): cut a node's link to the bridge (a partition: both
 directions, silently, as a pulled cable), or degrade its bandwidth with tc. Latency and loss
-need tc netem, which this kernel may not have: refused then, with the reason."""
+need tc netem, which this kernel may not have: refused then, with the reason. Where the runtime
+has no links of dfslab's but reaches its daemon pods' networks (a Kubernetes you run: its fault
+agent), the same kinds act on every daemon of dfslab's on the node (chaos/pod.py), nothing else
+of the node's: the cut both ways, the cap on what they send (bandwidth only)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,16 @@ from ..fault import Fault, FaultError, FaultInputError, not_a_machine
 class _LinkFault(Fault):
     @classmethod
     def runtime_refusal(cls, runtime) -> str | None:
-        return None if runtime.links else f"needs the nodes' own links, which {runtime.where} does not have"
+        if runtime.links or runtime.pod_networks:
+            return None
+        return f"needs the nodes' own links, which {runtime.where} does not have"
+
+    def in_pods(self):
+        """Without links of dfslab's, the daemon pods' networks (a Kubernetes you run)."""
+        if self.cluster.runtime.links or not self.cluster.runtime.pod_networks:
+            return None
+        from .pod import PodNetworkFault
+        return PodNetworkFault(self.cluster, self.kind)
 
     @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
@@ -37,14 +49,19 @@ class _LinkFault(Fault):
 
 class CutLink(_LinkFault):
     kind = "partition"
-    help = "cut a node's link (both directions); undo: link up"
+    help = ("cut a node's link (both directions; on a Kubernetes you run: the network of dfslab's daemons on the "
+            "node, through its fault agent); undo: link up")
 
     def inject(self, target: str) -> dict[str, Any]:
+        if pods := self.in_pods():
+            return pods.inject(target)
         ns, dev = self.ends(target)[0]
         self.sh("ip", "-n", ns, "link", "set", dev, "down")
         return {}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
+        if pods := self.in_pods():
+            return pods.undo(target, record)
         ns, dev = self.ends(target)[0]
         self.sh("ip", "-n", ns, "link", "set", dev, "up")
 
@@ -52,7 +69,8 @@ class CutLink(_LinkFault):
 class DegradeLink(_LinkFault):
     kind = "degrade"
     help = ("cap a node's link at a bandwidth (default 100mbit); latency=5ms / loss=1% where the kernel has tc netem "
-            "(refused where it has not); undo: the spec's shaping")
+            "(refused where it has not); on a Kubernetes you run: what dfslab's daemons on the node send, bandwidth "
+            "only; undo: the spec's shaping")
 
     def inject(self, target: str, bandwidth: str = "100mbit", latency: str | None = None,
                loss: str | None = None) -> dict[str, Any]:
@@ -62,6 +80,11 @@ class DegradeLink(_LinkFault):
             drop = parse_percent(loss) if loss is not None else None
         except (UnitError, ValueError) as exc:
             raise FaultInputError(f"degrade bandwidth / latency / loss: {exc}") from None
+        if pods := self.in_pods():
+            if delay is not None or drop is not None:
+                raise FaultInputError("degrade latency / loss: on a Kubernetes you run degrade caps what dfslab's daemons "
+                                      "on the node send (bandwidth only; nothing was applied): e.g. --set bandwidth=100mbit")
+            return {**pods.inject(target, rate_bps=rate), "bandwidth": bandwidth}
         if (delay is not None or drop is not None) and not netem_available():
             raise FaultInputError("degrade latency / loss: this kernel has no tc netem, so neither can be emulated "
                                   "(nothing was applied); degrade bandwidth only, e.g. --set bandwidth=100mbit")
@@ -79,6 +102,8 @@ class DegradeLink(_LinkFault):
         return {"bandwidth": bandwidth, "latency": latency, "loss": loss}
 
     def undo(self, target: str, record: dict[str, Any]) -> None:
+        if pods := self.in_pods():
+            return pods.undo(target, record)
         node = next((n for n in self.cluster.spec.nodes if n.name == target), None)
         rate = self.cluster.spec.shape_of(node).bandwidth if node else self.cluster.spec.network.bandwidth
         for ns, dev in self.ends(target):

@@ -1,16 +1,19 @@
 """Runtime kubernetes: delete a daemon's pod, or signal its containers' processes (`kill` and
-`stop` there). Its owner (Rook's Deployment, dfslab's glusterd
+`stop` there; `node`, every daemon of a node, and `partition` and `degrade` of their networks
+where the runtime reaches into pods: a Kubernetes you run, through dfslab's fault agent). Its owner (Rook's Deployment, dfslab's glusterd
 StatefulSet) makes a new one, so the undo is only waiting until it runs: the time to detect and
 to recover are Kubernetes's and the operator's own, as on any cluster run this way. Which pods
 run a daemon, and the grace they get, is the filesystem's to say (Backend.pod_selector)."""
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from ..backends import Backend, PodSelector
 from ..backends.abilities import PodsOnKubernetes, ability
 from ..fault import RESTART_TIMEOUT, FaultError, FaultInputError, KubernetesFault, daemons_of, not_one_of
+from ..runtime import RuntimeError_
 from ..runtime.kubernetes.objects import running_ready
 
 
@@ -72,12 +75,12 @@ class SignalDaemonContainers(KubernetesFault):
         super().__init__(cluster)
         self.kind, self.sig = kind, sig
 
-    def _pods(self, core, found: PodSelector) -> list:
-        return pods_of(core, self.namespace, found)
+    def _pods(self, core, target: str) -> list:
+        return pods_of(core, self.namespace, selector(self.cluster.backend, target))
 
     def inject(self, target: str) -> dict[str, Any]:
-        core, found = self.core(), selector(self.cluster.backend, target)
-        running = [(pod, c) for pod in self._pods(core, found) if pod.metadata.deletion_timestamp is None
+        core = self.core()
+        running = [(pod, c) for pod in self._pods(core, target) if pod.metadata.deletion_timestamp is None
                    for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
         if not running:
             raise FaultInputError(f"no running container of {target} in namespace {self.namespace}; "
@@ -90,11 +93,11 @@ class SignalDaemonContainers(KubernetesFault):
                                 "restarts": c.restart_count} for pod, c in running], "signalled": signalled}
 
     def undo(self, target: str, record: dict[str, Any], timeout: float = RESTART_TIMEOUT) -> None:
-        core, found = self.core(), selector(self.cluster.backend, target)
+        core = self.core()
 
         def restarted() -> bool:
-            pods = {p.metadata.uid: p for p in self._pods(core, found)}
-            for was in record["containers"]:
+            pods = {p.metadata.uid: p for p in self._pods(core, target)}
+            for was in record.get("containers", []):  # none recorded (dfslab died mid-inject): nothing to wait for
                 pod = pods.get(was["uid"])
                 if pod is None:  # made again (its node lost, a drain): its successor running is enough
                     if not any(running_ready(p) for p in pods.values()):
@@ -105,3 +108,54 @@ class SignalDaemonContainers(KubernetesFault):
                     return False
             return True
         self.wait(restarted, f"{target}'s containers started again by their kubelet", timeout)
+
+
+def daemon_pods_on(fault: KubernetesFault, core, target: str) -> list:
+    """The pods of dfslab's daemons on node `target` (by the filesystem's labels), not going away."""
+    runtime = fault.cluster.runtime
+    pods = core.list_namespaced_pod(fault.namespace, field_selector=f"spec.nodeName={runtime.kube_node(target)}").items
+    return [p for p in pods if p.metadata.deletion_timestamp is None
+            and runtime.daemon_of_pod(p.metadata.labels or {}) is not None]
+
+
+class SignalNodeDaemons(SignalDaemonContainers):
+    """`node` where the daemons are pods' containers and the runtime may signal them (a Kubernetes
+    you run): every daemon of dfslab's on the node killed at once; their kubelet restarts them."""
+
+    def __init__(self, cluster):
+        super().__init__(cluster, "node", signal.SIGKILL)
+
+    def _pods(self, core, target: str) -> list:
+        return daemon_pods_on(self, core, target)
+
+
+class PodNetworkFault(KubernetesFault):
+    """`partition` and `degrade` where the runtime cuts or caps pods' networks rather than nodes'
+    links (a Kubernetes you run, through dfslab's fault agent): every daemon of dfslab's on the
+    node, nothing else of the node's. The undo goes by name, so it needs no record (a pending one
+    after a crash of dfslab undoes the same)."""
+
+    def __init__(self, cluster, kind: str):
+        super().__init__(cluster)
+        self.kind = kind
+
+    def inject(self, target: str, rate_bps: int | None = None) -> dict[str, Any]:
+        runtime = self.cluster.runtime
+        running = [(pod, c.container_id) for pod in daemon_pods_on(self, self.core(), target)
+                   for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
+        if not running:
+            raise FaultInputError(f"no running daemon of dfslab's on {target}; `dfslab status "
+                                  f"{self.cluster.state.name}` lists the pods")
+        node = runtime.kube_node(target)
+        try:
+            done = (runtime.cut_pod_networks(node, running) if self.kind == "partition"
+                    else runtime.cap_pod_networks(node, running, rate_bps))
+        except RuntimeError_ as exc:
+            raise FaultError(str(exc)) from None
+        return {**done, "pods": sorted({pod.metadata.name for pod, _ in running})}
+
+    def undo(self, target: str, record: dict[str, Any]) -> None:
+        try:
+            self.cluster.runtime.heal_pod_networks(self.cluster.runtime.kube_node(target), self.kind)
+        except RuntimeError_ as exc:
+            raise FaultError(str(exc)) from None

@@ -72,6 +72,9 @@ class Runtime(ABC):
     nodes_on_subnet: bool = False
     # Each node has a link of its own (a veth pair dfslab made: `link_ends`), to shape and to cut.
     links: bool = False
+    # Without links of its own, the network of dfslab's daemon pods on a node is cut or capped where
+    # they are (`cut_pod_networks`: a Kubernetes you run, through dfslab's fault agent).
+    pod_networks: bool = False
     # Starts a release's daemons and clients from the release's root (dfslab.runtime.roots):
     # a filesystem release other than this machine's own runs only where this is True.
     software_roots: bool = False
@@ -250,6 +253,19 @@ class Runtime(ABC):
         status names it) of `pod`, a pod of dfslab's; how many processes got it. Only where the
         daemons are pods' containers (daemons_in_pods)."""
         raise RuntimeError_(f"{self.where} runs no daemon in a pod's container")
+
+    def cut_pod_networks(self, node: str, pods: list[tuple[Any, str]]) -> dict[str, Any]:
+        """Cut the network of `pods` ((pod, container ID): dfslab's daemons on Kubernetes node
+        `node`) both ways, nothing else of the node's; what was done. Only where `pod_networks`."""
+        raise RuntimeError_(f"{self.where} cuts its nodes' links, not its pods' networks")
+
+    def cap_pod_networks(self, node: str, pods: list[tuple[Any, str]], rate_bps: int) -> dict[str, Any]:
+        """Cap what `pods` send at `rate_bps`; what was done. Only where `pod_networks`."""
+        raise RuntimeError_(f"{self.where} shapes its nodes' links, not its pods' networks")
+
+    def heal_pod_networks(self, node: str, kind: str) -> None:
+        """Undo the `kind` (partition, degrade) of dfslab's on `node`, whatever was recorded of it."""
+        raise RuntimeError_(f"{self.where} cuts and shapes its nodes' links, not its pods' networks")
 
     def software_root(self) -> SoftwareRoot | None:
         """The release root this cluster's programs run from (None: this machine's own software).

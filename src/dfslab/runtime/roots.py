@@ -184,8 +184,9 @@ def apply_patches(release: Release, tree: Path) -> None:
 # gateway and the pushdown worker, which on a Kubernetes you run run in the image's Python
 # (runtime/kubernetes/images.py IMAGE_MODULES). The root of a release that runs on Kubernetes holds
 # them too, so that its image there is its root as it is (runtime/images.py ensure_release).
+# iptables: dfslab's fault agent cuts and caps daemons' networks with it (runtime/kubernetes/agent.py).
 IMAGE_TOOLS = ("tini", "fio", "iperf3", "mariadb-server", "mariadb-client", "python3-boto3", "python3-tenacity",
-               "python3-numpy")
+               "python3-numpy", "iptables")
 
 
 def installs(release: Release) -> tuple[str, ...]:

@@ -273,15 +273,11 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
     # engine in the toolbox, dfslab's object class in the OSD pods (all in dfslab's image).
 
     # What dfslab injects on a Kubernetes you run with the owner's consent: through the API, or its fault agent.
-    CONSENTED_FAULTS = ("pod", "out", "fill", "kill", "stop")  # kill, stop: through dfslab's fault agent
-    # ... and why not the rest there.
+    CONSENTED_FAULTS = ("pod", "out", "fill", "kill", "stop", "node", "partition", "degrade")  # from kill: its agent
+    # ... and why not the rest there (upgrade: as on any Kubernetes, the runtime's refusal says why).
     NOT_ON_YOURS = {"operator": "its operator may be the one your other Rook clusters use",
                     "drain": "draining evicts every pod of your node, not only dfslab's",
-                    # Rook's daemons use their node's network (CephCluster network.provider: host)
-                    "partition": "Rook's daemons use their node's own network here (host networking): cut inside "
-                                 "a daemon's pod, the cut would take your whole node",
-                    "degrade": "Rook's daemons use their node's own network here (host networking): shaped inside "
-                               "a daemon's pod, your whole node would be"}
+                    "nodeloss": "it kills a node's kubelet and container runtime, which are yours, not dfslab's"}
 
     @classmethod
     def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
@@ -298,8 +294,9 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
                 return None if kind in spec.kubernetes.allow_faults else (
                     f"fault {kind} on a Kubernetes you run needs the owner's consent: list it under "
                     f"kubernetes.allow_faults")
-            why = cls.NOT_ON_YOURS.get(kind, "its undo needs the node's shell, which dfslab has only on nodes it runs")
-            return (f"fault {kind}: not on a Kubernetes you run ({why}); there: "
+            if kind not in cls.NOT_ON_YOURS:
+                return None  # not Ceph's, or not this runtime's: the generic checks say which
+            return (f"fault {kind}: not on a Kubernetes you run ({cls.NOT_ON_YOURS[kind]}); there: "
                     f"{', '.join(cls.CONSENTED_FAULTS)} under kubernetes.allow_faults")
         if kind == "node":
             return (f"fault node: on runtime kubernetes a node is lost with fault nodeloss (its kubelet, containerd "

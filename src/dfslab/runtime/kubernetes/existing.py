@@ -58,6 +58,7 @@ class ExistingKubernetesRuntime(Runtime):
     client_kinds = ("job",)
     daemons_in_pods = True
     owns_machines = False
+    pod_networks = True  # through dfslab's fault agent, with the owner's consent (agent.py)
     release_images = True  # a release's image, pushed to your registry as the default one is
     one_host = False
     deploy_seconds = 80.0
@@ -71,7 +72,7 @@ class ExistingKubernetesRuntime(Runtime):
     sample = {"runtime": "kubernetes", "nodes": [{"name": f"worker{i}"} for i in (1, 2, 3)],
               "kubernetes": {"kubeconfig": "~/.kube/config", "image_registry": "registry.example.org:5000/storage",
                              "devices": {f"worker{i}": ["/dev/sdb"] for i in (1, 2, 3)}, "clients": ["worker4"],
-                             "allow_faults": ["pod", "out", "fill", "kill", "stop"]}}
+                             "allow_faults": ["pod", "out", "fill", "kill", "stop", "node", "partition", "degrade"]}}
 
     @classmethod
     def check_spec(cls, spec: ClusterSpec) -> None:
@@ -218,13 +219,41 @@ class ExistingKubernetesRuntime(Runtime):
             apply_all(api, [ds])
         return {node: internal_ip(nodes[self.kube_node(node)]) for node in [*spec.node_names(), *spec.client_names()]}
 
+    # Through dfslab's fault agent on the pods' node (agent.py): this machine has no shell there.
     def signal_container(self, pod, container_id: str, sig: int) -> int:
-        """Through dfslab's fault agent on the pod's node (agent.py): this machine has no shell there."""
+        return agent.signal_container(self._agent_core(), self.namespace, pod, container_id, sig)
+
+    def cut_pod_networks(self, node: str, pods: list) -> dict:
+        return agent.cut(self._agent_core(), self.namespace, node, pods)
+
+    def cap_pod_networks(self, node: str, pods: list, rate_bps: int) -> dict:
+        return agent.cap(self._agent_core(), self.namespace, node, pods, rate_bps)
+
+    def heal_pod_networks(self, node: str, kind: str) -> None:
+        agent.heal(self._agent_core(), self.namespace, node, kind)
+
+    def _agent_core(self):
         from kubernetes import client
         if not agent.wanted(self.section.get("allow_faults") or []):
-            raise RuntimeError_(f"signalling a daemon on {self.where} goes through dfslab's fault agent, made only "
-                                f"where kubernetes.allow_faults lists one of {', '.join(agent.AGENT_KINDS)}")
-        return agent.signal_container(client.CoreV1Api(self.api()), self.namespace, pod, container_id, sig)
+            raise RuntimeError_(f"a daemon's processes and network on {self.where} are reached through dfslab's fault "
+                                f"agent, made only where kubernetes.allow_faults lists one of {', '.join(agent.AGENT_KINDS)}")
+        return client.CoreV1Api(self.api())
+
+    def _heal_agent_nodes(self) -> list[str]:
+        """Every cut and cap of dfslab's undone on every node its agent runs on, before the agent
+        goes with the namespace (a fault left by a dfslab that died, or not restored); what could
+        not be, named."""
+        from kubernetes import client
+        core = client.CoreV1Api(self.api())
+        pods = core.list_namespaced_pod(self.namespace, label_selector=f"app={agent.AGENT}").items
+        failed = []
+        for node in sorted({p.spec.node_name for p in pods if p.spec.node_name}):
+            for kind in agent.NETWORK_FAULTS:
+                try:
+                    agent.heal(core, self.namespace, node, kind)
+                except RuntimeError_ as exc:
+                    failed.append(f"{kind} rules of dfslab's on node {node} ({exc})")
+        return failed
 
     def record(self, obj: dict) -> None:
         """Remember an object before it is made: `down` deletes exactly the recorded ones."""
@@ -243,6 +272,12 @@ class ExistingKubernetesRuntime(Runtime):
                 self.state.remove_resource("k8s_object", obj)
             return [f"records of {len(objs)} object(s) on the Kubernetes of cluster {self._host_cluster()}, "
                     "which is down and took them with it"]
+        if agent.wanted(self.section.get("allow_faults") or []) and (failed := self._heal_agent_nodes()):
+            # The agent goes with the namespace: rules left now would stay on your nodes with no one to undo them.
+            raise RuntimeError_(f"kept everything of dfslab's, agent included: could not undo {'; '.join(failed)}; "
+                                f"`dfslab down {self.state.name}` again, or by hand on that node: iptables -D the "
+                                f"jumps to chains DFSLAB-CUT-*/DFSLAB-CAP-* (tables filter, mangle), delete the chains, "
+                                "and `tc qdisc del dev DEV root` where its root is dfslab's htb")
         api = self.api()
         removed = []
         for obj in reversed(objs):
