@@ -80,7 +80,9 @@ def _users_own_pod() -> None:
     client.AppsV1Api(api).create_namespaced_deployment(USERS, {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sentinel", "namespace": USERS},
         "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": "node3"}, "terminationGracePeriodSeconds": 5,
+            # on node3's own network, as a node agent of the user's: beside dfslab's daemons there,
+            # in the network namespace dfslab's fault agent puts its rules in
+            "nodeSelector": {"kubernetes.io/hostname": "node3"}, "terminationGracePeriodSeconds": 5, "hostNetwork": True,
             "containers": [{"name": "sleep", "image": _spec()["kubernetes"]["image"], "imagePullPolicy": "IfNotPresent",
                             "command": ["sleep", "infinity"]}]}}}})
     from conftest import wait_for
@@ -289,9 +291,111 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         data = rt.node_paths(node).rook_data
         left = sorted(p.name for p in data.iterdir()) if data.is_dir() else []
         assert NAMESPACE not in left and not [n for n in left if n.startswith("mon-")], (node, left)
+    # ... and sanitized the devices given: no BlueStore label left (a second cluster takes them: below)
+    for node, devices in _spec()["kubernetes"]["devices"].items():
+        for device in devices:
+            with open(device, "rb") as fh:
+                assert b"bluestore block device" not in fh.read(4096), (node, device)
     assert not ClusterState(NAME).dir.exists()
     from dfslab.runtime.kubernetes.objects import node_ready
     assert all(node_ready(n) for n in client.CoreV1Api(api).list_node().items)
+
+
+AGENT_FAULTS = ["kill", "stop", "node", "partition", "degrade"]
+
+
+def _exec(core, namespace: str, pod: str, argv: list[str]) -> tuple[int, str]:
+    from dfslab.runtime.kubernetes.agent import exec_output
+    rc, out, err = exec_output(core, namespace, pod, argv)
+    return rc, out + err
+
+
+def _dfslab_rules(rt) -> dict[str, str]:
+    """Every rule of dfslab's (its chains' names) in each node's network namespace, as iptables lists them."""
+    import subprocess
+    rules = {}
+    for node in ("node1", "node2", "node3"):
+        for table in ("filter", "mangle"):
+            listed = subprocess.run(["ip", "netns", "exec", rt.ns(node), "iptables", "-t", table, "-S"],
+                                    capture_output=True, text=True, check=True).stdout
+            if "DFSLAB" in listed:
+                rules[f"{node}/{table}"] = listed
+    return rules
+
+
+def test_the_fault_agent_breaks_only_dfslabs_daemons_and_a_second_cluster_takes_the_same_devices(host):
+    """After the cluster above went (its devices sanitized by Rook's cleanup), a second one on the
+    same devices, with the owner's consent to every kind dfslab's fault agent injects: kill, stop,
+    node, partition and degrade during checksummed writes, each injected and undone; the user's own
+    pod on node3's network keeps its processes and its network through a cut of node3; after
+    `down` nothing of the agent's is left, in the cluster or in any node's netfilter tables."""
+    from kubernetes import client
+    rt, api = _host_api()
+    core = client.CoreV1Api(api)
+    spec = host / "agent.yaml"
+    cluster = _spec(allow_faults=AGENT_FAULTS)
+    spec.write_text(yaml.safe_dump(cluster))
+    cluster_up(spec, NAME, "--timeout", "900", timeout=1500)  # the devices the first cluster had: HEALTH_OK again
+    try:
+        mon = core.list_namespaced_pod(NAMESPACE, label_selector="app=rook-ceph-mon").items[0].spec.node_name
+        cut, capped = [n for n in ("node3", "node2", "node1") if n != mon][:2]
+        [users] = [p for p in core.list_namespaced_pod(USERS).items if p.status.phase == "Running"]
+        restarts = users.status.container_statuses[0].restart_count
+        # a cut by hand: dfslab's daemons on the node lose their network, the user's pod beside them keeps its own
+        dfslab("fault", NAME, "partition", cut)
+        try:
+            peer = next(a.address for n in core.list_node().items if n.metadata.name == mon
+                        for a in n.status.addresses if a.type == "InternalIP")
+            probe = f"import socket; socket.create_connection(('{peer}', 10250), timeout=3); print('reached')"
+            if users.spec.node_name == cut:
+                assert _exec(core, USERS, users.metadata.name, ["python3", "-c", probe]) == (0, "reached\n")
+            from conftest import wait_for
+            agent_pod = next(p.metadata.name for p in core.list_namespaced_pod(
+                NAMESPACE, label_selector="app=dfslab-fault-agent").items if p.spec.node_name == cut)
+            # the daemons' own traffic (heartbeats, MON sessions) meets the cut's drops
+            from dfslab.runtime.kubernetes.agent import chain
+
+            def dropped() -> bool:
+                rc, listed = _exec(core, NAMESPACE, agent_pod, ["iptables", "-w", "-n", "-v", "-x", "-L",
+                                                                chain(NAMESPACE, "partition")])
+                return rc == 0 and any(f[2] == "DROP" and int(f[0]) > 0 for f in map(str.split, listed.splitlines())
+                                       if len(f) > 2 and f[0].isdigit())
+            wait_for(dropped, 60, f"dfslab's daemons' packets on {cut} dropped")
+        finally:
+            dfslab("fault", NAME, "restore")
+        assert not _dfslab_rules(rt)
+
+        exp = host / "agent-exp.yaml"
+        steps = [{"type": "radosbench", "mode": "write", "seconds": 10, "threads": 4} for _ in AGENT_FAULTS]
+        targets = {"kill": "osd.0", "stop": "osd.1", "node": cut, "partition": cut, "degrade": capped}
+        exp.write_text(yaml.safe_dump({
+            "name": "t-k8s-yours-agent", "cluster": cluster, "repetitions": 1, "workloads": steps,
+            "integrity": {"seed_objects": 10, "recovery_timeout": "300s"},
+            "faults": [{"kind": kind, "target": targets[kind], "during": i, "at": "2s", "duration": "6s",
+                        **({"options": {"bandwidth": "20mbit"}} if kind == "degrade" else {})} for i, kind in enumerate(AGENT_FAULTS)]}))
+        res = dfslab("run", str(exp), "--cluster", NAME, timeout=1200)
+        run = printed_run_dir(res.stdout)
+        events = json.loads((run / "faults.json").read_text())
+        assert [(e["kind"], e["target"], e["error"]) for e in events] == [
+            (kind, targets[kind], None) for kind in AGENT_FAULTS], (events, res.stderr[-2000:])
+        assert all(e["undo"] > e["inject"] and e["recover_s"] is not None and e["acknowledged_writes"] > 0
+                   for e in events), events
+        done = {e["kind"]: e["done"] for e in events}
+        assert done["kill"]["signalled"] >= 1 and done["node"]["containers"], done
+        assert done["partition"]["cgroups"] and any("osd" in p for p in done["partition"]["pods"]), done
+        assert done["degrade"]["cgroups"] and done["degrade"]["device"], done
+        integrity = json.loads((run / "integrity.json").read_text())
+        assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 10, integrity
+        assert not _dfslab_rules(rt)  # every cut and cap undone
+        # the user's pod: the same one, its process never restarted
+        [after] = [p for p in core.list_namespaced_pod(USERS).items if p.status.phase == "Running"]
+        assert after.metadata.uid == users.metadata.uid
+        assert after.status.container_statuses[0].restart_count == restarts
+    finally:
+        dfslab("down", NAME, timeout=900)
+    assert NAMESPACE not in {n.metadata.name for n in core.list_namespace().items}  # the agent with it
+    assert not _dfslab_rules(rt)
+    assert not ClusterState(NAME).dir.exists()
 
 
 def test_a_mounted_path_rendered_as_fio_servers_on_your_cluster_is_measured_through_them(host, tmp_path):
