@@ -22,9 +22,11 @@ HOST = "t-k8s-host"
 NAME = "t-k8s-yours"
 NAMESPACE = "dfslab-yours"
 
+# OSDs of 14 GiB (sparse): quick-any's rados bench (10 s, 16 threads) writes 4.5-6.4 GB here, and
+# dfslab stops a write at 40 % of the pool's free space (6 GiB OSDs stopped it at 3.2 GiB).
 HOST_SPEC = {"name": HOST, "runtime": "kubernetes", "kubernetes": {"local": {"rook": False}}, "nodes": 3, "clients": 2,
              "network": {"subnet": "10.80.0.0/24"},
-             "ceph": {"mons": 1, "osds_per_node": 1, "osd_size": "6GiB", "replica_size": 2, "cephfs": False}}
+             "ceph": {"mons": 1, "osds_per_node": 1, "osd_size": "14GiB", "replica_size": 2, "cephfs": False}}
 
 
 def _host_api():
@@ -206,6 +208,10 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                   if r["workload"] == "fio" and r["metric"] == "from_storage"}
         assert {("fs", "write"), ("fs", "randread"), ("rbd", "write")} <= set(shares), (shares, why[-2000:])
         assert all(0.9 <= shares[k] <= 1.3 for k in (("fs", "write"), ("fs", "randread"), ("rbd", "write"))), shares
+        # ... and the OSDs' disks, read inside their pods: an RBD write lands on both replicas' disks
+        moved = {(p.get("target"), r["metric"]): float(r["value"]) for r, p in zip(rows, params)
+                 if r["workload"] == "fio" and p.get("rw") == "write" and r["metric"] in ("bytes", "disk_bytes")}
+        assert 1.6 <= moved[("rbd", "disk_bytes")] / moved[("rbd", "bytes")] <= 3.5, moved
         events = json.loads((run / "faults.json").read_text())
         assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "osd.1", None),
                                                                             ("pod", "rgw.node1", None)], events
