@@ -210,3 +210,24 @@ def test_the_cap_classifies_only_what_the_daemon_sends_and_the_heal_removes_it(n
     assert theirs.returncode == 4 and "root qdisc of its own" in theirs.stderr
     assert "DFSLAB" not in subprocess.run(["ip", "netns", "exec", n.node, "iptables", "-t", "mangle", "-S"],
                                           capture_output=True, text=True).stdout
+
+
+def test_fault_list_names_each_kinds_targets_from_the_spec_or_the_running_pods(monkeypatch):
+    from dfslab import chaos
+    from dfslab.spec import load_spec
+    from conftest import REPO
+    local = load_spec(f"{REPO}/examples/ceph-small.yaml")
+    targets = chaos.targets_of(NS(spec=local, runtime=NS(daemons_in_pods=False)))
+    assert targets["kill"] == chaos.daemons_of(local) and "osd.0" in targets["kill"]
+    assert targets["partition"] == [*local.node_names(), *local.client_names()]  # a client's link too
+    assert targets["node"] == local.node_names()  # a node's daemons: the servers'
+    assert "fill" not in targets  # a kind of its own target (an OSD to fill, by Ceph's rule) is left out
+    # Rook names its daemons: the running pods of dfslab's namespace say which (stood in for here)
+    from dfslab.chaos import pod
+    yours = load_spec(f"{REPO}/examples/rook-yours.yaml")
+    monkeypatch.setattr(pod, "running_daemons", lambda cluster: ["mgr.a", "mon.a", "osd.0", "osd.1"])
+    targets = chaos.targets_of(NS(spec=yours.model_copy(update={"kubernetes": yours.kubernetes.model_copy(
+        update={"allow_faults": ["kill", "partition"]})}), runtime=NS(daemons_in_pods=True)))
+    # the client node by dfslab's name for it (kubernetes.clients maps it to worker4)
+    assert targets == {"kill": ["mgr.a", "mon.a", "osd.0", "osd.1"], "partition": ["worker1", "worker2", "worker3",
+                                                                                    "client"]}, targets

@@ -371,13 +371,19 @@ def test_the_fault_agent_breaks_only_dfslabs_daemons_and_a_second_cluster_takes_
             dfslab("fault", NAME, "restore")
         assert not _dfslab_rules(rt)
 
+        # each container signalled once (a second restart waits out the kubelet's back-off, 10 s and up)
+        osds = {p.spec.node_name: f"osd.{p.metadata.labels['ceph_daemon_id']}"
+                for p in core.list_namespaced_pod(NAMESPACE, label_selector="app=rook-ceph-osd").items}
+        # `fault NAME list` names each kind's targets: the running daemons' names, the nodes
+        listed = json.loads(dfslab("fault", NAME, "list", "--json").stdout)["kinds"]
+        assert set(osds.values()) <= set(listed["kill"]["targets"]) and cut in listed["partition"]["targets"], listed
         exp = host / "agent-exp.yaml"
-        steps = [{"type": "radosbench", "mode": "write", "seconds": 10, "threads": 4} for _ in AGENT_FAULTS]
-        targets = {"kill": "osd.0", "stop": "osd.1", "node": cut, "partition": cut, "degrade": capped}
+        steps = [{"type": "radosbench", "mode": "write", "seconds": 6, "threads": 4} for _ in AGENT_FAULTS]
+        targets = {"kill": osds[mon], "stop": osds[capped], "node": cut, "partition": cut, "degrade": capped}
         exp.write_text(yaml.safe_dump({
             "name": "t-k8s-yours-agent", "cluster": cluster, "repetitions": 1, "workloads": steps,
             "integrity": {"seed_objects": 10, "recovery_timeout": "300s"},
-            "faults": [{"kind": kind, "target": targets[kind], "during": i, "at": "2s", "duration": "6s",
+            "faults": [{"kind": kind, "target": targets[kind], "during": i, "at": "1s", "duration": "4s",
                         **({"options": {"bandwidth": "20mbit"}} if kind == "degrade" else {})} for i, kind in enumerate(AGENT_FAULTS)]}))
         res = dfslab("run", str(exp), "--cluster", NAME, timeout=1200)
         run = printed_run_dir(res.stdout)

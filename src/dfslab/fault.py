@@ -45,6 +45,9 @@ class Fault(ABC):
     # False for a change nothing puts back (an upgrade: Ceph supports no downgrade): once made it
     # is not kept among the cluster's active faults, and `restore` has nothing of it to undo.
     undoable: bool = True
+    # What its target names: "daemon" (osd.1, as `fault NAME list` lists the cluster's), "node",
+    # or "" (a kind of its own: a brick, an OSD to fill, the operator), for `fault NAME list`.
+    aims: str = ""
 
     def __init__(self, cluster: FaultedCluster):
         self.cluster = cluster

@@ -20,7 +20,7 @@ from ..registry import FILESYSTEMS, backend_class_of, fault_owner, faults_of, lo
 
 __all__ = ["Fault", "FaultError", "FaultInputError", "FaultedCluster", "daemons_of", "not_a_machine", "not_one_of",
            "GENERIC_FAULTS", "fault_kinds", "fault_class", "refusal_of", "kinds_for", "check_applies", "inject", "undo",
-           "active", "restore_all", "Injected"]
+           "active", "restore_all", "Injected", "targets_of"]
 
 
 @dataclass
@@ -135,3 +135,21 @@ def restore_all(cluster: FaultedCluster) -> list[dict[str, Any]]:
         undo(cluster, injected)
         undone.append(injected)
     return undone
+
+
+def targets_of(cluster: FaultedCluster) -> dict[str, list[str]]:
+    """What each kind this cluster takes can be aimed at, by the names its target takes: the
+    cluster's daemons (the spec's names, or on Kubernetes those of its running pods) or its
+    machines; a kind of its own (a brick, an OSD to fill) is left out."""
+    spec = cluster.spec
+    daemons = daemons_of(spec)
+    if daemons is None and cluster.runtime.daemons_in_pods:  # Kubernetes names them: its running pods say which
+        from .pod import running_daemons
+        daemons = running_daemons(cluster)
+    names = {"daemon": daemons or [], "node": [*spec.node_names(), *spec.client_names()]}
+    out = {}
+    for kind in kinds_for(spec):
+        cls = fault_class(kind)
+        if cls.aims in names:
+            out[kind] = [n for n in names[cls.aims] if cls.target_problem(n, spec) is None]
+    return out

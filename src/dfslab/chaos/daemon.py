@@ -14,6 +14,7 @@ from ..fault import Fault, FaultInputError, daemons_of, not_one_of, start_again
 
 class KillDaemon(Fault):
     kind = "kill"
+    aims = "daemon"
     help = ("kill -9 a daemon, by its name (`fault NAME list` names the cluster's: osd.1, glusterd.node2, master.node1); "
             "undo: start it again (on Kubernetes: its kubelet does)")
     signal = signal.SIGKILL
@@ -69,6 +70,7 @@ class StopDaemon(KillDaemon):
 
 class LoseNode(KillDaemon):
     kind = "node"
+    aims = "node"
     help = "kill -9 every daemon of a node at once; undo: start them all again"
 
     @classmethod

@@ -35,6 +35,7 @@ def _identity(backend: Any) -> Any:
 
 
 class _NodeFault(KubernetesFault):
+    aims = "node"
     @classmethod
     def target_problem(cls, target: str, spec: Any) -> str | None:
         return not_a_machine(target, spec)

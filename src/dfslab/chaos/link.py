@@ -17,6 +17,7 @@ from ..fault import Fault, FaultError, FaultInputError, not_a_machine
 
 
 class _LinkFault(Fault):
+    aims = "node"
     @classmethod
     def runtime_refusal(cls, runtime) -> str | None:
         if runtime.links or runtime.pod_networks:

@@ -34,6 +34,7 @@ def pods_of(core, namespace: str, found: PodSelector) -> list:
 
 class DeletePod(KubernetesFault):
     kind = "pod"
+    aims = "daemon"
     help = ("runtime kubernetes: delete a daemon's pod (osd.0, mon.a, mds.cephfs-a, glusterd.node2); undo: wait for "
             "the new one to run")
 
@@ -108,6 +109,15 @@ class SignalDaemonContainers(KubernetesFault):
                     return False
             return True
         self.wait(restarted, f"{target}'s containers started again by their kubelet", timeout)
+
+
+def running_daemons(cluster) -> list[str]:
+    """The daemons of `cluster` (a filesystem in pods), by the names its faults take, from its running pods."""
+    from kubernetes import client
+    runtime = cluster.runtime
+    pods = client.CoreV1Api(cluster.backend.api()).list_namespaced_pod(runtime.namespace).items
+    return sorted({name for p in pods if p.metadata.deletion_timestamp is None
+                   and (name := runtime.daemon_of_pod(p.metadata.labels or {})) is not None})
 
 
 def daemon_pods_on(fault: KubernetesFault, core, target: str) -> list:

@@ -52,8 +52,10 @@ def fault(
         fail(exc)
     try:
         if kind == "list" and as_json:
+            targets = chaos.targets_of(attached)
             kinds = {k: {"help": chaos.fault_class(k).help, "options": chaos.fault_class(k).option_defaults(),
-                         "refused": chaos.refusal_of(k, attached.spec)} for k in sorted(chaos.fault_kinds())}
+                         "refused": chaos.refusal_of(k, attached.spec), "targets": targets.get(k)}
+                     for k in sorted(chaos.fault_kinds())}
             print(json.dumps({"active": chaos.active(attached), "kinds": kinds}, indent=2))
         elif kind == "list":
             _list_kinds(attached)
@@ -80,10 +82,13 @@ def _list_kinds(attached) -> None:
     for f in chaos.active(attached):
         print(f"active: {f['kind']} {f['target']}")
     refusals = {k: chaos.refusal_of(k, attached.spec) for k in sorted(chaos.fault_kinds())}
+    targets = chaos.targets_of(attached)
     for k in (k for k, why in refusals.items() if why is None):
         cls = chaos.fault_class(k)
         opts = ", ".join(f"{o}={d}" for o, d in cls.option_defaults().items())
         print(f"{k:<10} {cls.help}" + (f" [options: {opts}]" if opts else ""))
+        if targets.get(k):
+            print(f"{'':<10} targets here: {', '.join(targets[k])}")
     daemons = attached.backend.daemon_names(attached.spec)
     if daemons:
         print(f"daemons of {attached.spec.name} (kill, stop): {', '.join(daemons)}")
