@@ -231,3 +231,12 @@ def test_fault_list_names_each_kinds_targets_from_the_spec_or_the_running_pods(m
     # the client node by dfslab's name for it (kubernetes.clients maps it to worker4)
     assert targets == {"kill": ["mgr.a", "mon.a", "osd.0", "osd.1"], "partition": ["worker1", "worker2", "worker3",
                                                                                     "client"]}, targets
+
+
+def test_down_heals_only_nodes_whose_agent_ever_ran():
+    # one whose image was never pulled put nothing on its node: down does not wait on it
+    waiting = NS(status=NS(container_statuses=[NS(state=NS(running=None), restart_count=0, last_state=NS(terminated=None))]))
+    pending = NS(status=NS(container_statuses=None))
+    ran = NS(status=NS(container_statuses=[NS(state=NS(running=None), restart_count=2, last_state=NS(terminated=None))]))
+    running = NS(status=NS(container_statuses=[NS(state=NS(running=object()), restart_count=0, last_state=None)]))
+    assert [agent.ever_started(p) for p in (waiting, pending, ran, running)] == [False, False, True, True]

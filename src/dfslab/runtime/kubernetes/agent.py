@@ -150,6 +150,12 @@ def agent_pod(core, namespace: str, node: str, timeout: float = 120) -> str:
         f"{message}: `kubectl -n {namespace} describe daemonset {AGENT}` says why (it needs privileged pods with hostPID)"))
 
 
+def ever_started(pod: Any) -> bool:
+    """Whether the agent's container in `pod` ever ran (running now, or restarted since)."""
+    return any(c.state.running or c.restart_count or (c.last_state and c.last_state.terminated)
+               for c in (pod.status.container_statuses or []))
+
+
 def exec_output(core, namespace: str, pod: str, argv: list[str], timeout: float = 60,
                 container: str | None = None) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of `argv` run in `pod` (its `container`, else its only one)

@@ -247,7 +247,8 @@ class ExistingKubernetesRuntime(Runtime):
         core = client.CoreV1Api(self.api())
         pods = core.list_namespaced_pod(self.namespace, label_selector=f"app={agent.AGENT}").items
         failed = []
-        for node in sorted({p.spec.node_name for p in pods if p.spec.node_name}):
+        # an agent that never started (its image not pulled) put nothing on its node
+        for node in sorted({p.spec.node_name for p in pods if p.spec.node_name and agent.ever_started(p)}):
             for kind in agent.NETWORK_FAULTS:
                 try:
                     agent.heal(core, self.namespace, node, kind)
