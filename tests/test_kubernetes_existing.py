@@ -343,18 +343,16 @@ def test_the_fault_agent_breaks_only_dfslabs_daemons_and_a_second_cluster_takes_
     spec.write_text(yaml.safe_dump(cluster))
     cluster_up(spec, NAME, "--timeout", "900", timeout=1500)  # the devices the first cluster had: HEALTH_OK again
     try:
-        mon = core.list_namespaced_pod(NAMESPACE, label_selector="app=rook-ceph-mon").items[0].spec.node_name
-        cut, capped = [n for n in ("node3", "node2", "node1") if n != mon][:2]
         [users] = [p for p in core.list_namespaced_pod(USERS).items if p.status.phase == "Running"]
+        cut, capped, other = users.spec.node_name, *sorted({"node1", "node2", "node3"} - {users.spec.node_name})
         restarts = users.status.container_statuses[0].restart_count
         # a cut by hand: dfslab's daemons on the node lose their network, the user's pod beside them keeps its own
         dfslab("fault", NAME, "partition", cut)
         try:
-            peer = next(a.address for n in core.list_node().items if n.metadata.name == mon
+            peer = next(a.address for n in core.list_node().items if n.metadata.name == other
                         for a in n.status.addresses if a.type == "InternalIP")
             probe = f"import socket; socket.create_connection(('{peer}', 10250), timeout=3); print('reached')"
-            if users.spec.node_name == cut:
-                assert _exec(core, USERS, users.metadata.name, ["python3", "-c", probe]) == (0, "reached\n")
+            assert _exec(core, USERS, users.metadata.name, ["python3", "-c", probe]) == (0, "reached\n")
             from conftest import wait_for
             agent_pod = next(p.metadata.name for p in core.list_namespaced_pod(
                 NAMESPACE, label_selector="app=dfslab-fault-agent").items if p.spec.node_name == cut)
@@ -379,7 +377,7 @@ def test_the_fault_agent_breaks_only_dfslabs_daemons_and_a_second_cluster_takes_
         assert set(osds.values()) <= set(listed["kill"]["targets"]) and cut in listed["partition"]["targets"], listed
         exp = host / "agent-exp.yaml"
         steps = [{"type": "radosbench", "mode": "write", "seconds": 6, "threads": 4} for _ in AGENT_FAULTS]
-        targets = {"kill": osds[mon], "stop": osds[capped], "node": cut, "partition": cut, "degrade": capped}
+        targets = {"kill": osds[other], "stop": osds[capped], "node": cut, "partition": cut, "degrade": capped}
         exp.write_text(yaml.safe_dump({
             "name": "t-k8s-yours-agent", "cluster": cluster, "repetitions": 1, "workloads": steps,
             "integrity": {"seed_objects": 10, "recovery_timeout": "300s"},
