@@ -307,7 +307,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
     assert all(node_ready(n) for n in client.CoreV1Api(api).list_node().items)
 
 
-AGENT_FAULTS = ["kill", "stop", "node", "partition", "degrade"]
+AGENT_FAULTS = ["kill", "stop", "partition", "node", "degrade"]  # partition before node: on the same node
 
 
 def _exec(core, namespace: str, pod: str, argv: list[str]) -> tuple[int, str]:
@@ -376,13 +376,15 @@ def test_the_fault_agent_breaks_only_dfslabs_daemons_and_a_second_cluster_takes_
         listed = json.loads(dfslab("fault", NAME, "list", "--json").stdout)["kinds"]
         assert set(osds.values()) <= set(listed["kill"]["targets"]) and cut in listed["partition"]["targets"], listed
         exp = host / "agent-exp.yaml"
-        steps = [{"type": "radosbench", "mode": "write", "seconds": 6, "threads": 4} for _ in AGENT_FAULTS]
+        # one step of writes, the faults one after another in it (a step each took 75 s more in the suite)
+        steps = [{"type": "radosbench", "mode": "write", "seconds": 28, "threads": 4}]
         targets = {"kill": osds[other], "stop": osds[capped], "node": cut, "partition": cut, "degrade": capped}
         exp.write_text(yaml.safe_dump({
             "name": "t-k8s-yours-agent", "cluster": cluster, "repetitions": 1, "workloads": steps,
             "integrity": {"seed_objects": 10, "recovery_timeout": "300s"},
-            "faults": [{"kind": kind, "target": targets[kind], "during": i, "at": "1s", "duration": "4s",
-                        **({"options": {"bandwidth": "20mbit"}} if kind == "degrade" else {})} for i, kind in enumerate(AGENT_FAULTS)]}))
+            "faults": [{"kind": kind, "target": targets[kind], "during": 0, "at": f"{1 + 5 * i}s", "duration": "3s",
+                        **({"options": {"bandwidth": "20mbit"}} if kind == "degrade" else {})}
+                       for i, kind in enumerate(AGENT_FAULTS)]}))
         res = dfslab("run", str(exp), "--cluster", NAME, timeout=1200)
         run = printed_run_dir(res.stdout)
         events = json.loads((run / "faults.json").read_text())
