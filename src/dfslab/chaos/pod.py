@@ -14,7 +14,7 @@ from ..backends import Backend, PodSelector
 from ..backends.abilities import PodsOnKubernetes, ability
 from ..fault import RESTART_TIMEOUT, FaultError, FaultInputError, KubernetesFault, daemons_of, not_one_of
 from ..runtime import RuntimeError_
-from ..runtime.kubernetes.objects import running_ready
+from ..runtime.kubernetes.objects import daemon_pods, running_ready
 
 
 def selector(backend: Backend | type[Backend], target: str) -> PodSelector:
@@ -81,8 +81,7 @@ class SignalDaemonContainers(KubernetesFault):
 
     def inject(self, target: str) -> dict[str, Any]:
         core = self.core()
-        running = [(pod, c) for pod in self._pods(core, target) if pod.metadata.deletion_timestamp is None
-                   for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
+        running = running_containers([p for p in self._pods(core, target) if p.metadata.deletion_timestamp is None])
         if not running:
             raise FaultInputError(f"no running container of {target} in namespace {self.namespace}; "
                                   f"`dfslab status {self.cluster.state.name}` lists the pods")
@@ -115,17 +114,19 @@ def running_daemons(cluster) -> list[str]:
     """The daemons of `cluster` (a filesystem in pods), by the names its faults take, from its running pods."""
     from kubernetes import client
     runtime = cluster.runtime
-    pods = client.CoreV1Api(cluster.backend.api()).list_namespaced_pod(runtime.namespace).items
-    return sorted({name for p in pods if p.metadata.deletion_timestamp is None
-                   and (name := runtime.daemon_of_pod(p.metadata.labels or {})) is not None})
+    core = client.CoreV1Api(cluster.backend.api())
+    return sorted({name for name, _ in daemon_pods(core, runtime.namespace, runtime.daemon_of_pod)})
 
 
 def daemon_pods_on(fault: KubernetesFault, core, target: str) -> list:
     """The pods of dfslab's daemons on node `target` (by the filesystem's labels), not going away."""
     runtime = fault.cluster.runtime
-    pods = core.list_namespaced_pod(fault.namespace, field_selector=f"spec.nodeName={runtime.kube_node(target)}").items
-    return [p for p in pods if p.metadata.deletion_timestamp is None
-            and runtime.daemon_of_pod(p.metadata.labels or {}) is not None]
+    return [p for _, p in daemon_pods(core, fault.namespace, runtime.daemon_of_pod, runtime.kube_node(target))]
+
+
+def running_containers(pods: list) -> list:
+    """(pod, container status) of every container of `pods` running now, with an ID."""
+    return [(pod, c) for pod in pods for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
 
 
 class SignalNodeDaemons(SignalDaemonContainers):
@@ -151,8 +152,7 @@ class PodNetworkFault(KubernetesFault):
 
     def inject(self, target: str, rate_bps: int | None = None) -> dict[str, Any]:
         runtime = self.cluster.runtime
-        running = [(pod, c.container_id) for pod in daemon_pods_on(self, self.core(), target)
-                   for c in pod.status.container_statuses or [] if c.state.running and c.container_id]
+        running = [(pod, c.container_id) for pod, c in running_containers(daemon_pods_on(self, self.core(), target))]
         if not running:
             raise FaultInputError(f"no running daemon of dfslab's on {target}; `dfslab status "
                                   f"{self.cluster.state.name}` lists the pods")

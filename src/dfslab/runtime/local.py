@@ -71,11 +71,14 @@ def node_addresses(spec: ClusterSpec) -> dict[str, str]:
     return addrs
 
 
+def burst_bytes(rate_bps: int) -> int:
+    """A shaper's burst at `rate_bps`: it must hold at least one timer tick of traffic at the rate,
+    or the shaper undershoots; 10 ms worth (min 32 KiB) measured 956 Mbit/s at a 1 Gbit/s tbf cap."""
+    return max(rate_bps // 8 // 100, 32 * 1024)
+
+
 def tbf_args(rate_bps: int) -> list[str]:
-    # burst must hold at least one timer tick of traffic at the rate, or tbf undershoots;
-    # 10 ms worth (min 32 KiB) measured 956 Mbit/s at a 1 Gbit/s cap.
-    burst = max(rate_bps // 8 // 100, 32 * 1024)
-    return ["tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "latency", "50ms"]
+    return ["tbf", "rate", f"{rate_bps}bit", "burst", str(burst_bytes(rate_bps)), "latency", "50ms"]
 
 
 def _tbf_rate(qdiscs: list[dict]) -> int | None:

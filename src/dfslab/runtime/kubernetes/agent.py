@@ -27,6 +27,7 @@ from typing import Any
 
 from ...polling import wait_until
 from ..base import RuntimeError_
+from ..local import burst_bytes
 
 AGENT = "dfslab-fault-agent"
 AGENT_KINDS = ("kill", "stop", "node", "partition", "degrade")  # what it injects (consent: kubernetes.allow_faults)
@@ -250,9 +251,8 @@ def cap(core, namespace: str, node: str, pods: list[tuple[Any, str]], rate_bps: 
     record: the chain, the device and its HTB handle, the cgroups capped."""
     ids = _host_networked(namespace, node, pods)
     name, handle = chain(namespace, "degrade"), htb_handle(namespace)
-    burst = max(rate_bps // 8 // 100, 32 * 1024)  # 10 ms at the rate, as the local runtime's tbf
-    out = _run(core, namespace, node, _in_node_cgroups(SHAPE, name, handle, f"{rate_bps}bit", str(burst),
-                                                       pods[0][0].status.host_ip, *ids),
+    shape = [name, handle, f"{rate_bps}bit", str(burst_bytes(rate_bps)), pods[0][0].status.host_ip, *ids]
+    out = _run(core, namespace, node, _in_node_cgroups(SHAPE, *shape),
                f"cap the network of {', '.join(p.metadata.name for p, _ in pods)}").split()
     return {"chain": name, "device": out[0], "handle": handle, "cgroups": out[1:]}
 

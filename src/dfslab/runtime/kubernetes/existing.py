@@ -19,7 +19,7 @@ from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
 from ..base import CLIENT, Runtime, RuntimeError_
 from . import agent
-from .objects import apply_all, internal_ip, namespace_object, node_ready
+from .objects import apply_all, daemon_pods, internal_ip, namespace_object, node_ready
 from .images import IMAGE_MODULES, image_module
 from .job import SHIPPED_MODULES, is_admin, ship, shipped_module
 
@@ -137,10 +137,8 @@ class ExistingKubernetesRuntime(Runtime):
             if not made:
                 made.append(client.CoreV1Api(self.api()))
             core, out = made[0], {}
-            for pod in core.list_namespaced_pod(self.namespace).items:
-                name = self.daemon_of_pod(pod.metadata.labels or {})
-                if (not name or pod.spec.node_name not in servers or pod.status.phase != "Running"
-                        or pod.metadata.deletion_timestamp):
+            for name, pod in daemon_pods(core, self.namespace, self.daemon_of_pod):
+                if pod.spec.node_name not in servers or pod.status.phase != "Running":
                     continue
                 try:
                     rc, text, _ = agent.exec_output(core, self.namespace, pod.metadata.name, READ_IO, timeout=30,

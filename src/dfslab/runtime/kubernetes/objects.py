@@ -5,6 +5,7 @@ sees when it refuses an object."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..base import RuntimeError_
 from ...polling import poll
@@ -101,6 +102,15 @@ def running_ready(pod) -> bool:
     """A pod that runs, is not being deleted, and whose containers are all ready."""
     return (pod.status.phase == "Running" and pod.metadata.deletion_timestamp is None
             and all(c.ready for c in pod.status.container_statuses or []))
+
+
+def daemon_pods(core, namespace: str, daemon_of_pod, node: str | None = None) -> list[tuple[str, Any]]:
+    """(daemon, pod) of every pod in `namespace` (on Kubernetes node `node`, if given) that runs one
+    of the filesystem's daemons (`daemon_of_pod` of its labels) and is not going away."""
+    fields = f"spec.nodeName={node}" if node else ""
+    pods = core.list_namespaced_pod(namespace, field_selector=fields).items
+    return [(name, p) for p in pods if p.metadata.deletion_timestamp is None
+            and (name := daemon_of_pod(p.metadata.labels or {})) is not None]
 
 
 def object_path(api, obj: dict, wait: float = 30) -> str:
