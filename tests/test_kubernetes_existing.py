@@ -410,6 +410,83 @@ def test_the_fault_agent_breaks_only_dfslabs_daemons_and_a_second_cluster_takes_
     assert not ClusterState(NAME).dir.exists()
 
 
+GLUSTER_NAME = "t-k8s-gyours"
+GLUSTER_NS = "dfslab-gyours"
+
+
+def _gluster_spec() -> dict:
+    """GlusterFS (replica 3, one brick a node) on the same nodes, with the owner's consent to kill
+    and partition (the fault agent) and pod."""
+    base = _spec(allow_faults=["pod", "kill", "partition"])
+    kubernetes = {k: v for k, v in base["kubernetes"].items() if k != "devices"}  # bricks are directories
+    return {"name": GLUSTER_NAME, "filesystem": "gluster", "runtime": "kubernetes", "nodes": 3,
+            "kubernetes": {**kubernetes, "namespace": GLUSTER_NS}}
+
+
+def test_glusterfs_on_your_cluster_is_measured_broken_through_the_agent_and_leaves_your_nodes_as_they_were(host):
+    """GlusterFS's glusterd StatefulSet on your nodes, its state in a directory of dfslab's under
+    data_dir_host_path; fio through the FUSE mount and libgfapi in Jobs; a glusterd killed and a
+    node cut through the fault agent during checksummed writes (the toolbox's mount), 0 lost;
+    after `down` that directory is gone from every node and the user's pod is the same."""
+    from kubernetes import client
+    from dfslab.backends.gluster.yours import OWNER_MARK, root_on_nodes
+    rt, api = _host_api()
+    core = client.CoreV1Api(api)
+    users_before = _users_pod_uids(api)
+    spec = host / "gluster.yaml"
+    cluster = _gluster_spec()
+    spec.write_text(yaml.safe_dump(cluster))
+    root = root_on_nodes(cluster["kubernetes"]["data_dir_host_path"], GLUSTER_NS)
+    # this machine's view of each node's data_dir_host_path (the host's nodes bind their own there)
+    on_node = {n: rt.node_paths(n).rook_data / root.name for n in ("node1", "node2", "node3")}
+    cluster_up(spec, GLUSTER_NAME, "--timeout", "600", timeout=900)
+    try:
+        status = json.loads(dfslab("status", GLUSTER_NAME, "--json").stdout)
+        assert status["health"] == "HEALTH_OK" and len(status["bricks"]) == 3, status
+        assert all(b["brick"].endswith(f"{root}/{n}/bricks/b0") for b, n in zip(status["bricks"], ("node1", "node2", "node3")))
+        assert all((on_node[n] / OWNER_MARK).is_file() and (on_node[n] / n / "bricks" / "b0").is_dir() for n in on_node)
+        pods = core.list_namespaced_pod(GLUSTER_NS, label_selector="app=dfslab-glusterd").items
+        assert sorted(p.spec.node_name for p in pods) == ["node1", "node2", "node3"]
+        exp = host / "gluster-exp.yaml"
+        exp.write_text(yaml.safe_dump({
+            "name": "t-k8s-gyours-exp", "cluster": cluster, "repetitions": 1,
+            "workloads": [{"type": "fio", "target": ["fs", "gfapi"], "rw": "write", "bs": "1MiB", "size": "32MiB",
+                           "seconds": 3},
+                          {"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "32MiB", "seconds": 16}],
+            "integrity": {"seed_objects": 10, "recovery_timeout": "300s"},
+            # a glusterd and its bricks killed on node2, then node3's daemons cut off, in one step
+            "faults": [{"kind": "kill", "target": "glusterd.node2", "during": 1, "at": "2s", "duration": "3s"},
+                       {"kind": "partition", "target": "node3", "during": 1, "at": "9s", "duration": "4s"}]}))
+        res = dfslab("run", str(exp), "--cluster", GLUSTER_NAME, timeout=1200)
+        run, why = printed_run_dir(res.stdout), res.stderr
+        with open(run / "results.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        params = [json.loads(r["params"]) for r in rows]
+        first = {(p["target"], r["metric"]): float(r["value"]) for r, p in zip(rows, params)
+                 if r["workload"] == "fio" and p.get("seconds") == 3}
+        assert first[("fs", "bandwidth")] > 0 and first[("gfapi", "bandwidth")] > 0, (first, res.stdout)
+        # replica 3: the client sends each byte to three bricks, which write it to their disks
+        assert 2.6 <= first[("fs", "from_storage")] <= 3.6, (first, why[-2000:])
+        assert 2.6 <= first[("fs", "disk_bytes")] / first[("fs", "bytes")] <= 4.0, first
+        events = json.loads((run / "faults.json").read_text())
+        assert [(e["kind"], e["target"], e["error"]) for e in events] == [("kill", "glusterd.node2", None),
+                                                                            ("partition", "node3", None)], (events, why[-2000:])
+        assert all(e["undo"] > e["inject"] and e["recover_s"] is not None and e["acknowledged_writes"] > 0
+                   for e in events), events
+        assert events[0]["done"]["signalled"] >= 2, events  # glusterd and its brick at least
+        assert events[1]["done"]["cgroups"] and events[1]["done"]["pods"], events
+        integrity = json.loads((run / "integrity.json").read_text())
+        assert integrity["lost"] == 0 and integrity["corrupt"] == 0 and integrity["checked"] >= 10, integrity
+        assert not _dfslab_rules(rt)
+    finally:
+        dfslab("down", GLUSTER_NAME, timeout=900)
+    assert GLUSTER_NS not in {n.metadata.name for n in core.list_namespace().items}
+    assert not [n for n, path in on_node.items() if path.exists()], on_node  # the cleanup Jobs removed it on each node
+    assert _users_pod_uids(api) == users_before
+    assert not _dfslab_rules(rt)
+    assert not ClusterState(GLUSTER_NAME).dir.exists()
+
+
 def test_a_mounted_path_rendered_as_fio_servers_on_your_cluster_is_measured_through_them(host, tmp_path):
     """Lustre or GPFS cannot run here: a directory of this machine stands for the site's mount
     (each node's mount namespace sees it), the rendered DaemonSet runs `fio --server` on the

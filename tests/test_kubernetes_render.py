@@ -49,15 +49,19 @@ def test_preflight_refuses_an_osd_ceph_volume_would_skip():
 def test_filesystems_without_a_kubernetes_engine_are_refused_on_kubernetes():
     with pytest.raises(SpecError, match="runtime: external starts nothing"):
         parse_spec({"name": "x", "filesystem": "external", "runtime": "kubernetes", "external": {"posix": {"path": "/mnt"}}})
-    # GlusterFS has one (a StatefulSet and a bootstrap Job), on the local Kubernetes only
+    # GlusterFS has one (a StatefulSet and a bootstrap Job), on the local Kubernetes and on yours;
+    # MooseFS's is the local Kubernetes' only
     from dfslab.backends.gluster.kube import GlusterKubernetesBackend
+    from dfslab.backends.moosefs.kube import MooseFSKubernetesBackend
     from dfslab.registry import backend_class_of
     gluster = parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes", "nodes": 3})
     assert backend_class_of("gluster", "kubernetes") is GlusterKubernetesBackend
     GlusterKubernetesBackend.preflight(gluster)
     yours = {"kubeconfig": "/k", "image": "r/i:1", "clients": ["c1"]}
-    with pytest.raises(PreflightError, match="kubernetes.kubeconfig: GlusterFS"):
-        GlusterKubernetesBackend.preflight(parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes",
+    GlusterKubernetesBackend.preflight(parse_spec({"name": "g", "filesystem": "gluster", "runtime": "kubernetes",
+                                                  "nodes": 3, "kubernetes": yours}))
+    with pytest.raises(PreflightError, match="kubernetes.kubeconfig: MooseFS"):
+        MooseFSKubernetesBackend.preflight(parse_spec({"name": "m", "filesystem": "moosefs", "runtime": "kubernetes",
                                                       "nodes": 3, "kubernetes": yours}))
     with pytest.raises(SpecError, match="namespace"):
         parse_spec({**SPEC, "kubernetes": {"local": {}, "namespace": "Bad_NS"}})

@@ -39,7 +39,7 @@ def test_rook_daemon_pods_and_dfslab_jobs_are_named_as_on_the_local_runtime():
     assert pod_series_name({"ceph_daemon_type": "crashcollector", "ceph_daemon_id": "x"}, "node1", rook) is None
     assert pod_series_name({"app": "rook-ceph-operator"}, "node1", rook) is None
     # a runtime not told its filesystem's names sees only dfslab's Jobs
-    nothing = lambda labels: None  # noqa: E731
+    nothing = lambda labels, node: None  # noqa: E731
     assert pod_series_name({"ceph_daemon_type": "osd", "ceph_daemon_id": "0"}, "node1", nothing) is None
 
 

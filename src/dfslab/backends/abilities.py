@@ -319,8 +319,9 @@ class PodsOnKubernetes(ABC):
         from the command line of a process a pod runs on `node`; None if not ours."""
 
     @classmethod
-    def daemon_of_pod(cls, labels: dict[str, str]) -> str | None:
-        """The same from a pod's labels, where only the API server sees the pods (a Kubernetes you run)."""
+    def daemon_of_pod(cls, labels: dict[str, str], node: str = "") -> str | None:
+        """The same from a pod's labels and its Kubernetes node, where only the API server sees the
+        pods (a Kubernetes you run)."""
         return None
 
     @classmethod

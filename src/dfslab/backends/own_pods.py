@@ -17,7 +17,7 @@ class OwnPods(PodsOnKubernetes):
 
     signal_faults: tuple[str, ...] = ("kill", "stop", "node")  # kinds whose undo starts a process
     in_pods = ""  # what runs in pods, as the refusal says it: "glusterd and its bricks"
-    not_on_yours = ""  # why it is not built for a Kubernetes you run
+    not_on_yours = ""  # why it is not built for a Kubernetes you run ("": it is, and says its own refusals there)
 
     @classmethod
     @abstractmethod
@@ -29,7 +29,7 @@ class OwnPods(PodsOnKubernetes):
         if fault in cls.signal_faults:
             return (f"fault {fault}: on runtime kubernetes {cls.in_pods} run in pods; use fault pod "
                     f"(e.g. dfslab fault {spec.name} pod {cls.pod_example(spec)}) or nodeloss")
-        if fault is None and target is None and spec.kubernetes.user_cluster:
+        if fault is None and target is None and spec.kubernetes.user_cluster and cls.not_on_yours:
             return (f"kubernetes.kubeconfig: {cls.not_on_yours}; use kubernetes: {{local: {{}}}}, or filesystem: "
                     f"external with your own cluster's mount")
         release = rooted_release(spec)

@@ -121,7 +121,7 @@ class Runtime(ABC):
         # daemon_of_pod, given by cluster.attach): a runtime runs pods, the filesystem knows
         # which of their processes are its daemons. Until then, none is.
         self.daemon_of_process: Callable[[list[str], str], str | None] = lambda argv, node: None
-        self.daemon_of_pod: Callable[[dict[str, str]], str | None] = lambda labels: None
+        self.daemon_of_pod: Callable[[dict[str, str], str], str | None] = lambda labels, node: None
         # The filesystem's admin CLIs (Backend.admin_tools), which a runtime of Jobs runs on its
         # control path rather than as Jobs.
         self.admin_tools: frozenset[str] = frozenset()

@@ -26,6 +26,7 @@ import yaml
 
 from ..abilities import KubernetesManifests, PodsOnKubernetes
 from .. import BackendError, PodSelector, PreflightError, Progress, table
+from ..kube_consent import consent_refusal
 from ..kube_tables import nodes_table, pods_table
 from . import client as cephfs_client, health, pools, rgw
 from .conf import RELEASE_CONF, box_tuning, conf_text
@@ -245,7 +246,7 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
         return None
 
     @classmethod
-    def daemon_of_pod(cls, labels: dict[str, str]) -> str | None:
+    def daemon_of_pod(cls, labels: dict[str, str], node: str = "") -> str | None:
         """'osd.0' for a Rook OSD pod (its ceph_daemon_type and ceph_daemon_id labels); crash
         collectors and the like are not daemons of the cluster's."""
         kind, daemon_id = labels.get("ceph_daemon_type"), labels.get("ceph_daemon_id")
@@ -290,14 +291,7 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
         if fault_owner(kind) not in (None, spec.filesystem):
             return None  # another filesystem's kind: the fault check says whose
         if spec.kubernetes.user_cluster:
-            if kind in cls.CONSENTED_FAULTS:
-                return None if kind in spec.kubernetes.allow_faults else (
-                    f"fault {kind} on a Kubernetes you run needs the owner's consent: list it under "
-                    f"kubernetes.allow_faults")
-            if kind not in cls.NOT_ON_YOURS:
-                return None  # not Ceph's, or not this runtime's: the generic checks say which
-            return (f"fault {kind}: not on a Kubernetes you run ({cls.NOT_ON_YOURS[kind]}); there: "
-                    f"{', '.join(cls.CONSENTED_FAULTS)} under kubernetes.allow_faults")
+            return consent_refusal(spec, kind, cls.CONSENTED_FAULTS, cls.NOT_ON_YOURS)
         if kind == "node":
             return (f"fault node: on runtime kubernetes a node is lost with fault nodeloss (its kubelet, containerd "
                     f"and pods die at once, e.g. dfslab fault {spec.name} nodeloss node2)")

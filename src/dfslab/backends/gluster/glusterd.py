@@ -37,6 +37,14 @@ class GlusterContext:
     # How a command reaches a node's glusterd, where not through its tracked process's namespaces
     # (runtime kubernetes: its pod's /run, from this machine): (node, argv) -> argv.
     enter: Callable[[str, list[str]], list[str]] | None = None
+    # How such a command is run, where not by the runtime on the node (a Kubernetes you run: in the
+    # node's glusterd pod through the API's exec): (node, argv, timeout) -> its outcome.
+    run_on: Callable[[str, list[str], float], subprocess.CompletedProcess] | None = None
+
+    def run(self, node: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+        if self.run_on is not None:
+            return self.run_on(node, argv, timeout)
+        return self.runtime.run(node, argv, timeout=timeout, check=False)
 
     def node_dir(self, node: str, sub: str) -> Path:
         return self.root / node / sub
@@ -115,7 +123,7 @@ def cli(ctx: GlusterContext, node: str, *args: str, timeout: float = 120, check:
     deadline = time.monotonic() + min(timeout, 15)
     while True:
         try:
-            res = ctx.runtime.run(node, argv, timeout=timeout + 10, check=False)
+            res = ctx.run(node, argv, timeout=timeout + 10)
         except subprocess.TimeoutExpired:
             res = None
         if res is None or res.returncode == TIMED_OUT:

@@ -19,141 +19,62 @@ and kadalu are archived); plain StatefulSets are what people deploy.
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...runtime import CLIENT
+from ...runtime.kubernetes.job import POD_MOUNTS_KEY
 from ...runtime.kubernetes.objects import DAEMON_LABEL, apply_all, namespace_object, running_ready, validate_all
 from ..own_pods import OwnPods
-from .. import BackendError, PodSelector, Progress
-from . import volume
-from .backend import GlusterBackend
+from .. import BackendError, PodSelector, PreflightError, Progress
+from ..kube_consent import consent_refusal
+from . import volume, yours
+from .backend import GlusterBackend, set_alarms
 from .glusterd import PRIVATE_PATHS
+from .pods import (APP, BOOTSTRAP, DAEMON, NAMESPACE, Placement, bootstrap_job, bootstrap_script, host_cli,
+                   one_per_server, statefulset)
 from ...polling import poll, wait_until
 
-NAMESPACE = "dfslab-gluster"
-APP = "dfslab-glusterd"
-DAEMON = "glusterd"  # the pods' dfslab.io/daemon label: fault pod glusterd.NODE finds them by it
-BOOTSTRAP = "gluster-bootstrap"
-LABELS = {"app.kubernetes.io/managed-by": "dfslab"}
-
-
-def host_cli(node_dir: Path, argv: list[str]) -> list[str]:
-    """argv with the node's /run (where its glusterd's CLI socket is) and its log directory as
-    /run and /var/log/glusterfs, in a private mount namespace of its own: the CLI's log and its
-    helpers' (glfsheal's crawl of every brick) go to the node's directory, as on the local
-    runtime, not into this machine's /var/log/glusterfs."""
-    binds = " && ".join(f'mount --bind "$0"/{sub} {PRIVATE_PATHS[sub]}' for sub in ("run", "log"))
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{binds} && exec "$@"', str(node_dir), *argv]
-
-
-def node_mounts(root: Path) -> tuple[list[dict], list[dict]]:
-    """(volumes, volume mounts): the node's private paths from `root`/<node>/, and `root` itself
-    at its own path (the bricks' paths are the same in the pod and on this machine)."""
-    mounts = [{"name": "gluster", "mountPath": target, "subPathExpr": f"$(NODE_NAME)/{sub}"}
-              for sub, target in PRIVATE_PATHS.items()]
-    mounts.append({"name": "gluster", "mountPath": str(root)})
-    return [{"name": "gluster", "hostPath": {"path": str(root), "type": "Directory"}}], mounts
-
-
-# glusterd looks up each peer's address by name; the cluster DNS the pods would get does not exist
-# here and every lookup waited ~6 s (a 3-node bootstrap took 66 s). Asking a port that refuses at
-# once fails each lookup at once, and glusterd keeps the address.
-NO_DNS = {"dnsPolicy": "None", "dnsConfig": {"nameservers": ["127.0.0.1"],
-                                             "options": [{"name": "timeout", "value": "1"}, {"name": "attempts", "value": "1"}]}}
-NODE_NAME_ENV = [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
-
-
-# The pod's /run is the node's directory and outlives the container, but the PIDs in its pidfiles
-# were numbered by the old container's PID namespace. A new glusterd (PID 1 again) read the
-# self-heal daemon's stale pidfile, found its PID alive (its own brick, just started under that
-# number), and stopped it with SIGTERM: the brick stayed offline and the volume never healed.
-# When the container starts, every process it had is gone (the PID namespace died with its PID 1),
-# so every pidfile there is stale.
-FRESH_START = "find /run/gluster -name '*.pid' -type f -delete; exec glusterd -N --log-level INFO"
-
-
-def statefulset(namespace: str, image: str, root: Path, replicas: int) -> dict:
-    volumes, mounts = node_mounts(root)
-    labels = {"app": APP, DAEMON_LABEL: DAEMON, **LABELS}
-    return {
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": {"name": "glusterd", "namespace": namespace, "labels": labels},
-        "spec": {
-            "serviceName": "glusterd", "replicas": replicas, "podManagementPolicy": "Parallel",
-            "selector": {"matchLabels": {"app": APP}},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "hostNetwork": True, **NO_DNS,
-                    "automountServiceAccountToken": False,  # its /run is the node's glusterd /run
-                    "terminationGracePeriodSeconds": 10,
-                    "nodeSelector": {"dfslab.io/role": "server"},
-                    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": APP}}, "topologyKey": "kubernetes.io/hostname"}]}},
-                    "containers": [{
-                        "name": "glusterd", "image": image, "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", FRESH_START],
-                        "env": NODE_NAME_ENV,
-                        "securityContext": {"privileged": True},
-                        "readinessProbe": {"exec": {"command": ["gluster", "--mode=script", "--timeout=5", "pool", "list"]},
-                                           "periodSeconds": 2, "timeoutSeconds": 8},
-                        "volumeMounts": mounts,
-                    }],
-                    "volumes": volumes,
-                }},
-        },
-    }
-
-
-def bootstrap_script(peers: list[str], create: list[str], options: dict[str, str]) -> str:
-    """The pool and the volume, from the first server: what `up` on the local runtime does."""
-    import shlex
-    q = lambda args: " ".join(shlex.quote(a) for a in args)  # noqa: E731
-    lines = ["set -eu", "g() { gluster --mode=script --timeout=60 \"$@\"; }",
-             "until g pool list >/dev/null 2>&1; do sleep 1; done"]
-    lines += [f"g peer probe {shlex.quote(p)}" for p in peers]
-    lines.append(f'i=0; until [ "$(g pool list | grep -c Connected)" -eq {len(peers) + 1} ]; do '
-                 'i=$((i+1)); [ $i -lt 120 ] || { g pool list; exit 3; }; sleep 1; done')
-    lines.append(f"g {q(['volume', 'create', *create])}")
-    lines += [f"g {q(['volume', 'set', volume.VOLUME, k, v])}" for k, v in options.items()]
-    lines.append(f"g volume start {volume.VOLUME}")
-    return "\n".join(lines)
-
-
-def bootstrap_job(namespace: str, image: str, root: Path, node: str, script: str) -> dict:
-    volumes, mounts = node_mounts(root)
-    return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": BOOTSTRAP, "namespace": namespace, "labels": LABELS},
-        "spec": {"backoffLimit": 0, "template": {
-            "metadata": {"labels": {"app": BOOTSTRAP, **LABELS}},
-            "spec": {"restartPolicy": "Never", "hostNetwork": True, **NO_DNS,
-                     "automountServiceAccountToken": False,
-                     "nodeSelector": {"kubernetes.io/hostname": node},
-                     "containers": [{"name": "bootstrap", "image": image, "imagePullPolicy": "Never",
-                                     "command": ["sh", "-c", script], "env": NODE_NAME_ENV, "volumeMounts": mounts}],
-                     "volumes": volumes}}},
-    }
-
-
 class GlusterKubernetesBackend(OwnPods, GlusterBackend):
-    """GlusterFS whose glusterd run as pods of the local Kubernetes."""
+    """GlusterFS whose glusterd run as pods: of the local Kubernetes, or of one you run (yours.py)."""
 
     facts = replace(GlusterBackend.facts, required_programs=("gluster", "glusterfs", "unshare", "nsenter", "ip", "tc"),
                     log_dirs=("logs", "gluster/*/log", "kubernetes/nodes/*/pod-logs"))
 
     signal_faults = ("kill", "stop", "node", "brick")
     in_pods = "glusterd and its bricks"
-    not_on_yours = "GlusterFS on a Kubernetes you run is not built (its glusterd and bricks need node paths dfslab makes here)"
 
     @classmethod
     def pod_example(cls, spec) -> str:
         return f"glusterd.{spec.node_names()[1]}"
 
     pod_daemons = "glusterd.node2: a node's glusterd"
+
+    @classmethod
+    def refusal(cls, spec, target: str | None = None, fault: str | None = None) -> str | None:
+        if spec.kubernetes.user_cluster:
+            if fault is not None:
+                return consent_refusal(spec, fault, yours.CONSENTED_FAULTS, yours.NOT_ON_YOURS)
+            if target == "confine":
+                return ("gluster does not offer storage built on some servers only on a Kubernetes you run (its "
+                        "volume of new bricks is mounted on this machine, which has no route to your nodes)")
+        return super().refusal(spec, target, fault)
+
+    @classmethod
+    def targets_for(cls, spec) -> frozenset[str]:
+        found = super().targets_for(spec)
+        return found - {"confine"} if spec.kubernetes.user_cluster else found
+
+    @classmethod
+    def preflight(cls, spec) -> None:
+        if not spec.kubernetes.user_cluster:
+            return super().preflight(spec)
+        refused = cls.refusal(spec)  # nothing of GlusterFS runs on this machine: no programs needed here
+        if refused:
+            raise PreflightError(refused)
 
     @classmethod
     def pod_selector(cls, target: str) -> PodSelector | None:
@@ -176,23 +97,53 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
             return f"brick.{node}.{Path(argv[argv.index('--brick-name') + 1]).name}"
         return None
 
+    @classmethod
+    def daemon_of_pod(cls, labels: dict[str, str], node: str = "") -> str | None:
+        """'glusterd.node1' for the glusterd pod on node1 (the servers are named as their nodes)."""
+        return f"glusterd.{node}" if labels.get(DAEMON_LABEL) == DAEMON and labels.get("app") == APP and node else None
+
     def __init__(self, runtime, spec):
         super().__init__(runtime, spec)
-        self.ctx.enter = lambda node, argv: host_cli(self.ctx.root / node, argv)
+        if self.existing:
+            self.where = yours.placement(spec, self.state.name)
+            self.ctx.root = self.where.root  # the bricks' paths are your nodes'
+            self.ctx.enter = lambda node, argv: argv  # run in the node's glusterd pod, where its /run is
+            self.ctx.run_on = self._in_glusterd_pod
+        else:
+            self.where = Placement(NAMESPACE, self.ctx.root, "Directory", one_per_server(
+                {"nodeSelector": {"dfslab.io/role": "server"}}), "Never")
+            self.ctx.enter = lambda node, argv: host_cli(self.ctx.root / node, argv)
+
+    @property
+    def existing(self) -> bool:
+        """A Kubernetes you run (kubeconfig), not the local one dfslab starts."""
+        return self.spec.kubernetes.user_cluster
 
     @property
     def namespace(self) -> str:
-        return NAMESPACE
+        return self.where.namespace
 
     def api(self):
         return self.runtime.api()
+
+    def _glusterd_pods(self, core) -> list:
+        return core.list_namespaced_pod(self.namespace, label_selector=f"app={APP}").items
+
+    def _in_glusterd_pod(self, node: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+        """`argv` in the glusterd pod on `node` (a Kubernetes you run), through the API's exec."""
+        from kubernetes import client
+        pods = [p for p in self._glusterd_pods(client.CoreV1Api(self.api()))
+                if p.spec.node_name == self.runtime.kube_node(node) and p.status.phase == "Running"
+                and p.metadata.deletion_timestamp is None]
+        if not pods:
+            return subprocess.CompletedProcess(argv, 1, "", f"no running glusterd pod on {node}")
+        return self.runtime.exec_in_pod(pods[0].metadata.name, argv, timeout, container="glusterd")
 
     @property
     def first(self) -> str:
         """The first server whose glusterd pod is ready (node loss and pod faults)."""
         from kubernetes import client
-        pods = client.CoreV1Api(self.api()).list_namespaced_pod(NAMESPACE, label_selector=f"app={APP}").items
-        ready = {p.spec.node_name for p in pods if running_ready(p)}
+        ready = {p.spec.node_name for p in self._glusterd_pods(client.CoreV1Api(self.api())) if running_ready(p)}
         for node in self.spec.node_names():
             if node in ready:
                 return node
@@ -200,21 +151,27 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
 
     def deploy(self, progress: Progress, timeout: float) -> None:
         nodes = self.spec.node_names()
-        self.runtime.start_kubernetes(self.spec, progress)
-        self.state.update(k8s_namespace=NAMESPACE, k8s_fuse=self.pod_fuse())
-        for node in nodes:
-            for sub in (*PRIVATE_PATHS, "bricks"):
-                self.ctx.node_dir(node, sub).mkdir(parents=True, exist_ok=True)
+        if self.existing:
+            self.state.update(k8s_namespace=self.namespace, k8s_fuse=self.pod_fuse(),
+                              **{POD_MOUNTS_KEY: str(self.mount(CLIENT).parent)})
+        else:
+            self.runtime.start_kubernetes(self.spec, progress)
+            self.state.update(k8s_namespace=NAMESPACE, k8s_fuse=self.pod_fuse())
+            for node in nodes:
+                for sub in (*PRIVATE_PATHS, "bricks"):
+                    self.ctx.node_dir(node, sub).mkdir(parents=True, exist_ok=True)
         image = self.state.read()["k8s_images"]["rook"]
         api = self.api()
-        sts = statefulset(NAMESPACE, image, self.ctx.root, len(nodes))
+        sts = statefulset(self.where, image, len(nodes))
         create = [volume.VOLUME, *volume.layout_args(self.ctx), "transport", "tcp", *volume.brick_list(self.ctx), "force"]
         script = bootstrap_script([self.ctx.addresses[n] for n in nodes[1:]], create, volume.options(self.ctx))
-        job = bootstrap_job(NAMESPACE, image, self.ctx.root, nodes[0], script)
-        apply_all(api, [namespace_object(NAMESPACE)])
+        job = bootstrap_job(self.where, image, nodes[0], script)
+        if not self.existing:
+            apply_all(api, [namespace_object(NAMESPACE)])  # on yours the runtime made dfslab's namespace
         validate_all(api, [sts, job])  # both judged before either is made
-        progress("starting glusterd", f"StatefulSet glusterd: {len(nodes)} pod(s), one per server node")
-        apply_all(api, [sts])
+        progress("starting glusterd", f"StatefulSet glusterd: {len(nodes)} pod(s), one per server node"
+                 + (f", each keeping its state in {self.where.root}/NODE" if self.existing else ""))
+        self._apply(api, [sts])
         deadline = time.monotonic() + timeout
         self._wait_ready(api, len(nodes), deadline, progress)
         g = self.spec.gluster
@@ -223,8 +180,41 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
         self._run_bootstrap(api, job, deadline)
         progress("waiting for bricks", f"{n_bricks} brick(s) online")
         volume.wait_bricks_online(self.ctx, nodes[0], n_bricks, max(30, deadline - time.monotonic()))
-        progress("mounting", "FUSE client in the client namespace")
-        self.mount(CLIENT)
+        if self.existing:
+            self._start_toolboxes(api, image, progress, deadline)
+        else:
+            progress("mounting", "FUSE client in the client namespace")
+            self.mount(CLIENT)
+
+    def _apply(self, api, objs: list[dict]) -> None:
+        """Made, and on a Kubernetes you run recorded first (`down` deletes exactly what it recorded)."""
+        if self.existing:
+            for obj in objs:
+                self.runtime.record({"apiVersion": obj["apiVersion"], "kind": obj["kind"], **obj["metadata"]})
+        apply_all(api, objs)
+
+    def _start_toolboxes(self, api, image: str, progress: Progress, deadline: float) -> None:
+        from kubernetes import client
+        from ...runtime.kubernetes.existing import toolbox_name
+        core = client.CoreV1Api(api)
+        boxes = {toolbox_name(c): (node, c) for c, node in zip(self.spec.client_names(), self.spec.kubernetes.clients)}
+        progress("starting toolbox", ", ".join(f"{name} on {node} (the volume mounted)" for name, (node, _) in boxes.items()))
+        self._apply(api, [yours.toolbox(self.namespace, name, node, image, self.pod_fuse(), str(self.mount(c)))
+                          for name, (node, c) in boxes.items()])
+
+        def mounted() -> bool:
+            pods = core.list_namespaced_pod(self.namespace, label_selector=f"app in ({','.join(boxes)})").items
+            return sum(running_ready(p) for p in pods) >= len(boxes)
+        if not poll(mounted, "every toolbox pod with the volume mounted", max(60.0, deadline - time.monotonic()), 1.0):
+            raise BackendError(f"the toolbox pods did not mount the volume in time; `kubectl -n {self.namespace} logs "
+                               f"deploy/{next(iter(boxes))}` says why")
+
+    def mount(self, node: str = CLIENT) -> Path:
+        """On a Kubernetes you run: where the toolbox and each client Job's pod mount the volume,
+        a path that is only a name on this machine."""
+        if self.existing:
+            return self.state.dir / "mnt" / f"gluster-{node}"
+        return super().mount(node)
 
     def pod_fuse(self) -> list[str]:
         """The FUSE mount a Job's pod runs, the mount point appended (it daemonizes once mounted)."""
@@ -236,35 +226,67 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
         core = client.CoreV1Api(api)
 
         def all_ready() -> bool:
-            pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={APP}").items
-            ready = sorted(p.spec.node_name for p in pods if running_ready(p))
+            ready = sorted(p.spec.node_name for p in self._glusterd_pods(core) if running_ready(p))
             progress("starting glusterd", f"{len(ready)}/{want} ready ({', '.join(ready)})")
             return len(ready) == want
         if poll(all_ready, "every glusterd pod ready", max(0.0, deadline - time.monotonic()), 1.0):
             return
-        raise BackendError(f"glusterd pods not all ready in time; see {self.state.dir}/kubernetes/nodes/*/pod-logs "
-                           f"and `dfslab status {self.spec.name}`")
+        where = (f"`kubectl -n {self.namespace} logs statefulset/glusterd`" if self.existing
+                 else f"{self.state.dir}/kubernetes/nodes/*/pod-logs")
+        raise BackendError(f"glusterd pods not all ready in time; see {where} and `dfslab status {self.spec.name}`")
 
     def _run_bootstrap(self, api, job: dict, deadline: float) -> None:
         from kubernetes import client
-        apply_all(api, [job])
+        self._apply(api, [job])
         core = client.CoreV1Api(api)
 
         def finished() -> bool:
-            pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={BOOTSTRAP}").items
+            pods = core.list_namespaced_pod(self.namespace, label_selector=f"app={BOOTSTRAP}").items
             if not pods or pods[0].status.phase not in ("Succeeded", "Failed"):
                 return False
             if pods[0].status.phase == "Failed":
-                log = core.read_namespaced_pod_log(pods[0].metadata.name, NAMESPACE)
+                log = core.read_namespaced_pod_log(pods[0].metadata.name, self.namespace)
                 raise BackendError(f"the bootstrap Job failed: {log.strip()[-600:]}")
             return True
         wait_until(finished, "the bootstrap Job to finish", max(0.0, deadline - time.monotonic()), 1.0,
                    lambda _: BackendError("the bootstrap Job did not finish in time"))
 
+    def alarms(self) -> list[str]:
+        if not self.existing:
+            return super().alarms()
+        # the bricks' filesystems are your nodes': only what the volume itself says
+        return set_alarms(self.spec.gluster, self.seen_bricks)
+
+    def release(self) -> list[str]:
+        """On your Kubernetes: glusterd and its bricks stopped, then each node's directory of
+        dfslab's removed by a cleanup Job there (yours.py), before the runtime deletes the rest."""
+        if not self.existing or self.runtime.kubernetes_gone():
+            return []
+        from kubernetes import client
+        from ...runtime.kubernetes.objects import delete_object, exists
+        api = self.api()
+        core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+        made = [o for o in self.state.resources("k8s_object") if o["kind"] in ("StatefulSet", "Job", "Deployment")]
+        if not made:
+            return []  # up stopped before glusterd: nothing of it on your nodes
+        nodes = yours.glusterd_nodes(core, self.namespace)
+        for obj in made:  # glusterd, its bricks and every pod that mounts the nodes' directory
+            if exists(api, obj):
+                delete_object(api, obj)
+        if not poll(lambda: not self._glusterd_pods(core), "the glusterd pods to go", 120, 2.0):
+            return [f"the glusterd pods did not stop in 120 s; {self.where.root} stays on {', '.join(sorted(nodes))}"]
+        image = self.state.read()["k8s_images"]["rook"]
+        data_dir = self.spec.kubernetes.data_dir_host_path
+        mark = yours.owner(self.state.name, self.namespace)
+        self._apply(api, [yours.cleanup_job(self.namespace, image, node, data_dir, self.where.root, mark)
+                          for node in sorted(nodes)])
+        return yours.wait_cleanup(core, batch, self.namespace, nodes, self.where.root)
+
     def status(self) -> dict[str, Any]:
         from ..kube_tables import pods_table
         out = super().status()
-        out["tables"] = out.get("tables", []) + [pods_table(self.api(), NAMESPACE, self.runtime.container_rss)]
+        rss = getattr(self.runtime, "container_rss", lambda _: None)  # only the local nodes' containers are here
+        out["tables"] = out.get("tables", []) + [pods_table(self.api(), self.namespace, rss)]
         return out
 
 

@@ -217,6 +217,14 @@ class ExistingKubernetesRuntime(Runtime):
             apply_all(api, [ds])
         return {node: internal_ip(nodes[self.kube_node(node)]) for node in [*spec.node_names(), *spec.client_names()]}
 
+    def exec_in_pod(self, pod: str, argv: list[str], timeout: float, container: str | None = None):
+        """`argv` in a pod of dfslab's namespace through the API's exec, as a finished process."""
+        import subprocess
+        from kubernetes import client
+        rc, out, err = agent.exec_output(client.CoreV1Api(self.api()), self.namespace, pod, argv, timeout=timeout,
+                                         container=container)
+        return subprocess.CompletedProcess(argv, rc, out, err)
+
     # Through dfslab's fault agent on the pods' node (agent.py): this machine has no shell there.
     def signal_container(self, pod, container_id: str, sig: int) -> int:
         return agent.signal_container(self._agent_core(), self.namespace, pod, container_id, sig)

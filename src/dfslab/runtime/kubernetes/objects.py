@@ -106,11 +106,11 @@ def running_ready(pod) -> bool:
 
 def daemon_pods(core, namespace: str, daemon_of_pod, node: str | None = None) -> list[tuple[str, Any]]:
     """(daemon, pod) of every pod in `namespace` (on Kubernetes node `node`, if given) that runs one
-    of the filesystem's daemons (`daemon_of_pod` of its labels) and is not going away."""
+    of the filesystem's daemons (`daemon_of_pod` of its labels and node) and is not going away."""
     fields = f"spec.nodeName={node}" if node else ""
     pods = core.list_namespaced_pod(namespace, field_selector=fields).items
     return [(name, p) for p in pods if p.metadata.deletion_timestamp is None
-            and (name := daemon_of_pod(p.metadata.labels or {})) is not None]
+            and (name := daemon_of_pod(p.metadata.labels or {}, p.spec.node_name or "")) is not None]
 
 
 def object_path(api, obj: dict, wait: float = 30) -> str:

@@ -21,14 +21,14 @@ from ...rates import CounterRates
 Sample = dict[str, tuple[float, str]]
 
 JOB_LABEL = "dfslab.io/job"
-DaemonOfPod = Callable[[dict[str, str]], "str | None"]
+DaemonOfPod = Callable[[dict[str, str], str], "str | None"]  # (labels, Kubernetes node)
 
 
-def pod_series_name(labels: dict[str, str], spec_node: str, daemon_of_pod: DaemonOfPod) -> str | None:
+def pod_series_name(labels: dict[str, str], spec_node: str, daemon_of_pod: DaemonOfPod, kube_node: str = "") -> str | None:
     """The filesystem's name for its daemon's pod ('osd.0' for a Rook OSD pod), 'jobs.client' for
     a dfslab Job's pod on the client node; None for anything else (the operator, the toolbox,
     pods that are neither dfslab's nor the filesystem's daemons)."""
-    if name := daemon_of_pod(labels):
+    if name := daemon_of_pod(labels, kube_node or spec_node):
         return name
     if JOB_LABEL in labels:
         return f"jobs.{spec_node}"
@@ -131,7 +131,8 @@ class KubeletStats:
                 key = (self.namespace, pod.metadata.name)
                 known.add(key)
                 where = self.spec_name.get(pod.spec.node_name or "")
-                name = pod_series_name(pod.metadata.labels or {}, where, self.daemon_of_pod) if where else None
+                name = (pod_series_name(pod.metadata.labels or {}, where, self.daemon_of_pod, pod.spec.node_name or "")
+                        if where else None)
                 if name:
                     names[key] = name
             self._names, self._known, self._listed_at = names, known, now
