@@ -64,11 +64,14 @@ class FaultRun:
         if self._stores is None:
             backend = self.attached.backend
             offered = backend.targets_for(self.attached.spec)
-            # Files only where the checker sees the mount (not from the toolbox of a Kubernetes you
+            # Files only where the checker sees the mount (not from Rook's toolbox on a Kubernetes you
             # run, whose CephFS is mounted in the Jobs' pods alone: files there would be its own disk's).
             stores = [store_on(backend, t) for t, entry in TARGETS.items() if entry.store and t in offered
-                      and (t != FS_TARGET_NAME or self.runner.mount_is_here)]
+                      and (t != FS_TARGET_NAME or self.runner.mount_is_here or backend.toolbox_holds_mount)]
             self._stores = [s for s in stores if s]
+        if not self._stores:
+            raise WorkloadError(f"integrity: cluster {self.attached.spec.name} offers no target the checksummed data can "
+                                "go to where dfslab's checker runs (`dfslab capabilities` says why); run it without faults")
         return self._stores
 
     def seed(self) -> None:

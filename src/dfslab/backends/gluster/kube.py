@@ -109,6 +109,7 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
             self.ctx.root = self.where.root  # the bricks' paths are your nodes'
             self.ctx.enter = lambda node, argv: argv  # run in the node's glusterd pod, where its /run is
             self.ctx.run_on = self._in_glusterd_pod
+            self.toolbox_holds_mount = True  # the checksummed files go through the toolbox's own mount
         else:
             self.where = Placement(NAMESPACE, self.ctx.root, "Directory", one_per_server(
                 {"nodeSelector": {"dfslab.io/role": "server"}}), "Never")
@@ -209,6 +210,17 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
             raise BackendError(f"the toolbox pods did not mount the volume in time; `kubectl -n {self.namespace} logs "
                                f"deploy/{next(iter(boxes))}` says why")
 
+    def reach(self, runner, target: str, size_bytes: int, client_cache: bool | None = None):
+        found = super().reach(runner, target, size_bytes, client_cache)
+        if self.existing:
+            # libgfapi's Job mounts nothing, so no pod of it makes the directory: the toolbox's mount does
+            made = self.runtime.run(CLIENT, ["mkdir", "-p", str(self.mount(CLIENT) / found.directory)], timeout=60,
+                                    check=False)
+            if made.returncode != 0:
+                raise BackendError(f"could not make {found.directory} on the volume through the toolbox's mount: "
+                                   f"{(made.stderr or made.stdout).strip()[-300:]}")
+        return found
+
     def mount(self, node: str = CLIENT) -> Path:
         """On a Kubernetes you run: where the toolbox and each client Job's pod mount the volume,
         a path that is only a name on this machine."""
@@ -226,7 +238,11 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
         core = client.CoreV1Api(api)
 
         def all_ready() -> bool:
-            ready = sorted(p.spec.node_name for p in self._glusterd_pods(core) if running_ready(p))
+            pods = self._glusterd_pods(core)
+            for pod in pods:
+                if said := failed_start(core, pod):
+                    raise BackendError(f"glusterd on {pod.spec.node_name} exited at its start: {said}")
+            ready = sorted(p.spec.node_name for p in pods if running_ready(p))
             progress("starting glusterd", f"{len(ready)}/{want} ready ({', '.join(ready)})")
             return len(ready) == want
         if poll(all_ready, "every glusterd pod ready", max(0.0, deadline - time.monotonic()), 1.0):
@@ -288,6 +304,23 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
         rss = getattr(self.runtime, "container_rss", lambda _: None)  # only the local nodes' containers are here
         out["tables"] = out.get("tables", []) + [pods_table(self.api(), self.namespace, rss)]
         return out
+
+
+def failed_start(core, pod) -> str | None:
+    """What a glusterd container that exited with an error said (its start script refused a node's
+    directory, glusterd failed), or None: waiting longer would not help it."""
+    for c in pod.status.container_statuses or []:
+        ended = c.last_state.terminated if c.last_state else None
+        if ended is not None and ended.exit_code:
+            if (ended.message or "").strip():
+                return f"exit {ended.exit_code}: {ended.message.strip()[-400:]}"
+            try:
+                log = core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, container=c.name,
+                                                   previous=True)
+            except Exception:  # noqa: BLE001 (its log is gone with a replaced container: the code still says it)
+                log = ""
+            return f"exit {ended.exit_code}: {log.strip()[-400:] or ended.reason}"
+    return None
 
 
 BACKEND = GlusterKubernetesBackend

@@ -66,7 +66,10 @@ NODE_NAME_ENV = [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "
 # number), and stopped it with SIGTERM: the brick stayed offline and the volume never healed.
 # When the container starts, every process it had is gone (the PID namespace died with its PID 1),
 # so every pidfile there is stale.
-FRESH_START = "find /run/gluster -name '*.pid' -type f -delete; exec glusterd -N --log-level INFO"
+# Its bricks' parent directory is made too (`$0`: the root): `volume create` makes a brick's own
+# directory only, and on a node of yours nothing else makes the node's.
+FRESH_START = ('mkdir -p "$0/$NODE_NAME/bricks" && find /run/gluster -name \'*.pid\' -type f -delete; '
+               "exec glusterd -N --log-level INFO")
 
 
 def statefulset(where: Placement, image: str, replicas: int) -> dict:
@@ -89,6 +92,8 @@ def statefulset(where: Placement, image: str, replicas: int) -> dict:
                     "containers": [{
                         "name": "glusterd", "image": image, "imagePullPolicy": where.pull,
                         "command": ["sh", "-c", script, str(where.root)],
+                        # why it exited, kept in its status (its log may be gone with the container)
+                        "terminationMessagePolicy": "FallbackToLogsOnError",
                         "env": NODE_NAME_ENV,
                         "securityContext": {"privileged": True},
                         "readinessProbe": {"exec": {"command": ["gluster", "--mode=script", "--timeout=5", "pool", "list"]},
