@@ -86,6 +86,10 @@ COSTLY = {
     "dfslab up examples/rook-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing)",
     "dfslab run examples/quick-any.yaml --cluster rook-yours": "a Kubernetes cluster of the reader's",
     "dfslab down rook-yours": "a Kubernetes cluster of the reader's",
+    "dfslab up examples/gluster-yours.yaml": "a Kubernetes cluster of the reader's (test_kubernetes_existing runs the "
+                                             "same cluster and faults)",
+    "dfslab run examples/gluster-yours-faults.yaml --cluster gluster-yours": "a Kubernetes cluster of the reader's",
+    "dfslab down gluster-yours": "a Kubernetes cluster of the reader's",
     "dfslab run examples/three-filesystems.yaml": "2 min 55 s here: six fresh clusters of three filesystems (its "
                                                   "numbers are on the page); test_moosefs runs MooseFS's file steps, "
                                                   "test_settings a sweep of settings over runs",
