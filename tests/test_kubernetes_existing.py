@@ -447,7 +447,7 @@ def test_glusterfs_on_your_cluster_is_measured_broken_through_the_agent_and_leav
         assert sorted(p.spec.node_name for p in pods) == ["node1", "node2", "node3"]
         exp = host / "gluster-exp.yaml"
         exp.write_text(yaml.safe_dump({
-            "name": "t-k8s-gyours-exp", "cluster": cluster, "repetitions": 1,
+            "name": "t-k8s-gyours-exp", "cluster": cluster, "repetitions": 1, "baselines": {"network": False, "disk": False},
             "workloads": [{"type": "fio", "target": ["fs", "gfapi"], "rw": "write", "bs": "1MiB", "size": "32MiB",
                            "seconds": 3},
                           {"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "32MiB", "seconds": 24}],
