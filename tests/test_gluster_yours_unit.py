@@ -85,3 +85,15 @@ def test_on_your_cluster_faults_need_consent_and_what_acts_on_this_machine_is_re
     assert G.daemon_of_pod({"app": pods.APP, "dfslab.io/daemon": "glusterd"}, "w2") == "glusterd.w2"
     assert G.daemon_of_pod({"app": "dfslab-toolbox"}, "w4") is None
 
+
+
+def test_capabilities_of_glusterfs_on_your_kubernetes_refuse_only_what_acts_on_what_is_not_dfslabs():
+    from dfslab.capabilities import sample_cells
+    cells = {c.capability: c for c in sample_cells() if (c.cluster, c.filesystem) == ("kubernetes-yours", "gluster")}
+    refused = {name for name, c in cells.items() if not c.ok}
+    # what GlusterFS does not offer anywhere, what acts on your nodes or from this machine, and the
+    # rolling upgrade (on Kubernetes a new release is a new image)
+    assert refused == {"radosbench", "fio target=rados", "fio target=rbd", "pushdown where=storage",
+                       "pushdown where=client", "s3", "servers", "fault brick", "fault drain", "fault nodeloss",
+                       "fault fill", "fault out", "fault operator", "fault upgrade"}, refused
+    assert len(cells) - len(refused) >= 14
