@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from dfslab.backends import Backend
-from dfslab.backends.abilities import ObjectPools
+from dfslab.backends.abilities import ClientSetup, ObjectPools
 from dfslab.chaos.integrity import FileStore, open_store
 from dfslab.monitor import metric_families
 from dfslab.registry import TARGETS, store_class
@@ -57,9 +57,16 @@ class _Offers(Backend, ObjectPools):
 _Offers.__abstractmethods__ = frozenset()  # only the methods above are asked
 
 
-def _stores(offered: set[str], mount_is_here: bool = True) -> list[str]:
+class _OffersToolboxMount(_Offers, ClientSetup):
+    """... whose mount, where only pods have it, the checker's toolbox pod holds too (GlusterFS on yours)."""
+
+    def checker_sees_mount(self) -> bool:
+        return True
+
+
+def _stores(offered: set[str], mount_is_here: bool = True, toolbox_mount: bool = False) -> list[str]:
     from dfslab.faultrun import FaultRun
-    backend = _Offers()
+    backend = _OffersToolboxMount() if toolbox_mount else _Offers()
     backend.offered = frozenset(offered)
     run = FaultRun.__new__(FaultRun)
     run.attached, run._stores = SimpleNamespace(backend=backend, spec=None), None
@@ -74,6 +81,9 @@ def test_the_writer_takes_the_first_offered_target_with_a_store():
     # where the checker runs without the mount (a Kubernetes you run: only the Jobs' pods have it),
     # no files: they would land on its own disk, not the filesystem's
     assert _stores({"fs", "rados"}, mount_is_here=False) == ["rados:bench"]
+    # ... unless the pod the checker runs in holds the mount too
+    assert _stores({"fs", "gfapi"}, mount_is_here=False, toolbox_mount=True) == ["fs:/mnt/client/dfslab-integrity"]
+    assert _stores({"fs", "gfapi"}, mount_is_here=False) == []
 
 
 def test_each_filesystems_series_are_exposed_as_its_package_declares():

@@ -14,7 +14,7 @@ from .chaos.integrity import FROM_STDIN, STREAM, sent_between
 from .chaos.schedule import (INTEGRITY, TimedFault, Writer, detection, healthy_from, longest_stall, mean_latency, throughput,
                              wait_recovered, write_latency)
 from .backends import require
-from .backends.abilities import ObjectPools, ToolTargets
+from .backends.abilities import ObjectPools, ToolTargets, client_setup
 from .registry import TARGETS
 from .workloads import WorkloadError
 
@@ -67,14 +67,14 @@ class FaultRun:
             # Files only where the checker sees the mount (not from Rook's toolbox on a Kubernetes you
             # run, whose CephFS is mounted in the Jobs' pods alone: files there would be its own disk's).
             stores = [store_on(backend, t) for t, entry in TARGETS.items() if entry.store and t in offered
-                      and (t != FS_TARGET_NAME or self.runner.mount_is_here or backend.toolbox_holds_mount)]
+                      and (t != FS_TARGET_NAME or self.runner.mount_is_here or client_setup(backend).checker_sees_mount())]
             self._stores = [s for s in stores if s]
-        if not self._stores:
-            raise WorkloadError(f"integrity: cluster {self.attached.spec.name} offers no target the checksummed data can "
-                                "go to where dfslab's checker runs (`dfslab capabilities` says why); run it without faults")
         return self._stores
 
     def seed(self) -> None:
+        if not self.stores():
+            raise WorkloadError(f"integrity: cluster {self.attached.spec.name} offers no target the checksummed data can "
+                                "go to where dfslab's checker runs (`dfslab capabilities` says why); run it without faults")
         # The manifest comes back on the seeder's stdout (it may run where this machine's files are not).
         argv = [*INTEGRITY, "seed", STREAM, str(self.integrity.seed_objects), *self.stores()]
         seeded = json.loads(self.runner.run(argv, "integrity-seed", timeout=600))

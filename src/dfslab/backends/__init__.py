@@ -127,9 +127,6 @@ class Backend(ABC):
 
     name: str = "?"
     facts: Facts = Facts()
-    # Where the POSIX mount is only in the tools' pods (a Kubernetes you run): whether the pod
-    # dfslab's own tools run in (the integrity checker's toolbox) holds it too, at `mount`'s path.
-    toolbox_holds_mount: bool = False
 
     # What a cluster of a spec would be, before anything is made.
 

@@ -191,6 +191,11 @@ class ClientSetup(ABC):
         """argv as a user's command on `node` should run (e.g. inside a daemon's mount namespace)."""
         return argv
 
+    def checker_sees_mount(self) -> bool:
+        """Where the POSIX mount is only in the tools' pods (a Kubernetes you run): whether the pod
+        dfslab's own tools run in (the integrity checker's toolbox) holds it too, at `mount`'s path."""
+        return False
+
 
 class RollingUpgrade(ABC):
     """A running cluster moved to a newer release of its filesystem daemon by daemon, in the order

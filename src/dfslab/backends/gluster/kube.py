@@ -109,7 +109,6 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
             self.ctx.root = self.where.root  # the bricks' paths are your nodes'
             self.ctx.enter = lambda node, argv: argv  # run in the node's glusterd pod, where its /run is
             self.ctx.run_on = self._in_glusterd_pod
-            self.toolbox_holds_mount = True  # the checksummed files go through the toolbox's own mount
         else:
             self.where = Placement(NAMESPACE, self.ctx.root, "Directory", one_per_server(
                 {"nodeSelector": {"dfslab.io/role": "server"}}), "Never")
@@ -220,6 +219,9 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
                 raise BackendError(f"could not make {found.directory} on the volume through the toolbox's mount: "
                                    f"{(made.stderr or made.stdout).strip()[-300:]}")
         return found
+
+    def checker_sees_mount(self) -> bool:
+        return self.existing  # on yours the toolbox holds the volume's mount: the checksummed files go there
 
     def mount(self, node: str = CLIENT) -> Path:
         """On a Kubernetes you run: where the toolbox and each client Job's pod mount the volume,
