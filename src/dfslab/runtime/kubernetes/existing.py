@@ -49,6 +49,28 @@ def image_pushed(registry: str, local_image: str) -> str:
     return f"{registry.rstrip('/')}/{local_image.split('/', 1)[-1]}"
 
 
+def release_stuck_content(api, namespace: str, cluster: str) -> list[str]:
+    """In a namespace of dfslab's own (annotated with `cluster`) that stays Terminating, the
+    finalizers of the ConfigMaps and Secrets left in it removed: Rook's operator, which dfslab
+    installed there, puts `ceph.rook.io/disaster-protection` on its MON endpoints and keys and
+    removes it while the CephCluster is deleted; deleted first (a deletion that outlasted dfslab's
+    wait, on a loaded machine), it never does, and the namespace never goes. Everything in that
+    namespace is dfslab's or its operator's; a namespace not annotated as `cluster`'s is left."""
+    from kubernetes import client
+    core = client.CoreV1Api(api)
+    ns = core.read_namespace(namespace)
+    if (ns.metadata.annotations or {}).get("dfslab.io/cluster") != cluster or not ns.metadata.deletion_timestamp:
+        return []
+    released = []
+    for kind, listed, patch in (("ConfigMap", core.list_namespaced_config_map, core.patch_namespaced_config_map),
+                                ("Secret", core.list_namespaced_secret, core.patch_namespaced_secret)):
+        for obj in listed(namespace).items:
+            if obj.metadata.finalizers:
+                patch(obj.metadata.name, namespace, {"metadata": {"finalizers": None}})
+                released.append(f"{kind} {obj.metadata.name}")
+    return released
+
+
 class ExistingKubernetesRuntime(Runtime):
     kind = "kubernetes-existing"
     where = "a Kubernetes you run"
@@ -298,6 +320,8 @@ class ExistingKubernetesRuntime(Runtime):
                     raise RuntimeError_(f"deleting {obj['kind']} {obj['name']} failed: {exc.reason}") from None
         poll(lambda: not self._existing(api, objs), "dfslab's objects to be deleted", 180, 2.0)
         for obj in self._existing(api, objs):
+            if obj["kind"] == "Namespace":
+                release_stuck_content(api, obj["name"], self.state.name)
             # Only its controller (Rook's operator, already gone or stuck) would clear these; the
             # object is dfslab's own, so its finalizers go and the namespace can follow.
             try:
