@@ -463,7 +463,7 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
         if self.existing:
             objs = [o for o in objs if not exists(api, o)]
             for obj in objs:
-                self.runtime.record({"apiVersion": obj["apiVersion"], "kind": obj["kind"], **obj["metadata"]})
+                self.runtime.record(obj)
         apply_all(api, objs)
 
     def _start_toolbox(self, api, image: str, progress: Progress) -> None:

@@ -190,7 +190,7 @@ class GlusterKubernetesBackend(OwnPods, GlusterBackend):
         """Made, and on a Kubernetes you run recorded first (`down` deletes exactly what it recorded)."""
         if self.existing:
             for obj in objs:
-                self.runtime.record({"apiVersion": obj["apiVersion"], "kind": obj["kind"], **obj["metadata"]})
+                self.runtime.record(obj)
         apply_all(api, objs)
 
     def _start_toolboxes(self, api, image: str, progress: Progress, deadline: float) -> None:

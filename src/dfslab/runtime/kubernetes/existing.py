@@ -235,7 +235,7 @@ class ExistingKubernetesRuntime(Runtime):
         if agent.wanted(spec.kubernetes.allow_faults):  # the owner's consent to faults only the agent injects
             ds = agent.daemonset(self.namespace, self.state.read()["k8s_images"][IMAGE_KEY],
                                  [self.kube_node(n) for n in spec.node_names()])
-            self.record({"apiVersion": ds["apiVersion"], "kind": ds["kind"], **ds["metadata"]})
+            self.record(ds)
             apply_all(api, [ds])
         return {node: internal_ip(nodes[self.kube_node(node)]) for node in [*spec.node_names(), *spec.client_names()]}
 
@@ -285,9 +285,11 @@ class ExistingKubernetesRuntime(Runtime):
         return failed
 
     def record(self, obj: dict) -> None:
-        """Remember an object before it is made: `down` deletes exactly the recorded ones."""
-        self.state.add_resource("k8s_object", {k: obj[k] for k in ("apiVersion", "kind", "name")}
-                                | ({"namespace": obj["namespace"]} if obj.get("namespace") else {}))
+        """Remember an object before it is made (a whole manifest, or {apiVersion, kind, name,
+        namespace?}): `down` deletes exactly the recorded ones."""
+        meta = obj.get("metadata", obj)
+        self.state.add_resource("k8s_object", {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"]}
+                                | ({"namespace": meta["namespace"]} if meta.get("namespace") else {}))
 
     def destroy(self) -> list[str]:
         """Delete what dfslab recorded, newest first; the namespace (and everything in it) last."""
