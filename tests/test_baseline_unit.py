@@ -59,22 +59,23 @@ class LocalRunner:
 
 
 def test_the_disk_baseline_runs_on_each_node_that_has_its_own_disk(tmp_path, monkeypatch):
-    monkeypatch.setattr(baseline, "DISK_JOBS", {"write": dict(rw="write", bs="1M", iodepth=4)})
-    monkeypatch.setattr(baseline, "fio_argv", _small(baseline.fio_argv))
+    monkeypatch.setattr(baseline, "DISK_FILE_SIZE", "16M")  # the test's disk is this machine's
     shared = LocalRunner(tmp_path / "raw", ["node1", "node2"], False, tmp_path / "scratch")
     rows = baseline.disk(shared, 1)
-    assert [(r.metric, r.params) for r in rows] == [("disk_write_bandwidth", {}), ("disk_write_iops", {})]
+    # the three jobs in one fio run, each its own rows (their reporting groups, not one sum)
+    assert [(r.metric, r.params) for r in rows] == [(f"disk_{label}_{m}", {}) for label in ("write", "read", "randread")
+                                                     for m in ("bandwidth", "iops")]
+    bandwidth = {r.metric: r.value for r in rows if r.metric.endswith("bandwidth")}
+    # a 4 KiB random read is not a 1 MiB sequential one: were the groups summed or confused, these would coincide
+    assert len(set(bandwidth.values())) == 3 and all(v > 0 for v in bandwidth.values()), bandwidth
     assert [c[1] for c in shared.calls] == ["client"]
     own = LocalRunner(tmp_path / "raw", ["node1", "node2"], True, tmp_path / "scratch")
     rows = baseline.disk(own, 1)
     assert sorted({r.params["node"] for r in rows}) == ["node1", "node2"] and all(r.value > 0 for r in rows)
-    assert [(c[0], c[1]) for c in own.calls] == [("baseline-fio-write-node1", "node1"), ("baseline-fio-write-node2", "node2")]
-    # fio removes its files in the Job's emptyDir: nothing to carry back, nothing left on the node
+    assert len(rows) == 12
+    assert [(c[0], c[1]) for c in own.calls] == [("baseline-fio-node1", "node1"), ("baseline-fio-node2", "node2")]
+    # fio removes its file in the Job's emptyDir: nothing to carry back, nothing left on the node
     assert all(f"--directory={tmp_path / 'raw' / ('baseline-disk-' + c[1])}" in c[2] and "--unlink=1" in c[2]
                for c in own.calls)
+    assert "--unlink=1" not in shared.calls[0][2]
     assert sorted(p.name for p in (tmp_path / "raw").iterdir()) == []
-
-
-def _small(fio_argv):
-    """fio_argv with a 16 MiB file instead of 512 MiB (the test's disk is this machine's)."""
-    return lambda name, **options: fio_argv(name, **{**options, "size": "16M"})

@@ -153,17 +153,16 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         exp.write_text(yaml.safe_dump({
             "name": "t-k8s-yours-exp", "cluster": _with_cephfs(), "repetitions": 1,
             "baselines": {"network": True, "disk": True, "seconds": 2},
+            # What only a Kubernetes you run does differently (every tool a Job there or in the toolbox, the
+            # ledger through the toolboxes, the disks read in the OSDs' pods); the kinds whose Jobs are
+            # the local Kubernetes' own (metadata, parallel, sql, the rados engine) are test_kubernetes's:
+            # each cost 20-37 s here, 1.7x that in the suite beside cluster-b
             "workloads": [{"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 8},
-                          {"type": "fio", "target": ["rbd", "rados"], "rw": ["write"], "bs": "1MiB", "size": "32MiB",
-                           "seconds": 2},
+                          {"type": "fio", "target": "rbd", "rw": ["write"], "bs": "1MiB", "size": "32MiB", "seconds": 2},
                           # CephFS mounted by ceph-fuse in each Job's pod, its directories made there: one
-                          # Job on each client node at once
+                          # Job on each client node at once; the ledger reads both client nodes' links
                           {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
                            "numjobs": 2, "iodepth": 1, "seconds": 2, "clients": 2},
-                          {"type": "metadata", "procs": 2, "files_per_proc": 100},
-                          # IOR's shape on both client nodes at once, each Job mounting CephFS anew
-                          {"type": "parallel", "clients": 2, "procs": 2, "block_size": "32MiB",
-                           "transfer_size": "1MiB"},
                           {"type": "fio", "target": "rbd", "rw": "randwrite", "bs": "4KiB", "size": "32MiB",
                            "iodepth": 4, "seconds": 12},
                           # dfslab's S3 load in the toolbox (dfslab's image), through Rook's gateway
@@ -172,9 +171,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                           # the query in dfslab's object class inside Rook's OSD pods (dfslab's image
                           # holds it), and on the client: the engine in the toolbox
                           {"type": "pushdown", "query": "aggregate", "selectivity": 10, "where": ["storage", "client"],
-                           "rows": 200000, "objects": 4},
-                          # MariaDB with its datadir on CephFS, in one Job: datadir, server, mysqlslap, clean-up
-                          {"type": "sql", "concurrency": 2, "iterations": 1, "queries": 200}],
+                           "rows": 200000, "objects": 4}],
             # an OSD's pod deleted during 4 KiB RBD writes, the gateway's during PUTs; the checksummed
             # writer and its read-back run in the toolbox pod (dfslab's image holds them), their
             # files on the exec's streams, their objects through the gateway in the second
@@ -182,16 +179,17 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
             # (dfslab's fault agent, `kill` here, is left out of this run: with a kill through it during
             # step 1, the byte ledger lost one client-counter read in steps 2-6 in each of 3 runs, cause
             # not found yet; the kill itself worked each time, #68's note)
-            "faults": [{"kind": "pod", "target": "osd.1", "during": 5, "at": "2s", "duration": "4s"},
-                       {"kind": "pod", "target": "rgw.node1", "during": 7, "at": "2s", "duration": "3s"}]}))
-        res = dfslab("run", str(exp), "--cluster", NAME, timeout=900)
+            "faults": [{"kind": "pod", "target": "osd.1", "during": 3, "at": "2s", "duration": "4s"},
+                       {"kind": "pod", "target": "rgw.node1", "during": 5, "at": "2s", "duration": "3s"}]}))
+        # 10.5 min alone here, 1.7x that beside cluster-b in the suite: the timeout is for a hang
+        res = dfslab("run", str(exp), "--cluster", NAME, timeout=1800)
         run, out, why = printed_run_dir(res.stdout), res.stdout, res.stderr  # why: what the run said on stderr
         with open(run / "results.csv") as fh:
             rows = list(csv.DictReader(fh))
         params = [json.loads(r["params"]) for r in rows]
         metrics = {(r["workload"], r["metric"], p.get("target", p.get("mode"))) for r, p in zip(rows, params)}
         assert {("radosbench", "bandwidth", "write"), ("radosbench", "bandwidth", "seq"),
-                ("fio", "bandwidth", "rbd"), ("fio", "bandwidth", "rados")} <= metrics, (sorted(metrics), out)
+                ("fio", "bandwidth", "rbd")} <= metrics, (sorted(metrics), out)
         assert all(float(r["value"]) > 0 for r in rows if r["metric"] == "bandwidth")
         fs = {p["rw"]: float(r["value"]) for r, p in zip(rows, params)
               if r["workload"] == "fio" and p.get("target") == "fs" and r["metric"] == "bandwidth"}
@@ -200,8 +198,6 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                  if r["workload"] == "fio" and r["metric"] == "client_bandwidth"}
         assert {c for _, c in nodes} == {"client", "client2"} and all(v > 0 for v in nodes.values()), nodes
         assert all(fs[rw] == pytest.approx(nodes[(rw, "client")] + nodes[(rw, "client2")]) for rw in fs), (fs, nodes)
-        ops = {p["phase"] for r, p in zip(rows, params) if r["workload"] == "metadata" and r["metric"] == "ops"}
-        assert ops == {"create", "stat", "read", "unlink"}, out
         # the byte ledger read the client node's link (through the toolbox pod on it): what fio
         # moved on CephFS crossed it, the read too (each Job's ceph-fuse is a new, cold client)
         shares = {(p.get("target"), p.get("rw")): float(r["value"]) for r, p in zip(rows, params)
@@ -242,16 +238,9 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         # the gateway's pod went (grace 0, as Rook deletes it) and Rook's Deployment made a new one
         # on the same node: the writer's PUTs through it waited, none was lost
         assert events[1]["blocked_s"] > 0.5, events[1]
-        sql = {r["metric"]: float(r["value"]) for r, p in zip(rows, params) if r["workload"] == "sql"}
-        assert sql["qps"] > 0 and sql["qps"] == pytest.approx(200 / sql["time_avg"]), sql
         pushdown = {(p["where"], r["metric"]): float(r["value"]) for r, p in zip(rows, params) if r["workload"] == "pushdown"}
         assert pushdown[("storage", "rows_selected")] == pushdown[("client", "rows_selected")] > 0, pushdown
         assert pushdown[("storage", "bytes_moved")] < pushdown[("client", "bytes_moved")] / 10, pushdown
-        # both client nodes wrote and read at once; the ledger read both nodes' links (a toolbox on each)
-        par = {(p["op"], r["metric"]): float(r["value"]) for r, p in zip(rows, params)
-               if r["workload"] == "parallel" and r["metric"] in ("bandwidth", "from_storage")}
-        assert {("write", "bandwidth"), ("read", "bandwidth")} <= set(par), (par, out)
-        assert all(0.9 <= par.get((op, "from_storage"), 0) <= 1.3 for op in ("write", "read")), (par, why[-2000:])
         jobs = [json.loads(line) for line in (ClusterState(NAME).dir / "kubernetes/jobs.jsonl").read_text().splitlines()]
         assert {"client", "client2"} <= {j["node"] for j in jobs if j["tool"] == "fio"}, jobs
         # nothing of CephFS was made on this machine: the mount point is only a name here
@@ -405,10 +394,13 @@ def test_the_fault_agent_breaks_only_dfslabs_daemons_and_a_second_cluster_takes_
 
 GLUSTER_NAME = "t-k8s-gyours"
 GLUSTER_NS = "dfslab-gyours"
-# one after another in one step of writes, each on a node of its own while the one before heals
-# (replica 3 takes writes with two bricks of three)
-GLUSTER_FAULTS = ["kill", "partition", "stop", "degrade"]
-GLUSTER_TARGETS = {"kill": "glusterd.node2", "partition": "node3", "stop": "glusterd.node1", "degrade": "node2"}
+# One after another in one step of writes, all on node2: replica 3 takes writes with two bricks of
+# three (client quorum), so a fault on another node while node2's brick is still coming back from the
+# one before would refuse the writes with ENOTCONN (seen in CI: kill glusterd.node2, then a cut of
+# node3 6 s later while node2's restarted pod had not brought its brick back on the loaded machine).
+# The kill last: its pod's restart is the slowest to undo, and no fault comes after it.
+GLUSTER_FAULTS = ["partition", "stop", "degrade", "kill"]
+GLUSTER_TARGETS = {"partition": "node2", "stop": "glusterd.node2", "degrade": "node2", "kill": "glusterd.node2"}
 
 
 def _gluster_spec() -> dict:
@@ -473,9 +465,9 @@ def test_glusterfs_on_your_cluster_is_measured_broken_through_the_agent_and_leav
                    for e in events), events
         # glusterd (its container's first process) and what is left of its brick and self-heal daemon: once
         # glusterd is dead the kernel kills the rest of its PID namespace, so the count may be 1
-        assert events[0]["done"]["signalled"] >= 1 and events[0]["done"]["containers"], events
         done = {e["kind"]: e["done"] for e in events}
-        # node3's glusterd pod alone (the toolbox and the user's pod are not dfslab's daemons)
+        assert done["kill"]["signalled"] >= 1 and done["kill"]["containers"], events
+        # node2's glusterd pod alone (the toolbox and the user's pod are not dfslab's daemons)
         assert done["partition"]["cgroups"] and [p.split("-")[0] for p in done["partition"]["pods"]] == ["glusterd"], done
         assert done["stop"]["containers"] and done["degrade"]["device"], done
         integrity = json.loads((run / "integrity.json").read_text())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..backends.abilities import ClusterElsewhere, ability
 from . import Measurement, Runner, WorkloadError
-from .fiotool import fio_argv, parse_json
+from .fiotool import job_rows
 
 IPERF_PORT = 5201
 # A server in a pod (runtime kubernetes) listens only once its pod runs, seconds after dfslab
@@ -84,24 +84,38 @@ def disk(runner: Runner, seconds: int) -> list[Measurement]:
 
 DISK_JOBS = {"write": dict(rw="write", bs="1M", iodepth=16), "read": dict(rw="read", bs="1M", iodepth=16),
              "randread": dict(rw="randread", bs="4k", iodepth=32)}
+DISK_FILE_SIZE = "512M"
+
+
+def disk_argv(directory: Path, seconds: int, remove: bool) -> list[str]:
+    """One fio run of DISK_JOBS one after another (`stonewall`: each waits for the one before and
+    is its own reporting group) on one file: the write lays it out, the reads read it. One run, not
+    one per job: on a Kubernetes you run each run is a Job (a pod started and its log read: 9 Jobs
+    took 148 s for three nodes' 2-s jobs) and each job had its own 512 MiB file to lay out.
+    `remove`: the last job removes the file (`unlink`), where nothing should come back through the
+    pod's log or stay on the node."""
+    argv = ["fio", "--output-format=json", "--group_reporting", "--lat_percentiles=1", "--ioengine=libaio", "--direct=1",
+            f"--size={DISK_FILE_SIZE}", f"--runtime={seconds}", "--time_based", f"--directory={directory}",
+            "--filename=baseline-disk.dat"]  # options before the first --name are every job's
+    for i, (label, job) in enumerate(DISK_JOBS.items()):
+        argv += [f"--name=baseline-{label}", *(["--stonewall"] if i else []), *(f"--{k}={v}" for k, v in job.items())]
+    return argv + (["--unlink=1"] if remove else [])
 
 
 def _fio_disk(runner: Runner, directory: Path, seconds: int, node: str | None = None) -> list[Measurement]:
-    """The three fio jobs in `directory` (on `node`, else the client). On a node of a Kubernetes
-    you run the directory is the Job's emptyDir, on the kubelet's disk: fio removes its files
-    (`unlink`) so that nothing comes back through the pod's log and nothing stays on the node."""
+    """DISK_JOBS in `directory` (on `node`, else the client): rows per job, labelled with the node.
+    On a node of a Kubernetes you run the directory is the Job's emptyDir, on the kubelet's disk."""
     directory.mkdir(parents=True, exist_ok=True)
+    out = runner.run(disk_argv(directory, seconds, remove=node is not None), "baseline-fio" + (f"-{node}" if node else ""),
+                     node=node or "client", timeout=len(DISK_JOBS) * seconds * 4 + 120)
+    start = out.find("{")
+    if start < 0:
+        raise WorkloadError(f"fio printed no JSON for the disk baseline{' on ' + node if node else ''}")
+    jobs = {job["jobname"]: job for job in json.loads(out[start:])["jobs"]}
     rows = []
-    # On this machine's disk one file serves the three jobs: the write lays it out, the reads read
-    # it (a file each cost a 512 MiB layout per job: 12 s for 6 s of measuring on a fresh machine).
-    shared = None if node else "baseline-disk.dat"
-    for label, job in DISK_JOBS.items():
-        argv = fio_argv(f"baseline-{label}", ioengine="libaio", direct=1, size="512M", runtime=seconds,
-                        time_based=True, directory=str(directory), filename=shared,
-                        unlink=1 if node else None, **job)
-        out = runner.run(argv, f"baseline-fio-{label}" + (f"-{node}" if node else ""), node=node or "client",
-                         timeout=seconds * 4 + 120)
-        for row in parse_json(out, "baseline", {}, 0):
+    for label in DISK_JOBS:
+        job = jobs[f"baseline-{label}"]
+        for row in job_rows(job, "baseline", {}, 0, 1.0):
             if row.metric in ("bandwidth", "iops"):
                 rows.append(Measurement("baseline", f"disk_{label}_{row.metric}", row.value, row.unit,
                                         {"node": node} if node else {}))
