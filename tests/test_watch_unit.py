@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from dfslab.backends.ceph.checks import HealthChecks
 
+import sys
 import time
 
 import pytest
@@ -49,6 +50,24 @@ def test_a_tool_past_its_deadline_is_stopped_and_named(tmp_path):
     with pytest.raises(WorkloadError, match=r"`sleep` was still running at its deadline \(1 s\)"):
         r.run(["sleep", "60"], "stuck", timeout=1)
     assert time.monotonic() - started < 5 and not r.live
+
+
+def test_a_tool_past_its_deadline_gets_sigterm_first_and_sigkill_if_it_stays(tmp_path, monkeypatch):
+    """A Job's wrapper deletes its Job on SIGTERM (SIGKILL at once left the Job running); one
+    that ignores SIGTERM is killed after the grace."""
+    import dfslab.workloads as workloads
+    monkeypatch.setattr(workloads, "END_GRACE", 1.0)
+    r = runner(tmp_path)
+    cleaned = tmp_path / "cleaned"
+    with pytest.raises(WorkloadError, match="still running at its deadline"):
+        r.run(["sh", "-c", f"trap 'kill $!; echo deleted > {cleaned}; exit 143' TERM; sleep 60 >/dev/null & wait"],
+              "wrapper", timeout=1)
+    assert cleaned.read_text() == "deleted\n"
+    started = time.monotonic()
+    ignores = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    with pytest.raises(WorkloadError, match="still running at its deadline"):
+        r.run([sys.executable, "-c", ignores], "stubborn", timeout=1)
+    assert 1.9 <= time.monotonic() - started < 6 and not r.live
 
 
 def test_a_timed_write_that_ended_early_fails_the_step():

@@ -99,6 +99,21 @@ class WorkloadError(RuntimeError):
     """A tool failed; the message names it and where its raw output is."""
 
 
+# What a tool past its deadline gets after SIGTERM: a Job's wrapper (runtime.kubernetes.job) then
+# deletes its Job and waits up to 45 s for the pod to go; SIGKILL at once left the Job running.
+END_GRACE = 50.0
+
+
+def end_process(proc: subprocess.Popen) -> tuple[str, str]:
+    """SIGTERM, SIGKILL after END_GRACE; what it printed."""
+    proc.terminate()
+    try:
+        return proc.communicate(timeout=END_GRACE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
 @dataclass
 class Runner:
     """What a workload may use of a cluster: run a tool on a node, a POSIX mount, a local scratch dir."""
@@ -198,8 +213,7 @@ class Runner:
         try:
             stdout, stderr = proc.communicate(input=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            stdout, stderr = proc.communicate()
+            stdout, stderr = end_process(proc)
             path = self.keep(name, argv, stdout, stderr)
             raise WorkloadError(f"`{argv[0]}` was still running at its deadline ({timeout:.0f} s) and was stopped; "
                                 f"output so far in {path}") from None
