@@ -3,8 +3,8 @@ of the DFSLAB_* variables the rest of the suite sets (state in /var/lib/dfslab, 
 
 A line with a placeholder (NAME, EXPERIMENT.yaml, runs/<id>/, [optional]) is a synopsis: it cannot
 run as written and is checked against the CLI (tests/test_docs_unit.py). Every other line is a
-command and must be in one of four lists here: run verbatim (RUN; KUBERNETES_RUN in the
-Kubernetes phase; RUN_ELSEWHERE by the test of what they do), run verbatim as its own `--dry-run`
+command and must be in one of four lists here: run verbatim (RUN; RUN_ELSEWHERE by the test of
+what they do), run verbatim as its own `--dry-run`
 (spec and experiment validated, every step planned, nothing started: DRY_RUN), or too costly for the suite with
 the reason (COSTLY: a Kubernetes cluster of the reader's). A new command in the docs that is
 in none of them fails test_every_docs_command_is_run_or_listed."""
@@ -23,6 +23,7 @@ import pytest
 from conftest import REPO
 from test_docs_unit import _doc_commands
 from test_docker import DOCS_BLOCK as DOCKER_BLOCK
+from test_kubernetes import DOCS_BLOCK as ROOK_K8S_BLOCK
 from test_kubernetes_gluster import DOCS_BLOCK as GLUSTER_K8S_BLOCK
 from test_kubernetes_moosefs import DOCS_BLOCK as MOOSEFS_K8S_BLOCK
 from test_kubernetes_releases import DOCS_BLOCK as RELEASES_K8S_BLOCK
@@ -55,19 +56,12 @@ RUN = {
     # 94 s and 88 s here (each up, 12 fio runs of 4 s, down)
     "measurements.md": ["dfslab run examples/files-ceph.yaml", "dfslab run examples/files-gluster.yaml"],
 }
-# Run verbatim in the Kubernetes phase (the Kubernetes and Rook build is there), each page's
-# lines in order; rook-small has a subnet of its own, so it runs beside the local clusters.
-KUBERNETES_RUN = {
-    "kubernetes.md": ["dfslab up examples/rook-small.yaml", "dfslab status rook-small", "dfslab exec rook-small -- ceph -s",
-                      "dfslab run examples/quick-any.yaml --cluster rook-small",
-                      "dfslab run examples/s3.yaml --cluster rook-small", "dfslab exec rook-small -- s3cmd ls",
-                      "dfslab down rook-small"],
-}
-# The page's GlusterFS and MooseFS blocks are run verbatim by the GlusterFS- and MooseFS-on-Kubernetes
-# tests, whose module fixture is that cluster (its faults run replaces a test of the same faults).
+# The page's Rook, GlusterFS and MooseFS blocks are run verbatim by the Kubernetes tests
+# (test_kubernetes.py, test_kubernetes_gluster.py, test_kubernetes_moosefs.py), whose module fixture
+# is that cluster (the GlusterFS block's faults run replaces a test of the same faults).
 # The docker page's first lines likewise, by test_docker.py before its own docker cluster is up;
 # the tune line by test_settings.py (it replaces a tune of an experiment of the test's own).
-RUN_ELSEWHERE = {"kubernetes.md": [*GLUSTER_K8S_BLOCK, *MOOSEFS_K8S_BLOCK], "docker.md": DOCKER_BLOCK, "experiments.md": [TUNE_LINE],
+RUN_ELSEWHERE = {"kubernetes.md": [*ROOK_K8S_BLOCK, *GLUSTER_K8S_BLOCK, *MOOSEFS_K8S_BLOCK], "docker.md": DOCKER_BLOCK, "experiments.md": [TUNE_LINE],
                  "releases.md": [*RELEASES_BLOCK, *RELEASES_K8S_BLOCK, MOOSEFS_4_LINE, GLUSTER_11_LINE, UPGRADE_LINE, MOOSEFS_UPGRADE_LINE,
                                  GLUSTER_UPGRADE_LINE]}
 # Run as their own `--dry-run` (the spec and experiment validated, every step planned): a
@@ -110,7 +104,7 @@ def _commands() -> list[tuple[str, str]]:
 
 
 def test_every_docs_command_is_run_or_listed():
-    listed = {(p, c) for lists in (RUN, DRY_RUN, KUBERNETES_RUN, RUN_ELSEWHERE) for p, cs in lists.items() for c in cs}
+    listed = {(p, c) for lists in (RUN, DRY_RUN, RUN_ELSEWHERE) for p, cs in lists.items() for c in cs}
     missing = [f"{page}: {line}" for page, line in _commands()
                if (page, line) not in listed and line not in COSTLY and line not in ILLUSTRATIONS]
     assert missing == [], "run these in tests/test_docs_commands.py or list them in COSTLY with why"
@@ -189,37 +183,3 @@ def _rows(run: Path, metric: str) -> list[dict]:
         return [r for r in csv.DictReader(fh) if r["metric"] == metric]
 
 
-@pytest.mark.cluster
-@pytest.mark.kubernetes
-def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_root():
-    """docs/kubernetes.md's first block as a reader types it: Rook's Ceph up on the Kubernetes
-    dfslab starts, its status, `ceph -s` in the toolbox pod, the any-Ceph experiment and the object
-    experiment of the local runtime run against it, s3cmd with the cluster's keys (state in
-    /var/lib/dfslab, the runs in ./runs), and down."""
-    lines = KUBERNETES_RUN["kubernetes.md"]
-    assert not Path("/var/lib/dfslab/clusters/rook-small").exists(), "a cluster named rook-small is up"
-    said, made = {}, []
-    try:
-        for line in lines:
-            said[line] = sh(line, timeout=1500).stdout
-            if line.startswith("dfslab run "):
-                made.append(run_dir_of(said[line]))
-        assert "HEALTH_OK" in said["dfslab status rook-small"] and "HEALTH_OK" in said["dfslab exec rook-small -- ceph -s"]
-        quick, objects = made
-        rows = _rows(quick, "bandwidth")
-        assert {r["workload"] for r in rows} == {"radosbench", "fio"} and all(float(r["value"]) > 0 for r in rows), rows
-        # examples/s3.yaml unchanged on Rook: PUT and GET at both sizes, the gateway's container
-        # killed under the third load and started again, and every checksummed object read back
-        modes = {json.loads(r["params"])["mode"] for r in _rows(objects, "bandwidth") if r["workload"] == "s3"}
-        assert modes == {"write", "read"}, modes
-        (event,) = json.loads((objects / "faults.json").read_text())
-        assert (event["kind"], event["target"], event["error"]) == ("kill", "rgw.node1", None), event
-        assert event["recover_s"] is not None, event
-        result = json.loads((objects / "integrity.json").read_text())
-        assert result["checked"] >= 16 and result["lost"] == 0 and result["corrupt"] == 0, result
-    finally:
-        subprocess.run(["bash", "-c", "dfslab down rook-small"], cwd=REPO, env=user_env(), capture_output=True,
-                       timeout=600)
-        for path in made:
-            shutil.rmtree(path)
-    assert not Path("/var/lib/dfslab/clusters/rook-small").exists()

@@ -1,5 +1,6 @@
 """Runtime kubernetes on a real local Kubernetes (etcd, kube-apiserver, controller manager,
-scheduler, a containerd + kubelet per node) with Ceph deployed by Rook: up to HEALTH_OK, each
+scheduler, a containerd + kubelet per node) with Ceph deployed by Rook (docs/kubernetes.md's
+rook-small, brought up and down by the page's own lines): up to HEALTH_OK, each
 node sees only its own disk, what dfslab renders is judged by the API server against Rook's
 CRD schemas before anything is made, rados bench and fio run as Jobs, down leaves nothing."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -15,18 +17,23 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import platform_cells, cluster_up, dfslab, run_against
-from dfslab.procs import marked_pids
+from conftest import REPO, platform_cells, dfslab, run_against
+from test_kubernetes_gluster import docs_cluster, reader_home
+from test_readme import sh
 from dfslab.state import ClusterState
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kubernetes]  # needs the Kubernetes and Rook build (scripts/build-kubernetes.sh)
-NAME = "t-k8s"
-
-SPEC = {
-    "name": NAME, "runtime": "kubernetes", "kubernetes": {"local": {}}, "nodes": 3,
-    "network": {"subnet": "10.79.0.0/24"},
-    "ceph": {"mons": 1, "osds_per_node": 1, "osd_size": "6GiB", "replica_size": 2, "cephfs": True},
-}
+# The module's cluster is docs/kubernetes.md's: its first block, run verbatim from the repository
+# root with the reader's environment (tests/test_docs_commands.py counts it), its `dfslab up` the
+# fixture, its `dfslab down` the fixture's end, its other lines the first test. One Rook cluster for
+# the page and these tests: a cluster of the test's own beside it cost the suite a Kubernetes and a
+# Rook brought up and down again (the page's test alone took 10 min of the Kubernetes phase in CI).
+NAME = "rook-small"
+DOCS_BLOCK = ["dfslab up examples/rook-small.yaml", "dfslab status rook-small", "dfslab exec rook-small -- ceph -s",
+              "dfslab run examples/quick-any.yaml --cluster rook-small",
+              "dfslab run examples/s3.yaml --cluster rook-small", "dfslab exec rook-small -- s3cmd ls",
+              "dfslab down rook-small"]
+SPEC = yaml.safe_load((Path(REPO) / "examples/rook-small.yaml").read_text())
 EXPERIMENT = {
     "name": "t-k8s-exp", "cluster": SPEC, "repetitions": 1, "client": "job",
     "workloads": [
@@ -78,27 +85,54 @@ def _runtime_and_api():
 
 @pytest.fixture(scope="module")
 def k8s(tmp_path_factory):
+    """`dfslab up examples/rook-small.yaml` as the reader types it (its state in /var/lib/dfslab, which
+    this module's own dfslab calls look at too), `dfslab down rook-small` at the end, checked to
+    leave no process, namespace, loop device, cgroup, mount or state."""
     tmp = tmp_path_factory.mktemp("k8s")
-    spec = tmp / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    cluster_up(spec, NAME, "--timeout", "900", timeout=1500)
-    state = ClusterState(NAME)
-    loops = [loop["device"] for loop in state.resources("loop")]
-    files = [loop["file"] for loop in state.resources("loop")]
-    try:
-        yield tmp
-    finally:
-        containers = _runtime_and_api()[0].container_ids()
-        dfslab("down", NAME, timeout=600)
+    with reader_home():
+        with docs_cluster(NAME, [DOCS_BLOCK[0], DOCS_BLOCK[-1]]):
+            state = ClusterState(NAME)
+            loops = [loop["device"] for loop in state.resources("loop")]
+            files = [loop["file"] for loop in state.resources("loop")]
+            try:
+                yield tmp
+            finally:
+                containers = _runtime_and_api()[0].container_ids()
         assert containers and not [c for c in containers if list(Path("/sys/fs/cgroup").glob(f"*/k8s.io/{c}"))]
-        # down leaves no process, namespace, loop device, mount or state
-        assert not marked_pids(NAME)
-        assert not [ns for ns in os.listdir("/run/netns") if ns.startswith(f"dfs-{NAME}-")]
         attached = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
         assert not [f for f in files if f in attached], attached
         assert loops  # the fixture did see the cluster's disks
-        assert str(state.dir) not in Path("/proc/mounts").read_text()
-        assert not state.dir.exists()
+
+
+def _rows(run: Path, metric: str) -> list[dict]:
+    with open(run / "results.csv") as fh:
+        return [r for r in csv.DictReader(fh) if r["metric"] == metric]
+
+
+def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_root(k8s):
+    """docs/kubernetes.md's first block as a reader types it, on the cluster its first line made:
+    the status, `ceph -s` in the toolbox pod, the any-Ceph experiment and the object experiment of
+    the local runtime run against it, s3cmd with the cluster's keys (the runs in ./runs)."""
+    said, made = {}, []
+    try:
+        for line in DOCS_BLOCK[1:-1]:
+            said[line] = sh(line, timeout=1500, made=made).stdout
+        assert "HEALTH_OK" in said["dfslab status rook-small"] and "HEALTH_OK" in said["dfslab exec rook-small -- ceph -s"]
+        quick, objects = made
+        rows = _rows(quick, "bandwidth")
+        assert {r["workload"] for r in rows} == {"radosbench", "fio"} and all(float(r["value"]) > 0 for r in rows), rows
+        # examples/s3.yaml unchanged on Rook: PUT and GET at both sizes, the gateway's container
+        # killed under the third load and started again, and every checksummed object read back
+        modes = {json.loads(r["params"])["mode"] for r in _rows(objects, "bandwidth") if r["workload"] == "s3"}
+        assert modes == {"write", "read"}, modes
+        (event,) = json.loads((objects / "faults.json").read_text())
+        assert (event["kind"], event["target"], event["error"]) == ("kill", "rgw.node1", None), event
+        assert event["recover_s"] is not None, event
+        result = json.loads((objects / "integrity.json").read_text())
+        assert result["checked"] >= 16 and result["lost"] == 0 and result["corrupt"] == 0, result
+    finally:
+        for path in made:
+            shutil.rmtree(path)
 
 
 def test_rook_brings_ceph_to_health_ok_with_every_osd_on_its_own_node(k8s):

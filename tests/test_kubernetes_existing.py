@@ -163,8 +163,6 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                           # Job on each client node at once; the ledger reads both client nodes' links
                           {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
                            "numjobs": 2, "iodepth": 1, "seconds": 2, "clients": 2},
-                          {"type": "fio", "target": "rbd", "rw": "randwrite", "bs": "4KiB", "size": "32MiB",
-                           "iodepth": 4, "seconds": 12},
                           # dfslab's S3 load in the toolbox (dfslab's image), through Rook's gateway
                           {"type": "s3", "object_size": "256KiB", "threads": 2, "seconds": 3},
                           {"type": "s3", "object_size": "64KiB", "threads": 2, "seconds": 10, "ops": ["write"]},
@@ -172,16 +170,15 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                           # holds it), and on the client: the engine in the toolbox
                           {"type": "pushdown", "query": "aggregate", "selectivity": 10, "where": ["storage", "client"],
                            "rows": 200000, "objects": 4}],
-            # an OSD's pod deleted during 4 KiB RBD writes, the gateway's during PUTs; the checksummed
-            # writer and its read-back run in the toolbox pod (dfslab's image holds them), their
-            # files on the exec's streams, their objects through the gateway in the second
+            # the gateway's pod deleted during PUTs (an OSD's pod deleted is the local Kubernetes' test:
+            # the same call to the API); the checksummed writer and its read-back run in the toolbox pod
+            # (dfslab's image holds them), their files on the exec's streams, their objects through the gateway
             "integrity": {"seed_objects": 20, "recovery_timeout": "300s"},
             # (dfslab's fault agent, `kill` here, is left out of this run: with a kill through it during
             # step 1, the byte ledger lost one client-counter read in steps 2-6 in each of 3 runs, cause
             # not found yet; the kill itself worked each time, #68's note)
-            "faults": [{"kind": "pod", "target": "osd.1", "during": 3, "at": "2s", "duration": "4s"},
-                       {"kind": "pod", "target": "rgw.node1", "during": 5, "at": "2s", "duration": "3s"}]}))
-        # 10.5 min alone here, 1.7x that beside cluster-b in the suite: the timeout is for a hang
+            "faults": [{"kind": "pod", "target": "rgw.node1", "during": 4, "at": "2s", "duration": "3s"}]}))
+        # 10.5 min alone here before its trim, 1.7x that beside cluster-b in the suite: the timeout is for a hang
         res = dfslab("run", str(exp), "--cluster", NAME, timeout=1800)
         run, out, why = printed_run_dir(res.stdout), res.stdout, res.stderr  # why: what the run said on stderr
         with open(run / "results.csv") as fh:
@@ -209,8 +206,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
                  if r["workload"] == "fio" and p.get("rw") == "write" and r["metric"] in ("bytes", "disk_bytes")}
         assert 1.6 <= moved[("rbd", "disk_bytes")] / moved[("rbd", "bytes")] <= 3.5, moved
         events = json.loads((run / "faults.json").read_text())
-        assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "osd.1", None),
-                                                                            ("pod", "rgw.node1", None)], events
+        assert [(e["kind"], e["target"], e["error"]) for e in events] == [("pod", "rgw.node1", None)], events
         # no fault agent without the owner's consent to a kind only it injects
         assert not client.CoreV1Api(api).list_namespaced_pod(NAMESPACE, label_selector="app=dfslab-fault-agent").items
         assert all(e["undo"] > e["inject"] and e["recover_s"] is not None for e in events), events
@@ -222,7 +218,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         # during the gateway's fault the writer PUT its objects through that gateway, each read back
         acked = [json.loads(line) for path in sorted((run / "integrity").glob("journal-*.jsonl"))
                  for line in path.read_text().splitlines() if '"ack"' in line]
-        assert any(a["store"].startswith("s3:") for a in acked) and any(a["store"].startswith("rados:") for a in acked)
+        assert any(a["store"].startswith("s3:") for a in acked), acked
         # the s3 load from the toolbox: PUTs and GETs, counted on the client node's link
         s3 = {(p["mode"], p["object_size"], r["metric"]): float(r["value"]) for r, p in zip(rows, params)
               if r["workload"] == "s3"}
@@ -237,7 +233,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
         assert 0.9 <= s3.get(("read", 262144, "from_storage"), 0) < 1.9, (s3, why[-2000:])
         # the gateway's pod went (grace 0, as Rook deletes it) and Rook's Deployment made a new one
         # on the same node: the writer's PUTs through it waited, none was lost
-        assert events[1]["blocked_s"] > 0.5, events[1]
+        assert events[0]["blocked_s"] > 0.5, events[0]
         pushdown = {(p["where"], r["metric"]): float(r["value"]) for r, p in zip(rows, params) if r["workload"] == "pushdown"}
         assert pushdown[("storage", "rows_selected")] == pushdown[("client", "rows_selected")] > 0, pushdown
         assert pushdown[("storage", "bytes_moved")] < pushdown[("client", "bytes_moved")] / 10, pushdown
