@@ -157,11 +157,11 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
             # ledger through the toolboxes, the disks read in the OSDs' pods); the kinds whose Jobs are
             # the local Kubernetes' own (metadata, parallel, sql, the rados engine) are test_kubernetes's:
             # each cost 20-37 s here, 1.7x that in the suite beside cluster-b
-            "workloads": [{"type": "radosbench", "mode": ["write", "seq"], "seconds": 3, "threads": 8},
-                          {"type": "fio", "target": "rbd", "rw": ["write"], "bs": "1MiB", "size": "32MiB", "seconds": 2},
+            # (rados bench in the toolbox is the agent test's load below)
+            "workloads": [{"type": "fio", "target": "rbd", "rw": ["write"], "bs": "1MiB", "size": "32MiB", "seconds": 2},
                           # CephFS mounted by ceph-fuse in each Job's pod, its directories made there: one
                           # Job on each client node at once; the ledger reads both client nodes' links
-                          {"type": "fio", "target": "fs", "rw": ["write", "randread"], "bs": "1MiB", "size": "32MiB",
+                          {"type": "fio", "target": "fs", "rw": "write", "bs": "1MiB", "size": "32MiB",
                            "numjobs": 2, "iodepth": 1, "seconds": 2, "clients": 2},
                           # dfslab's S3 load in the toolbox (dfslab's image), through Rook's gateway
                           {"type": "s3", "object_size": "256KiB", "threads": 2, "seconds": 3},
@@ -177,7 +177,7 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
             # (dfslab's fault agent, `kill` here, is left out of this run: with a kill through it during
             # step 1, the byte ledger lost one client-counter read in steps 2-6 in each of 3 runs, cause
             # not found yet; the kill itself worked each time, #68's note)
-            "faults": [{"kind": "pod", "target": "rgw.node1", "during": 4, "at": "2s", "duration": "3s"}]}))
+            "faults": [{"kind": "pod", "target": "rgw.node1", "during": 3, "at": "2s", "duration": "3s"}]}))
         # 10.5 min alone here before its trim, 1.7x that beside cluster-b in the suite: the timeout is for a hang
         res = dfslab("run", str(exp), "--cluster", NAME, timeout=1800)
         run, out, why = printed_run_dir(res.stdout), res.stdout, res.stderr  # why: what the run said on stderr
@@ -185,22 +185,21 @@ def test_rook_on_your_cluster_to_health_ok_jobs_measure_and_down_removes_only_wh
             rows = list(csv.DictReader(fh))
         params = [json.loads(r["params"]) for r in rows]
         metrics = {(r["workload"], r["metric"], p.get("target", p.get("mode"))) for r, p in zip(rows, params)}
-        assert {("radosbench", "bandwidth", "write"), ("radosbench", "bandwidth", "seq"),
-                ("fio", "bandwidth", "rbd")} <= metrics, (sorted(metrics), out)
+        assert ("fio", "bandwidth", "rbd") in metrics, (sorted(metrics), out)
         assert all(float(r["value"]) > 0 for r in rows if r["metric"] == "bandwidth")
         fs = {p["rw"]: float(r["value"]) for r, p in zip(rows, params)
               if r["workload"] == "fio" and p.get("target") == "fs" and r["metric"] == "bandwidth"}
-        assert set(fs) == {"write", "randread"} and all(v > 0 for v in fs.values()), (fs, out)
+        assert set(fs) == {"write"} and all(v > 0 for v in fs.values()), (fs, out)
         nodes = {(p["rw"], p["client"]): float(r["value"]) for r, p in zip(rows, params)
                  if r["workload"] == "fio" and r["metric"] == "client_bandwidth"}
         assert {c for _, c in nodes} == {"client", "client2"} and all(v > 0 for v in nodes.values()), nodes
         assert all(fs[rw] == pytest.approx(nodes[(rw, "client")] + nodes[(rw, "client2")]) for rw in fs), (fs, nodes)
         # the byte ledger read the client node's link (through the toolbox pod on it): what fio
-        # moved on CephFS crossed it, the read too (each Job's ceph-fuse is a new, cold client)
+        # moved on CephFS crossed it
         shares = {(p.get("target"), p.get("rw")): float(r["value"]) for r, p in zip(rows, params)
                   if r["workload"] == "fio" and r["metric"] == "from_storage"}
-        assert {("fs", "write"), ("fs", "randread"), ("rbd", "write")} <= set(shares), (shares, why[-2000:])
-        assert all(0.9 <= shares[k] <= 1.3 for k in (("fs", "write"), ("fs", "randread"), ("rbd", "write"))), shares
+        assert {("fs", "write"), ("rbd", "write")} <= set(shares), (shares, why[-2000:])
+        assert all(0.9 <= shares[k] <= 1.3 for k in (("fs", "write"), ("rbd", "write"))), shares
         # ... and the OSDs' disks, read inside their pods: an RBD write lands on both replicas' disks
         moved = {(p.get("target"), r["metric"]): float(r["value"]) for r, p in zip(rows, params)
                  if r["workload"] == "fio" and p.get("rw") == "write" and r["metric"] in ("bytes", "disk_bytes")}
