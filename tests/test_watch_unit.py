@@ -63,6 +63,11 @@ def test_a_tool_past_its_deadline_gets_sigterm_first_and_sigkill_if_it_stays(tmp
         r.run(["sh", "-c", f"trap 'kill $!; echo deleted > {cleaned}; exit 143' TERM; sleep 60 >/dev/null & wait"],
               "wrapper", timeout=1)
     assert cleaned.read_text() == "deleted\n"
+    cleaned.unlink()  # the same on several nodes at once (fio's clients: a Job each)
+    wrapper = ["sh", "-c", f"trap 'kill $!; echo deleted > {cleaned}; exit 143' TERM; sleep 60 >/dev/null & wait"]
+    with pytest.raises(WorkloadError, match="on client was still running at its deadline"):
+        r.run_at_once({"client": (wrapper, "wrapper-at-once")}, timeout=1)
+    assert cleaned.read_text() == "deleted\n" and not r.live
     started = time.monotonic()
     ignores = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
     with pytest.raises(WorkloadError, match="still running at its deadline"):

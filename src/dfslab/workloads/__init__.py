@@ -244,8 +244,7 @@ class Runner:
                 try:
                     stdout, stderr = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    proc.kill()
-                    stdout, stderr = proc.communicate()
+                    stdout, stderr = end_process(proc)
                     failed.append(f"`{argv[0]}` on {node} was still running at its deadline ({timeout:.0f} s) "
                                   f"and was stopped; output so far in {self.keep(name, argv, stdout, stderr)}")
                     continue

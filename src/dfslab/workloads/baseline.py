@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..backends.abilities import ClusterElsewhere, ability
 from . import Measurement, Runner, WorkloadError
-from .fiotool import job_rows
+from .fiotool import fio_jobs, job_rows
 
 IPERF_PORT = 5201
 # A server in a pod (runtime kubernetes) listens only once its pod runs, seconds after dfslab
@@ -110,10 +110,7 @@ def _fio_disk(runner: Runner, directory: Path, seconds: int, node: str | None = 
     directory.mkdir(parents=True, exist_ok=True)
     out = runner.run(disk_argv(directory, seconds, remove=node is not None), "baseline-fio" + (f"-{node}" if node else ""),
                      node=node or "client", timeout=len(DISK_JOBS) * seconds * 4 + 120)
-    start = out.find("{")
-    if start < 0:
-        raise WorkloadError(f"fio printed no JSON for the disk baseline{' on ' + node if node else ''}")
-    jobs = {job["jobname"]: job for job in json.loads(out[start:])["jobs"]}
+    jobs = {job["jobname"]: job for job in fio_jobs(out)}
     rows = []
     for label in DISK_JOBS:
         job = jobs[f"baseline-{label}"]

@@ -28,13 +28,18 @@ def parse_json(text: str, workload: str, labels: dict[str, Any], repetition: int
     return job_rows(job, workload, labels, repetition, job_depth(job, capped, labels, jobs))
 
 
-def one_job(text: str) -> tuple[dict[str, Any], bool]:
-    """The group-reported job of fio's JSON output, and whether fio capped its queue depth at 1
-    (a synchronous engine: fio says so only in the text before the JSON)."""
+def fio_jobs(text: str) -> list[dict[str, Any]]:
+    """The jobs (one per reporting group) of fio's JSON output, after whatever fio printed before it."""
     start = text.find("{")
     if start < 0:
         raise WorkloadError("fio printed no JSON")
-    return json.loads(text[start:])["jobs"][0], "queue depth will be capped at 1" in text[:start]
+    return json.loads(text[start:])["jobs"]
+
+
+def one_job(text: str) -> tuple[dict[str, Any], bool]:
+    """The group-reported job of fio's JSON output, and whether fio capped its queue depth at 1
+    (a synchronous engine: fio says so only in the text before the JSON)."""
+    return fio_jobs(text)[0], "queue depth will be capped at 1" in text[:text.find("{")]
 
 
 def job_depth(job: dict[str, Any], capped: bool, labels: dict[str, Any], jobs: int | None = None) -> float:
