@@ -3,6 +3,7 @@ root and Debian's Ceph packages (scripts/install-deps.sh installs them)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -155,6 +156,12 @@ def run_dirs_of(stdout: str, cwd: Path | str = REPO) -> list[Path]:
     dfslab said it made, never by listing ./runs (tests/test_shared_listing_unit.py checks)."""
     reports = [line.split("report: ", 1)[1].strip() for line in stdout.splitlines() if line.startswith("report: ")]
     return [Path(cwd, report).parent for report in reports]
+
+
+def metric_rows(run: Path, metric: str) -> list[dict]:
+    """The rows of a run's results.csv with this metric."""
+    with open(run / "results.csv") as fh:
+        return [r for r in csv.DictReader(fh) if r["metric"] == metric]
 
 
 def printed_run_dir(stdout: str) -> Path:

@@ -11,7 +11,6 @@ in none of them fails test_every_docs_command_is_run_or_listed."""
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, metric_rows
 from test_docs_unit import _doc_commands
 from test_docker import DOCS_BLOCK as DOCKER_BLOCK
 from test_kubernetes import DOCS_BLOCK as ROOK_K8S_BLOCK
@@ -162,7 +161,7 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
         # ceph-fuse one copy to the primary OSD; reads cross the link once on both
         for line, writes in (("dfslab run examples/files-ceph.yaml", (0.95, 1.3)),
                              ("dfslab run examples/files-gluster.yaml", (2.8, 3.5))):
-            ratios = {(json.loads(r["params"])["op"], float(r["value"])) for r in _rows(made[line], "from_storage")}
+            ratios = {(json.loads(r["params"])["op"], float(r["value"])) for r in metric_rows(made[line], "from_storage")}
             assert {op for op, _ in ratios} == {"write", "read"}, ratios
             assert all(writes[0] <= v <= writes[1] for op, v in ratios if op == "write"), (line, ratios)
             assert all(0.95 <= v <= 1.3 for op, v in ratios if op == "read"), (line, ratios)
@@ -176,10 +175,5 @@ def test_the_docs_commands_run_verbatim_from_the_repository_root(tmp_path):
         for path in made.values():
             shutil.rmtree(path)
     assert not any(Path(f"/var/lib/dfslab/clusters/{cluster}").exists() for cluster in DOCS_CLUSTERS)
-
-
-def _rows(run: Path, metric: str) -> list[dict]:
-    with open(run / "results.csv") as fh:
-        return [r for r in csv.DictReader(fh) if r["metric"] == metric]
 
 

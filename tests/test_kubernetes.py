@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, platform_cells, dfslab, run_against
+from conftest import REPO, metric_rows, platform_cells, dfslab, run_against
 from test_kubernetes_gluster import docs_cluster, reader_home
 from test_readme import sh
 from dfslab.state import ClusterState
@@ -104,11 +104,6 @@ def k8s(tmp_path_factory):
         assert loops  # the fixture did see the cluster's disks
 
 
-def _rows(run: Path, metric: str) -> list[dict]:
-    with open(run / "results.csv") as fh:
-        return [r for r in csv.DictReader(fh) if r["metric"] == metric]
-
-
 def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_root(k8s):
     """docs/kubernetes.md's first block as a reader types it, on the cluster its first line made:
     the status, `ceph -s` in the toolbox pod, the any-Ceph experiment and the object experiment of
@@ -119,11 +114,11 @@ def test_the_kubernetes_pages_rook_commands_run_verbatim_from_the_repository_roo
             said[line] = sh(line, timeout=1500, made=made).stdout
         assert "HEALTH_OK" in said["dfslab status rook-small"] and "HEALTH_OK" in said["dfslab exec rook-small -- ceph -s"]
         quick, objects = made
-        rows = _rows(quick, "bandwidth")
+        rows = metric_rows(quick, "bandwidth")
         assert {r["workload"] for r in rows} == {"radosbench", "fio"} and all(float(r["value"]) > 0 for r in rows), rows
         # examples/s3.yaml unchanged on Rook: PUT and GET at both sizes, the gateway's container
         # killed under the third load and started again, and every checksummed object read back
-        modes = {json.loads(r["params"])["mode"] for r in _rows(objects, "bandwidth") if r["workload"] == "s3"}
+        modes = {json.loads(r["params"])["mode"] for r in metric_rows(objects, "bandwidth") if r["workload"] == "s3"}
         assert modes == {"write", "read"}, modes
         (event,) = json.loads((objects / "faults.json").read_text())
         assert (event["kind"], event["target"], event["error"]) == ("kill", "rgw.node1", None), event
