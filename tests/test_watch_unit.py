@@ -172,7 +172,8 @@ def test_ceph_says_nearfull_and_backfillfull_as_warnings_not_alarms():
     assert site.alarms() == []
     site.ceph.checks.saw(status)
     assert site.alarms() == ["OSD_FULL: 1 full osd(s)"] and len(site.warnings()) == 2
-    site.ceph.checks.answered_at -= 25  # the monitors silent past MONITOR_SILENCE
+    for _ in range(2):  # two questions in a row unanswered, the first 25 s ago: past MONITOR_SILENCE
+        site.ceph.checks.silence.missed(time.monotonic() - 25)
     assert "the monitors have not answered for 25 s" in site.alarms()[-1]
     site.ceph = None  # a POSIX mount only: nothing to watch
     assert site.alarms() == [] and site.warnings() == []
@@ -250,3 +251,25 @@ def test_only_workloads_that_stream_over_the_wire_are_watched_for_progress():
     for name in ("metadata", "sql"):  # small operations: a slow minute is no stall
         w = load_workload(name)
         assert not w.streams(w.Params())
+
+
+def test_silence_counts_unanswered_questions_not_the_time_since_the_last_answer():
+    """A sampler round slower than the threshold (a loaded machine, an exec through an API server)
+    is not a silent daemon; two questions in a row unanswered over more than the limit are."""
+    from dfslab.backends.silence import Silence
+    silence = Silence(limit=20)
+    with silence.asking():  # answered...
+        pass
+    assert silence.seconds() is None  # ... and not asked again for a long while: no alarm
+    silence.missed(time.monotonic() - 30)  # one question unanswered, 30 s ago: a single slow answer
+    assert silence.seconds() is None
+    with pytest.raises(TimeoutError):
+        with silence.asking():  # the second in a row: silent since the first was asked
+            raise TimeoutError
+    assert silence.seconds() == pytest.approx(30, abs=1)
+    with silence.asking():
+        pass
+    assert silence.seconds() is None  # an answer ends it
+    silence.missed(time.monotonic() - 5)
+    silence.missed(time.monotonic() - 1)
+    assert silence.seconds() is None  # two misses, but within the limit

@@ -290,7 +290,8 @@ class CephBackend(Backend, OpenHandles, ToolTargets, ObjectPools, LiveSettings, 
         return env
 
     def sample(self) -> dict[str, tuple[float, str]]:
-        status = self.ctx.admin.cmd("status", timeout=10)
+        with self.checks.silence.asking():
+            status = self.ctx.admin.cmd("status", timeout=10)
         self.checks.saw(status)
         health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(status["health"]["status"], 2)
         osdmap = status.get("osdmap", {})

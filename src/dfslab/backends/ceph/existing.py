@@ -125,7 +125,8 @@ class ExistingCeph:
         }
 
     def sample(self) -> dict[str, tuple[float, str]]:
-        st = self.cmd("status", timeout=15)
+        with self.checks.silence.asking():
+            st = self.cmd("status", timeout=15)
         self.checks.saw(st)  # what a step's watch reads (alarms, warnings)
         health = {"HEALTH_OK": 0, "HEALTH_WARN": 1}.get(st["health"]["status"], 2)
         pgmap = st.get("pgmap", {})

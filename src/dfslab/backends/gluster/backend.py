@@ -13,6 +13,7 @@ from ...procs import proc_start_time, terminate
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
+from ..silence import Silence
 from ..abilities import (ClientSetup, ConfinedStorage, Grows, HealthAlarms, LiveSettings, RollingUpgrade, SecondClients,
                          ToolTargets)
 from .. import Backend, BackendError, Chart, Facts, Confinement, Progress, release_versions, table
@@ -203,7 +204,8 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         whole pool: a server that does not answer within 3 s counts as degraded."""
         node = self.first
         try:
-            peers = glusterd.peer_states(self.ctx, node, timeout=3)
+            with self.silence.asking():
+                peers = glusterd.peer_states(self.ctx, node, timeout=3)
         except BackendError:  # glusterd busy waiting on an unreachable peer
             return {"gluster.degraded": (1, "0=OK,1=degraded")}
         out = {"gluster.peers_connected": (sum(p["connected"] for p in peers), "peers")}
@@ -212,7 +214,7 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         except BackendError:
             out["gluster.degraded"] = (1, "0=OK,1=degraded")
             return out
-        self.seen_bricks, self.answered_at = bricks, time.monotonic()
+        self.seen_bricks = bricks
         out["gluster.bricks_online"] = (sum(b["online"] for b in bricks), "bricks")
         if heal is not None:
             out["gluster.heal_pending"] = (heal, "entries")
@@ -237,8 +239,13 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         return volume.bricks(self.ctx, self.first)
 
     seen_bricks: list[dict[str, Any]] = []
-    answered_at: float | None = None
-    GLUSTERD_SILENCE = 20  # s without an answer from the first server's glusterd
+    GLUSTERD_SILENCE = 20  # s of questions unanswered by the first server's glusterd
+
+    @property
+    def silence(self) -> Silence:
+        if "_silence" not in self.__dict__:  # created on first use: tests build a backend without __init__
+            self._silence = Silence(self.GLUSTERD_SILENCE)
+        return self._silence
 
     def alarms(self) -> list[str]:
         """A set of bricks below its quorum (replicate: the volume turns read-only; disperse:
@@ -246,8 +253,8 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
         latest `volume status` and the bricks' own filesystems (dfslab.watch)."""
         found = set_alarms(self.spec.gluster, self.seen_bricks)
         found += space_alarms({n: self.ctx.node_dir(n, "bricks") for n in self.spec.node_names()})
-        if self.answered_at is not None and time.monotonic() - self.answered_at > self.GLUSTERD_SILENCE:
-            found.append(f"glusterd on {self.first} has not answered for {time.monotonic() - self.answered_at:.0f} s")
+        if (silent := self.silence.seconds()) is not None:
+            found.append(f"glusterd on {self.first} has not answered for {silent:.0f} s")
         return found
 
     def start_offline_bricks(self, timeout: float = 60) -> None:

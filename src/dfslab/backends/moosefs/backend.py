@@ -9,6 +9,7 @@ from typing import Any
 
 from ...polling import wait_until
 from ...runtime import CLIENT
+from ..silence import Silence
 from ..abilities import ClientSetup, HealthAlarms, RollingUpgrade, SecondClients
 from .. import Backend, BackendError, Chart, Facts, Progress, release_versions, table
 from . import SET_COPIES, chunkserver, cli, client, context, master, metalogger
@@ -162,15 +163,21 @@ class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup, RollingU
         return True
 
     seen: cli.MasterView | None = None
-    answered_at: float | None = None
-    MASTER_SILENCE = 20.0  # s without an answer from the master: every client's metadata call waits
+    MASTER_SILENCE = 20.0  # s of questions unanswered by the master: every client's metadata call waits
+
+    @property
+    def silence(self) -> Silence:
+        if "_silence" not in self.__dict__:  # created on first use: tests build a backend without __init__
+            self._silence = Silence(self.MASTER_SILENCE)
+        return self._silence
 
     def sample(self) -> dict[str, tuple[float, str]]:
         try:
-            view = cli.ask(self.ctx, timeout=3)
+            with self.silence.asking():
+                view = cli.ask(self.ctx, timeout=3)
         except BackendError:
             return {"moosefs.degraded": (1, "0=OK,1=degraded")}
-        self.seen, self.answered_at = view, time.monotonic()
+        self.seen = view
         return {"moosefs.chunk_servers": (len(view.servers), "servers"),
                 "moosefs.chunks_undergoal": (view.lacking(), "chunks"),
                 "moosefs.chunks_missing": (view.chunks.get("missing", 0), "chunks"),
@@ -181,8 +188,8 @@ class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup, RollingU
         found = []
         if self.seen is not None and self.seen.chunks.get("missing"):
             found.append(f"{self.seen.chunks['missing']} chunk(s) missing: no chunk server holds a copy")
-        if self.answered_at is not None and time.monotonic() - self.answered_at > self.MASTER_SILENCE:
-            found.append(f"the master on {self.ctx.master} has not answered for {time.monotonic() - self.answered_at:.0f} s")
+        if (silent := self.silence.seconds()) is not None:
+            found.append(f"the master on {self.ctx.master} has not answered for {silent:.0f} s")
         return found
 
     def warnings(self) -> list[str]:
