@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from dfslab import ledger
+from dfslab.runtime.base import command_reader
 from dfslab.workloads import Measurement
 
 SENT = 20_000_000
@@ -47,7 +48,7 @@ CLIENT = f"import socket;c=socket.create_connection(('10.231.0.1',7411));c.senda
 def test_counters_read_inside_a_namespace_see_a_known_transfer(veth_pair):
     receiver, sender = veth_pair
     command = lambda node, argv: ["ip", "netns", "exec", node, *argv]  # noqa: E731
-    before = ledger.snapshot(command, [receiver, sender], dict)
+    before = ledger.snapshot(command_reader(command), [receiver, sender], dict)
     server = subprocess.Popen(command(receiver, [sys.executable, "-c", SERVER]), stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout.readline().strip() == "up"
@@ -56,7 +57,7 @@ def test_counters_read_inside_a_namespace_see_a_known_transfer(veth_pair):
     finally:
         server.kill()
         server.wait()
-    after = ledger.snapshot(command, [receiver, sender], dict)
+    after = ledger.snapshot(command_reader(command), [receiver, sender], dict)
     moved = ledger.delta(before, after)
     # TCP/IP headers on top of the payload (about 3 %), the acknowledgements the other way, and
     # nothing from the root namespace's traffic
@@ -70,10 +71,10 @@ def test_counters_read_inside_a_namespace_see_a_known_transfer(veth_pair):
     assert ledger.read_window(before, ledger.Snapshot(), receiver) is None
     # a link that could not be read at one end: not counted, never the other link's bytes alone
     failing = lambda node, argv: ["false"] if node == sender else command(node, argv)  # noqa: E731
-    partial = ledger.snapshot(failing, [receiver, sender], dict)
+    partial = ledger.snapshot(command_reader(failing), [receiver, sender], dict)
     assert partial.wire == {}
     assert ledger.delta(before, partial)["client_rx"] is None
-    assert ledger.delta(before, ledger.snapshot(command, [receiver], dict))["client_tx"] is None
+    assert ledger.delta(before, ledger.snapshot(command_reader(command), [receiver], dict))["client_tx"] is None
 
 
 @pytest.fixture
@@ -127,15 +128,15 @@ def test_a_nodes_link_counts_its_pods_traffic_once_and_its_own_bridge_not_as_a_l
     command = lambda ns, argv: ["ip", "netns", "exec", ns, *argv]  # noqa: E731
     listing = subprocess.run(command(node, ledger.READ_WIRE), capture_output=True, text=True, check=True).stdout
     assert ledger.carried_elsewhere(listing.partition(ledger.LINKS_MARK)[2]) == {"lgvp", "lgcni"}, listing
-    before = ledger.snapshot(command, [node], dict)
+    before = ledger.snapshot(command_reader(command), [node], dict)
     _send(command, pod, "10.232.2.2", far)  # from outside to the pod: in by the link, out by the bridge
-    moved = ledger.delta(before, ledger.snapshot(command, [node], dict))
+    moved = ledger.delta(before, ledger.snapshot(command_reader(command), [node], dict))
     assert SENT <= moved["client_rx"] <= SENT * 1.08, moved
     assert moved["client_tx"] < SENT * 0.1, moved  # the bridge's and the veth's copies not counted
     # the node's own traffic to its pod stays on the node: not its link's
-    before = ledger.snapshot(command, [node], dict)
+    before = ledger.snapshot(command_reader(command), [node], dict)
     _send(command, pod, "10.232.2.2", node)
-    moved = ledger.delta(before, ledger.snapshot(command, [node], dict))
+    moved = ledger.delta(before, ledger.snapshot(command_reader(command), [node], dict))
     assert moved["client_tx"] < SENT * 0.1 and moved["client_rx"] < SENT * 0.1, moved
 
 

@@ -18,12 +18,12 @@ on a Kubernetes you run."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .runtime.base import Reader
 from .workloads import MACHINE, Measurement, direction
 
 FROM_STORAGE_FLOOR = 0.8
@@ -84,10 +84,10 @@ class Snapshot:
     disk: dict[str, tuple[int, int]] = field(default_factory=dict)  # server daemon -> (read, written)
 
 
-def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: list[str],
+def snapshot(read: Reader | None, clients: list[str],
              disks: Callable[[], dict[str, tuple[int, int]]], start: bool = False) -> Snapshot:
-    """Counters now. `command(node, argv)` runs argv in a client's network namespace (None: the
-    wire is not counted); /proc/net/dev read there is that namespace's (sysfs would show the
+    """Counters now. `read(node, argv, timeout)` runs argv in a client's network namespace (None:
+    the wire is not counted; Runtime.wire_reader); /proc/net/dev read there is that namespace's (sysfs would show the
     root namespace's under nsenter --net). `disks()`: the servers' daemons' block-layer bytes
     so far (Runtime.disk_counters), read before the links at a step's `start` and after them at
     its end: where they are read over the network (an exec through an API server that runs on a
@@ -95,13 +95,13 @@ def snapshot(command: Callable[[str, list[str]], list[str]] | None, clients: lis
     snap = Snapshot()
     if start:
         snap.disk = dict(disks())
-    if command is not None:
-        read = {node: _read_wire(command, node) for node in clients}
+    if read is not None:
+        counted = {node: _read_wire(read, node) for node in clients}
         # Every client's link or none: a link left out would count the step short, a share that
         # reads like a client's cache where it is a counter that could not be read.
-        if all(v is not None for v in read.values()):
-            snap.wire = {node: totals for node, (totals, _) in read.items()}
-            snap.read_at = {node: at for node, (_, at) in read.items()}
+        if all(v is not None for v in counted.values()):
+            snap.wire = {node: totals for node, (totals, _) in counted.items()}
+            snap.read_at = {node: at for node, (_, at) in counted.items()}
     if not start:
         snap.disk = dict(disks())
     return snap
@@ -126,7 +126,7 @@ def wire_totals(output: str) -> tuple[int, int]:
     return totals if totals != (0, 0) or not skipped else net_dev_totals(counters)
 
 
-def _read_wire(command: Callable[[str, list[str]], list[str]], node: str) -> tuple[tuple[int, int], float] | None:
+def _read_wire(read: Reader, node: str) -> tuple[tuple[int, int], float] | None:
     """((received, sent), when they were read) on `node`, or None if it could not be read (said
     on stderr with why: the step's from_storage is then left out, not guessed)."""
     why = ""
@@ -134,15 +134,15 @@ def _read_wire(command: Callable[[str, list[str]], list[str]], node: str) -> tup
         if attempt:
             time.sleep(0.5)
         try:
-            res = subprocess.run(command(node, READ_WIRE), capture_output=True, text=True, timeout=30)
-        except subprocess.TimeoutExpired:
-            why = "no answer in 30 s"
+            rc, out, err = read(node, READ_WIRE, 30)
+        except Exception as exc:  # noqa: BLE001 (a timeout, an exec refused or cut: tried again, then said)
+            why = str(exc) or type(exc).__name__
             continue
-        lines = res.stdout.strip().splitlines()
-        why = f"exit {res.returncode}: {(res.stderr.strip() or res.stdout.strip())[-200:]}"
-        if res.returncode == 0 and ":" in res.stdout and lines:
+        lines = out.strip().splitlines()
+        why = f"exit {rc}: {(err.strip() or out.strip())[-200:]}"
+        if rc == 0 and ":" in out and lines:
             try:
-                return wire_totals(res.stdout), float(lines[-1])
+                return wire_totals(out), float(lines[-1])
             except ValueError:
                 continue
     print(f"dfslab: the byte ledger could not read {node}'s link counters ({why}); this step has no from_storage",

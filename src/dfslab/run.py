@@ -242,7 +242,7 @@ def _ledger_counter(runtime, clients: list[str], visible: bool = True) -> Callab
     """The byte ledger's snapshot for this cluster: its clients' links (where the runtime counts
     them and the storage's traffic crosses them: `visible`) and the block-layer bytes of every
     daemon on its servers."""
-    wire = runtime.wire_command(clients) if visible else None
+    wire = runtime.wire_reader(clients) if visible else None
     disks = runtime.disk_counters(clients)
     return lambda start: ledger.snapshot(wire, clients, disks, start)
 
@@ -250,10 +250,10 @@ def _ledger_counter(runtime, clients: list[str], visible: bool = True) -> Callab
 def _wire_counter(runtime, clients: list[str], visible: bool = True) -> Callable[[], int | None]:
     """Bytes the clients' links have received and sent so far (None where the runtime does not
     count them): the ledger's wire counters alone, cheap enough for the step watch's 2 s looks."""
-    command = runtime.wire_command(clients, often=True) if visible else None
+    read = runtime.wire_reader(clients, often=True) if visible else None
 
     def total() -> int | None:
-        snap = ledger.snapshot(command, clients, dict)
+        snap = ledger.snapshot(read, clients, dict)
         return sum(rx + tx for rx, tx in snap.wire.values()) if snap.wire else None
     return total
 

@@ -15,6 +15,20 @@ from ..spec import ClusterSpec
 from ..state import ClusterState
 from .roots import SoftwareRoot
 
+# (node, argv, timeout) -> (exit code, stdout, stderr) of argv run on node; TimeoutError past timeout.
+Reader = Callable[[str, list[str], float], tuple[int, str, str]]
+
+
+def command_reader(command: Callable[[str, list[str]], list[str]]) -> Reader:
+    """A Reader that runs `command(node, argv)` (argv wrapped to run on node) as a process here."""
+    def read(node: str, argv: list[str], timeout: float) -> tuple[int, str, str]:
+        try:
+            res = subprocess.run(command(node, argv), capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"no answer in {timeout:.0f} s") from None
+        return res.returncode, res.stdout, res.stderr
+    return read
+
 CLIENT = "client"
 _UNREAD = object()  # Runtime.software_root not read from the state yet
 # Set for a workload's tools: the run directory they write their output into. A runtime whose
@@ -168,9 +182,10 @@ class Runtime(ABC):
         looks every 2 s, where only a cheap read will do."""
         return cls.client_wire_counted
 
-    def wire_command(self, clients: list[str], often: bool = False) -> Callable[[str, list[str]], list[str]] | None:
-        """How the byte ledger reads /proc/net/dev on each of `clients` (None: not counted here)."""
-        return self.command if self.counts_wire(clients, often) else None
+    def wire_reader(self, clients: list[str], often: bool = False) -> Reader | None:
+        """How the byte ledger runs its read of the link counters on each of `clients` (None: not
+        counted here): by default `command` wrapped, in a process of its own."""
+        return command_reader(self.command) if self.counts_wire(clients, often) else None
 
     @abstractmethod
     def command(self, node: str, argv: list[str]) -> list[str]:

@@ -467,8 +467,7 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
 
     def _start_toolbox(self, api, image: str, progress: Progress) -> None:
         """A pod on the client node that dfslab's control commands exec into (Rook's toolbox)."""
-        from ...runtime.kubernetes.existing import toolbox_name
-        from ...runtime.kubernetes.podexec import toolbox_pod
+        from ...runtime.kubernetes.existing import toolbox_name, toolbox_pod
         from kubernetes import client
         # One on each client node: its exec reads that node's link for the byte ledger.
         toolboxes = {toolbox_name(c): node for c, node in zip(self.spec.client_names(), self.spec.kubernetes.clients)}

@@ -13,11 +13,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ...polling import poll
+from ...polling import poll, wait_until
 from ...registry import rooted_release
 from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
-from ..base import CLIENT, Runtime, RuntimeError_
+from ..base import CLIENT, Reader, Runtime, RuntimeError_
 from . import agent
 from .objects import apply_all, daemon_pods, internal_ip, namespace_object, node_ready
 from .images import IMAGE_MODULES, image_module
@@ -37,6 +37,17 @@ def client_number(node: str) -> int | None:
 def toolbox_name(client: str) -> str:
     """The toolbox Deployment on a client node: dfslab-toolbox on the first, dfslab-toolbox-client2 ..."""
     return TOOLBOX if client == CLIENT else f"{TOOLBOX}-{client}"
+
+
+def toolbox_pod(core, namespace: str, timeout: float = 120, name: str | None = None) -> str:
+    """The Running pod of the toolbox Deployment `name` (the first client node's by default)."""
+    name = name or TOOLBOX
+
+    def running() -> str | None:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
+        names = [p.metadata.name for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+        return names[0] if names else None
+    return wait_until(running, f"a Running {name} pod in namespace {namespace}", timeout, 1.0, RuntimeError_)
 
 
 def api_for(kubeconfig: str, context: str | None):
@@ -357,9 +368,28 @@ class ExistingKubernetesRuntime(Runtime):
     # -- running things ---------------------------------------------------------
     @classmethod
     def counts_wire(cls, clients: list[str], often: bool = False) -> bool:
-        # A read is an exec into a client's toolbox through the API server from a new Python process
-        # (about a second of this machine's CPU): at a step's start and end, not at the watch's looks.
+        # A read is an exec into each client's toolbox through the API server: at a step's start
+        # and end, not at the watch's looks every 2 s.
         return not often
+
+    def wire_reader(self, clients: list[str], often: bool = False) -> Reader | None:
+        """The ledger's reads through the API's exec from this process, into each client node's
+        toolbox pod (`command` would start a Python process per read, which imports the Kubernetes
+        client: 2.5 s each on an idle machine, 24 of them a 5-minute run's 73 s, 2026-11-30)."""
+        if not self.counts_wire(clients, often):
+            return None
+        from kubernetes import client
+        core, pods = client.CoreV1Api(self.api()), {}
+
+        def read(node: str, argv: list[str], timeout: float) -> tuple[int, str, str]:
+            try:
+                if node not in pods:
+                    pods[node] = toolbox_pod(core, self.namespace, timeout=timeout, name=toolbox_name(node))
+                return agent.exec_output(core, self.namespace, pods[node], argv, timeout=timeout)
+            except Exception:
+                pods.pop(node, None)  # a toolbox pod replaced meanwhile is looked up again at the next read
+                raise
+        return read
 
     def command(self, node: str, argv: list[str]) -> list[str]:
         """On a client node: in its toolbox pod, through the API's exec (dfslab's self-contained

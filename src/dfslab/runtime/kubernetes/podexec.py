@@ -18,29 +18,20 @@ import sys
 STDIN = 0
 
 
-def toolbox_pod(core, namespace: str, timeout: float = 120, name: str | None = None) -> str:
-    """The Running pod of the toolbox Deployment `name` (the first client node's by default)."""
-    from .existing import TOOLBOX
-    from ...polling import wait_until
-    name = name or TOOLBOX
-
-    def running() -> str | None:
-        pods = core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
-        names = [p.metadata.name for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
-        return names[0] if names else None
-    return wait_until(running, f"a Running {name} pod in namespace {namespace}", timeout, 1.0, SystemExit)
-
-
 def run(cluster: str, argv: list[str], on: str = "client") -> int:
     from kubernetes import client
     from kubernetes.stream import stream
 
     from ...state import ClusterState
     from .. import attach_runtime
-    from .existing import toolbox_name
+    from ..base import RuntimeError_
+    from .existing import toolbox_name, toolbox_pod
     rt = attach_runtime(ClusterState(cluster))
     core = client.CoreV1Api(rt.api())
-    pod = toolbox_pod(core, rt.namespace, name=toolbox_name(on))
+    try:
+        pod = toolbox_pod(core, rt.namespace, name=toolbox_name(on))
+    except RuntimeError_ as exc:
+        sys.exit(str(exc))
     ws = stream(core.connect_get_namespaced_pod_exec, pod, rt.namespace, command=argv, stdin=True, stdout=True,
                 stderr=True, tty=False, _preload_content=False)
     return relay(ws, STDIN)
