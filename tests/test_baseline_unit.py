@@ -50,12 +50,16 @@ class LocalRunner:
 
     def __init__(self, raw_dir: Path, nodes: list[str], disk_per_node: bool, scratch: Path):
         self.raw_dir, self.nodes, self.disk_per_node, self.scratch = raw_dir, nodes, disk_per_node, scratch
-        self.storage, self.calls = None, []
+        self.storage, self.calls, self.together = None, [], []
 
     def run(self, argv, name, node="client", timeout=600, check=True):
         import subprocess
         self.calls.append((name, node, [a for a in argv if a.startswith(("--directory", "--unlink"))]))
         return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=timeout).stdout
+
+    def run_at_once(self, tools, timeout=600):
+        self.together.append(sorted(tools))
+        return {node: self.run(argv, name, node, timeout) for node, (argv, name) in tools.items()}
 
 
 def test_the_disk_baseline_runs_on_each_node_that_has_its_own_disk(tmp_path, monkeypatch):
@@ -74,6 +78,7 @@ def test_the_disk_baseline_runs_on_each_node_that_has_its_own_disk(tmp_path, mon
     assert sorted({r.params["node"] for r in rows}) == ["node1", "node2"] and all(r.value > 0 for r in rows)
     assert len(rows) == 12
     assert [(c[0], c[1]) for c in own.calls] == [("baseline-fio-node1", "node1"), ("baseline-fio-node2", "node2")]
+    assert own.together == [["node1", "node2"]] and shared.together == []  # own disks: every node's at once
     # fio removes its file in the Job's emptyDir: nothing to carry back, nothing left on the node
     assert all(f"--directory={tmp_path / 'raw' / ('baseline-disk-' + c[1])}" in c[2] and "--unlink=1" in c[2]
                for c in own.calls)

@@ -71,11 +71,8 @@ def _between_nodes(runner: Runner, seconds: int) -> list[Measurement]:
 def disk(runner: Runner, seconds: int) -> list[Measurement]:
     """fio on the disk that backs the OSDs: once where every node's data is on this machine's
     disk, on each node where the nodes have disks of their own (rows labelled with the node)."""
-    if runner.disk_per_node:
-        rows = []
-        for node in runner.nodes:
-            rows += _fio_disk(runner, runner.raw_dir / f"baseline-disk-{node}", seconds, node)
-        return rows
+    if runner.disk_per_node:  # each node's own disk: all at once, as no two share a device
+        return _fio_disks(runner, {node: runner.raw_dir / f"baseline-disk-{node}" for node in runner.nodes}, seconds)
     elsewhere = ability(runner.storage, ClusterElsewhere)
     base = elsewhere.disk_baseline_dir() if elsewhere else None
     base = base or runner.scratch
@@ -104,21 +101,43 @@ def disk_argv(directory: Path, seconds: int, remove: bool) -> list[str]:
     return argv + (["--unlink=1"] if remove else [])
 
 
-def _fio_disk(runner: Runner, directory: Path, seconds: int, node: str | None = None) -> list[Measurement]:
-    """DISK_JOBS in `directory` (on `node`, else the client): rows per job, labelled with the node.
-    On a node of a Kubernetes you run the directory is the Job's emptyDir, on the kubelet's disk."""
+def _fio_disk(runner: Runner, directory: Path, seconds: int) -> list[Measurement]:
+    """DISK_JOBS in `directory` on the client: rows per job."""
     directory.mkdir(parents=True, exist_ok=True)
-    out = runner.run(disk_argv(directory, seconds, remove=node is not None), "baseline-fio" + (f"-{node}" if node else ""),
-                     node=node or "client", timeout=len(DISK_JOBS) * seconds * 4 + 120)
+    out = runner.run(disk_argv(directory, seconds, remove=False), "baseline-fio", timeout=_disk_timeout(seconds))
+    _remove(directory)
+    return _disk_rows(out, {})
+
+
+def _fio_disks(runner: Runner, directories: dict[str, Path], seconds: int) -> list[Measurement]:
+    """DISK_JOBS on each node at once, each in its directory (on a node of a Kubernetes you run, the
+    Job's emptyDir on the kubelet's disk, removed by the last job): rows per job, labelled with the node."""
+    for directory in directories.values():
+        directory.mkdir(parents=True, exist_ok=True)
+    outputs = runner.run_at_once({node: (disk_argv(directory, seconds, remove=True), f"baseline-fio-{node}")
+                                  for node, directory in directories.items()}, timeout=_disk_timeout(seconds))
+    rows = []
+    for node, directory in directories.items():
+        _remove(directory)
+        rows += _disk_rows(outputs[node], {"node": node})
+    return rows
+
+
+def _disk_timeout(seconds: int) -> float:
+    return len(DISK_JOBS) * seconds * 4 + 120
+
+
+def _disk_rows(out: str, labels: dict[str, str]) -> list[Measurement]:
     jobs = {job["jobname"]: job for job in fio_jobs(out)}
     rows = []
     for label in DISK_JOBS:
-        job = jobs[f"baseline-{label}"]
-        for row in job_rows(job, "baseline", {}, 0, 1.0):
+        for row in job_rows(jobs[f"baseline-{label}"], "baseline", {}, 0, 1.0):
             if row.metric in ("bandwidth", "iops"):
-                rows.append(Measurement("baseline", f"disk_{label}_{row.metric}", row.value, row.unit,
-                                        {"node": node} if node else {}))
+                rows.append(Measurement("baseline", f"disk_{label}_{row.metric}", row.value, row.unit, labels))
+    return rows
+
+
+def _remove(directory: Path) -> None:
     for path in directory.iterdir():
         path.unlink()
     directory.rmdir()
-    return rows
