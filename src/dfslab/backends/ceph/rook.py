@@ -468,14 +468,13 @@ class RookCephBackend(CephBackend, PodsOnKubernetes, KubernetesManifests):
     def _start_toolbox(self, api, image: str, progress: Progress) -> None:
         """A pod on the client node that dfslab's control commands exec into (Rook's toolbox)."""
         from ...runtime.kubernetes.existing import toolbox_name, toolbox_pod
-        from kubernetes import client
         # One on each client node: its exec reads that node's link for the byte ledger.
         toolboxes = {toolbox_name(c): node for c, node in zip(self.spec.client_names(), self.spec.kubernetes.clients)}
         progress("starting toolbox", ", ".join(f"{name} on {node}" for name, node in toolboxes.items()))
         self._apply(api, [toolbox_deployment(self.namespace, image, node, self.state.read()["k8s_client_files"], name)
                           for name, node in toolboxes.items()])
         for name in toolboxes:
-            toolbox_pod(client.CoreV1Api(api), self.namespace, timeout=300, name=name)
+            toolbox_pod(api, self.namespace, timeout=300, name=name)
 
     def _remove_rbd_images(self, ours: list[dict]) -> None:
         """Rook deletes no pool that holds RBD images; the pools (and dfslab-fio in rbd) are

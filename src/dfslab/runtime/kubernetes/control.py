@@ -17,6 +17,7 @@ from . import pki as kpki
 from .binaries import API_PORT, binary
 from .nodeinfo import node_ready
 from .netns_socket import NamespaceRelay
+from .rest import raw_call
 from ...polling import wait_until
 
 _RELAYS: dict[tuple[str, int, int], NamespaceRelay] = {}
@@ -71,20 +72,6 @@ def api_client(rt):
     conf.ssl_ca_cert = str(rt.pki.ca)
     conf.api_key = {"authorization": "Bearer " + rt.pki.token("admin")}
     return client.ApiClient(conf)
-
-
-def raw_call(api, method: str, path: str, query: list | None = None, headers: dict | None = None,
-             body: str | dict | None = None, timeout: float | None = None) -> tuple[int, bytes]:
-    """An API request the typed client has no method for (readyz, server-side apply of any
-    kind); (status, body). Raises kubernetes' ApiException on an error status."""
-    from kubernetes.client.rest import ApiException
-    method_, url, hdrs, data, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers or {},
-                                                      body=body, auth_settings=["BearerToken"])
-    resp = api.call_api(method_, url, header_params=hdrs, body=data, _request_timeout=timeout)
-    resp.read()
-    if not 200 <= resp.status < 300:
-        raise ApiException(http_resp=resp)
-    return resp.status, resp.data
 
 
 def wait_api(rt, progress, timeout: float = 90) -> None:

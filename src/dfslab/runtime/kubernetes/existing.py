@@ -18,7 +18,7 @@ from ...registry import rooted_release
 from ...spec import ClusterSpec
 from ...state import ClusterState, cluster_holding
 from ..base import CLIENT, Reader, Runtime, RuntimeError_
-from . import agent
+from . import agent, rest
 from .objects import apply_all, daemon_pods, internal_ip, namespace_object, node_ready
 from .images import IMAGE_MODULES, image_module
 from .job import SHIPPED_MODULES, is_admin, ship, shipped_module
@@ -39,12 +39,12 @@ def toolbox_name(client: str) -> str:
     return TOOLBOX if client == CLIENT else f"{TOOLBOX}-{client}"
 
 
-def toolbox_pod(core, namespace: str, timeout: float = 120, name: str | None = None) -> str:
+def toolbox_pod(api, namespace: str, timeout: float = 120, name: str | None = None) -> str:
     """The Running pod of the toolbox Deployment `name` (the first client node's by default)."""
     name = name or TOOLBOX
 
     def running() -> str | None:
-        pods = core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
+        pods = rest.pods(api, namespace, f"app={name}")
         names = [p.metadata.name for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
         return names[0] if names else None
     return wait_until(running, f"a Running {name} pod in namespace {namespace}", timeout, 1.0, RuntimeError_)
@@ -379,12 +379,13 @@ class ExistingKubernetesRuntime(Runtime):
         if not self.counts_wire(clients, often):
             return None
         from kubernetes import client
-        core, pods = client.CoreV1Api(self.api()), {}
+        api = self.api()
+        core, pods = client.CoreV1Api(api), {}
 
         def read(node: str, argv: list[str], timeout: float) -> tuple[int, str, str]:
             try:
                 if node not in pods:
-                    pods[node] = toolbox_pod(core, self.namespace, timeout=timeout, name=toolbox_name(node))
+                    pods[node] = toolbox_pod(api, self.namespace, timeout=timeout, name=toolbox_name(node))
                 return agent.exec_output(core, self.namespace, pods[node], argv, timeout=timeout)
             except Exception:
                 pods.pop(node, None)  # a toolbox pod replaced meanwhile is looked up again at the next read

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from . import rest
+
 # dfslab modules that need nothing of dfslab (the standard library and Ceph's python3-rados,
 # both in dfslab's image): they run in pods as their own source (`python3 -c`).
 SHIPPED_MODULES = {"dfslab.backends.ceph.helper", "dfslab.workloads.metadata_worker"}
@@ -286,7 +288,7 @@ def job_name(argv: list[str]) -> str:
     return f"dfslab-{tool}-{secrets.token_hex(3)}"
 
 
-def on_stop(core, namespace: str, name: str, delete) -> None:
+def on_stop(api, namespace: str, name: str, delete) -> None:
     """On SIGTERM/SIGINT (a server at the end of its steps, an interrupted run): delete the
     object, so the pod's tool gets SIGTERM, and return once the pod is gone, as a local
     process's stop returns once it exited (its files are then still)."""
@@ -298,20 +300,19 @@ def on_stop(core, namespace: str, name: str, delete) -> None:
             if exc.status != 404:
                 raise
         from ...polling import poll
-        poll(lambda: not core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items,
-             f"the pods of {name} to go", STOP_TIMEOUT, 0.5)
+        poll(lambda: not rest.pods(api, namespace, f"dfslab.io/job={name}"), f"the pods of {name} to go", STOP_TIMEOUT, 0.5)
         sys.exit(130)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop)
 
 
-def wait_pod(core, namespace: str, name: str, node: str, done, delete):
+def wait_pod(api, namespace: str, name: str, node: str, done, delete):
     """The object's pod once `done(pod)`; None (the object deleted, the reason on stderr) when
     it will never run its tool."""
     started = time.monotonic()
     while True:
-        pods = core.list_namespaced_pod(namespace, label_selector=f"dfslab.io/job={name}").items
+        pods = rest.pods(api, namespace, f"dfslab.io/job={name}")
         pod = pods[0] if pods else None
         if pod is not None and done(pod):
             return pod
@@ -326,14 +327,12 @@ def wait_pod(core, namespace: str, name: str, node: str, done, delete):
 def serve(rt, api, namespace: str, node: str, name: str, image: str, argv: list[str], pulled: bool) -> int:
     """A measuring server as a Deployment: returns 1 if its pod never runs; else it serves until
     dfslab stops it (on_stop deletes the Deployment and waits for the pod to go)."""
-    from kubernetes import client
-
     from .objects import running_ready
-    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
-    apps.create_namespaced_deployment(namespace, deployment_manifest(name, namespace, node, image, argv, pulled))
-    delete = lambda: apps.delete_namespaced_deployment(name, namespace, propagation_policy="Foreground")  # noqa: E731
-    on_stop(core, namespace, name, delete)
-    pod = wait_pod(core, namespace, name, node, running_ready, delete)
+    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    rest.create(api, deployments, deployment_manifest(name, namespace, node, image, argv, pulled))
+    delete = lambda: rest.delete(api, f"{deployments}/{name}", "Foreground")  # noqa: E731
+    on_stop(api, namespace, name, delete)
+    pod = wait_pod(api, namespace, name, node, running_ready, delete)
     if pod is None:
         return 1
     record_job(rt.home / JOBS_LOG, {"job": name, "kind": "Deployment", "pod": pod.metadata.name,
@@ -343,8 +342,6 @@ def serve(rt, api, namespace: str, node: str, name: str, image: str, argv: list[
 
 
 def run(cluster: str, node: str, argv: list[str]) -> int:
-    from kubernetes import client
-
     from ...state import ClusterState
     from .. import POD_DIRS_ENV, RUN_DIR_ENV, attach_runtime
     rt = attach_runtime(ClusterState(cluster))
@@ -363,23 +360,22 @@ def run(cluster: str, node: str, argv: list[str]) -> int:
         cwd = cwd if any(cwd.is_relative_to(d) for d in dirs) else Path("/")
         node = rt.kube_node(node)
     api = rt.api()
-    batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
     name, tool = job_name(argv), tool_name(argv)
     if shipped_module(argv):
         argv = ship(argv)
     image = info["k8s_images"]["rook"]
     if is_server(argv):
         return serve(rt, api, namespace, node, name, image, argv, pulled=carry_back)
-    batch.create_namespaced_job(namespace, job_manifest(name, namespace, node, image, argv, mounts, files, dirs,
-                                                        str(cwd), carry_back, info.get("k8s_fuse"),
-                                                        info.get("k8s_client_env"), make))
-    on_stop(core, namespace, name, lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Foreground"))
-    pod = wait_pod(core, namespace, name, node, lambda p: p.status.phase in ("Succeeded", "Failed"),
-                   lambda: batch.delete_namespaced_job(name, namespace, propagation_policy="Background"))
+    jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    rest.create(api, jobs, job_manifest(name, namespace, node, image, argv, mounts, files, dirs, str(cwd), carry_back,
+                                        info.get("k8s_fuse"), info.get("k8s_client_env"), make))
+    on_stop(api, namespace, name, lambda: rest.delete(api, f"{jobs}/{name}", "Foreground"))
+    pod = wait_pod(api, namespace, name, node, lambda p: p.status.phase in ("Succeeded", "Failed"),
+                   lambda: rest.delete(api, f"{jobs}/{name}", "Background"))
     if pod is None:
         return 1
-    log = core.read_namespaced_pod_log(pod.metadata.name, namespace)
-    batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+    log = rest.pod_log(api, namespace, pod.metadata.name)
+    rest.delete(api, f"{jobs}/{name}", "Background")
     out, err, carried, rc = split_log(log)
     if carried:
         unpack_into(carried, dirs)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..base import RuntimeError_
 from ...polling import poll
-from .control import raw_call
+from .rest import raw_call
 from .nodeinfo import internal_ip, node_ready  # noqa: F401 (their home before nodeinfo.py)
 
 

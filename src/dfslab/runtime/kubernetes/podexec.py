@@ -19,22 +19,18 @@ STDIN = 0
 
 
 def run(cluster: str, argv: list[str], on: str = "client") -> int:
-    from kubernetes import client
-    from kubernetes.stream import stream
-
     from ...state import ClusterState
     from .. import attach_runtime
     from ..base import RuntimeError_
     from .existing import toolbox_name, toolbox_pod
+    from .rest import exec_stream
     rt = attach_runtime(ClusterState(cluster))
-    core = client.CoreV1Api(rt.api())
+    api = rt.api()
     try:
-        pod = toolbox_pod(core, rt.namespace, name=toolbox_name(on))
+        pod = toolbox_pod(api, rt.namespace, name=toolbox_name(on))
     except RuntimeError_ as exc:
         sys.exit(str(exc))
-    ws = stream(core.connect_get_namespaced_pod_exec, pod, rt.namespace, command=argv, stdin=True, stdout=True,
-                stderr=True, tty=False, _preload_content=False)
-    return relay(ws, STDIN)
+    return relay(exec_stream(api, rt.namespace, pod, argv, stdin=True), STDIN)
 
 
 def relay(ws, stdin: int) -> int:

@@ -162,7 +162,7 @@ class KubeletStats:
         return self.fetch_summary(kube_node, True)
 
     def fetch_summary(self, kube_node: str, cpu_and_memory_only: bool) -> dict[str, Any]:
-        from .control import raw_call
+        from .rest import raw_call
         query = [("only_cpu_and_memory", "true")] if cpu_and_memory_only else []
         return json.loads(raw_call(self.core.api_client, "GET", f"/api/v1/nodes/{kube_node}/proxy/stats/summary",
                                    query=query, timeout=self.timeout)[1])
