@@ -58,14 +58,15 @@ def dock(tmp_path_factory, host_before):
 
 # docs/docker.md's first lines, run verbatim below (tests/test_docs_commands.py counts them)
 DOCS_BLOCK = ["dfslab images build", "dfslab up examples/ceph-small.yaml --runtime docker",
-              "dfslab run examples/quickstart.yaml --cluster small", "dfslab down small",
+              "dfslab run examples/quick-any.yaml --cluster small", "dfslab down small",
               "dfslab run examples/quickstart.yaml --runtime docker"]
 
 
 def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
     """As a reader types them (no DFSLAB_* set: state in /var/lib/dfslab, the run in ./runs), before
-    this module's own docker cluster is up: the quick suite runs against the reader's containers,
-    then on a docker cluster of the run's own, and the engine stops with each cluster's down."""
+    this module's own docker cluster is up: a quick check runs against the reader's containers,
+    then the quick suite on a docker cluster of the run's own, and the engine stops with each
+    cluster's down."""
     assert not Path("/var/lib/dfslab/clusters/small").exists(), "a cluster named small is up"
     made = []
     try:
@@ -87,7 +88,7 @@ def test_the_docker_pages_commands_run_verbatim_from_the_repository_root():
             assert provenance["failures"] == [] and provenance["skipped"] == [], provenance
             with open(run / "results.csv") as fh:
                 measured = {r["workload"] for r in csv.DictReader(fh) if r["workload"] != "baseline" and float(r["value"]) > 0}
-            planned = {w["type"] for w in yaml.safe_load(Path(REPO, "examples/quickstart.yaml").read_text())["workloads"]}
+            planned = {w["type"] for w in yaml.safe_load((run / "experiment.yaml").read_text())["workloads"]}
             assert planned <= measured, planned - measured
     finally:
         if Path("/var/lib/dfslab/clusters/small").exists():
