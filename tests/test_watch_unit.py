@@ -172,7 +172,7 @@ def test_ceph_says_nearfull_and_backfillfull_as_warnings_not_alarms():
     assert site.alarms() == []
     site.ceph.checks.saw(status)
     assert site.alarms() == ["OSD_FULL: 1 full osd(s)"] and len(site.warnings()) == 2
-    for _ in range(2):  # two questions in a row unanswered, the first 25 s ago: past MONITOR_SILENCE
+    for _ in range(2):  # answered before, then two questions in a row unanswered, the first 25 s ago
         site.ceph.checks.silence.missed(time.monotonic() - 25)
     assert "the monitors have not answered for 25 s" in site.alarms()[-1]
     site.ceph = None  # a POSIX mount only: nothing to watch
@@ -258,6 +258,9 @@ def test_silence_counts_unanswered_questions_not_the_time_since_the_last_answer(
     is not a silent daemon; two questions in a row unanswered over more than the limit are."""
     from dfslab.backends.silence import Silence
     silence = Silence(limit=20)
+    silence.missed(time.monotonic() - 40)
+    silence.missed(time.monotonic() - 30)
+    assert silence.seconds() is None  # never answered at all: a question it cannot answer, not silence
     with silence.asking():  # answered...
         pass
     assert silence.seconds() is None  # ... and not asked again for a long while: no alarm

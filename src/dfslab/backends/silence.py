@@ -5,7 +5,9 @@ Counted from the questions that went unanswered, not from the last answer: on a 
 or where each question is an exec through an API server beside a round of kubelet stats, one
 sampler round can outlast the threshold, and a daemon that was not asked has not been silent (CI,
 2026-11-30: a Rook step stopped as "the monitors have not answered" on a saturated machine). A
-daemon is silent once two questions in a row failed and the first was asked more than `limit` s ago.
+daemon is silent once two questions in a row failed and the first was asked more than `limit` s ago,
+and only once it has answered at all (a question it could never answer, such as a keyring without
+the rights, says nothing of its health: the sampler counts the errors).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Silence:
         self.limit = limit
         self.first_unanswered: float | None = None  # when the first of the failed questions was asked
         self.unanswered = 0
+        self.heard = False
 
     @contextmanager
     def asking(self) -> Iterator[None]:
@@ -35,7 +38,7 @@ class Silence:
         self.answered()
 
     def answered(self) -> None:
-        self.first_unanswered, self.unanswered = None, 0
+        self.first_unanswered, self.unanswered, self.heard = None, 0, True
 
     def missed(self, asked: float) -> None:
         if self.first_unanswered is None:
@@ -44,7 +47,7 @@ class Silence:
 
     def seconds(self) -> float | None:
         """How long the daemon has been silent, or None while it is not."""
-        if self.first_unanswered is None or self.unanswered < UNANSWERED_IN_A_ROW:
+        if not self.heard or self.first_unanswered is None or self.unanswered < UNANSWERED_IN_A_ROW:
             return None
         silent = time.monotonic() - self.first_unanswered
         return silent if silent > self.limit else None

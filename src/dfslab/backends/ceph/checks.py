@@ -32,6 +32,7 @@ class HealthChecks:
     def saw(self, status: dict[str, Any]) -> None:
         self.seen = {name: check.get("summary", {}).get("message", name)
                      for name, check in status.get("health", {}).get("checks", {}).items()}
+        self.silence.answered()
         now = time.monotonic()
         self.since = {name: self.since.get(name, now) for name in self.seen}
 
