@@ -75,6 +75,25 @@ def test_a_tool_past_its_deadline_gets_sigterm_first_and_sigkill_if_it_stays(tmp
     assert 1.9 <= time.monotonic() - started < 6 and not r.live
 
 
+def test_tools_stopped_by_the_watch_get_the_time_a_jobs_wrapper_takes_to_clean_up(tmp_path, monkeypatch):
+    """stop_tools (the watch's stop): a wrapper that takes 6 s to delete its Job on SIGTERM (more
+    than the 5 s it had before, after which SIGKILL left the Job running) ends by itself; one that
+    ignores SIGTERM is killed at the grace, which all the tools share."""
+    import dfslab.workloads as workloads
+    monkeypatch.setattr(workloads, "END_GRACE", 8.0)  # 50 s in use
+    r = runner(tmp_path)
+    cleaned = tmp_path / "cleaned"
+    slow = r.popen(["sh", "-c", f"trap 'sleep 6; echo deleted > {cleaned}; exit 143' TERM; sleep 60 & wait"], watched=True)
+    ignores = r.popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                       "time.sleep(60)"], watched=True)
+    time.sleep(0.5)  # the traps set
+    started = time.monotonic()
+    r.stop_tools()
+    assert slow.returncode == 143 and cleaned.read_text() == "deleted\n"
+    assert 7.5 <= time.monotonic() - started < 12
+    assert ignores.wait(timeout=5) == -9  # killed (the tool's own `run` reaps it)
+
+
 def test_a_timed_write_that_ended_early_fails_the_step():
     """The issue's case: 60 s asked, rados bench stopped after 1.74 s as the pool filled."""
     params = RadosBenchParams(mode=["write", "seq"], seconds=60)

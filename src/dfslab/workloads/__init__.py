@@ -263,15 +263,18 @@ class Runner:
             raise WorkloadError("; ".join(failed))
         return outputs
 
-    def stop_tools(self, grace: float = 5.0) -> None:
-        """Stop the step's tools: SIGTERM (a Job's wrapper deletes its Job), SIGKILL after `grace`."""
+    def stop_tools(self, grace: float | None = None) -> None:
+        """Stop the step's tools: SIGTERM (a Job's wrapper deletes its Job and waits for its pod to
+        go, up to 45 s: SIGKILL after 5 s left the Job running until `down`), SIGKILL to what is
+        left `grace` s after (END_GRACE), for all of them together."""
         tools = list(self.live)
         for proc in tools:
             if proc.poll() is None:
                 proc.terminate()
+        deadline = time.monotonic() + (END_GRACE if grace is None else grace)
         for proc in tools:
             try:
-                proc.wait(timeout=grace)
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
 
