@@ -161,10 +161,8 @@ def exec_output(core, namespace: str, pod: str, argv: list[str], timeout: float 
                 container: str | None = None) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of `argv` run in `pod` (its `container`, else its only one)
     through the API's exec."""
-    from kubernetes.stream import stream
-    named = {"container": container} if container else {}
-    ws = stream(core.connect_get_namespaced_pod_exec, pod, namespace, command=argv, stdin=False, stdout=True,
-                stderr=True, tty=False, _preload_content=False, **named)
+    from .rest import exec_stream
+    ws = exec_stream(core.api_client, namespace, pod, argv, stdin=False, container=container)
     ws.run_forever(timeout=timeout)
     out, err, rc = ws.read_stdout(), ws.read_stderr(), ws.returncode
     ws.close()
