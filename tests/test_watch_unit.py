@@ -295,3 +295,14 @@ def test_silence_counts_unanswered_questions_not_the_time_since_the_last_answer(
     silence.missed(time.monotonic() - 5)
     silence.missed(time.monotonic() - 1)
     assert silence.seconds() is None  # two misses, but within the limit
+
+
+def test_each_backend_has_its_own_silence_at_its_own_limit():
+    """A MooseFS and a GlusterFS backend (built without __init__, as tests do) each keep one Silence,
+    at their own limits; two backends of one kind do not share it."""
+    from dfslab.backends.gluster.backend import GlusterBackend
+    from dfslab.backends.moosefs.backend import MooseFSBackend
+    first, second = MooseFSBackend.__new__(MooseFSBackend), MooseFSBackend.__new__(MooseFSBackend)
+    assert first.silence is first.silence and first.silence is not second.silence
+    assert first.silence.limit == MooseFSBackend.MASTER_SILENCE
+    assert GlusterBackend.__new__(GlusterBackend).silence.limit == GlusterBackend.GLUSTERD_SILENCE

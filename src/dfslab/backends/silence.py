@@ -51,3 +51,21 @@ class Silence:
             return None
         silent = time.monotonic() - self.first_unanswered
         return silent if silent > self.limit else None
+
+
+class SilenceOf:
+    """A backend's `Silence`, one per instance, made on first use (tests build backends without
+    __init__): `silence = SilenceOf(MASTER_SILENCE)` in the class body."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = f"_{name}"
+
+    def __get__(self, backend: object, owner: type | None = None) -> Silence:
+        if backend is None:
+            return self  # type: ignore[return-value]  (read on the class)
+        if self.key not in backend.__dict__:
+            backend.__dict__[self.key] = Silence(self.limit)
+        return backend.__dict__[self.key]

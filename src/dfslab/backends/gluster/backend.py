@@ -13,7 +13,7 @@ from ...procs import proc_start_time, terminate
 from ...safety import remove_owned_tree
 from ...state import clusters_root
 from ...runtime import CLIENT
-from ..silence import Silence
+from ..silence import SilenceOf
 from ..abilities import (ClientSetup, ConfinedStorage, Grows, HealthAlarms, LiveSettings, RollingUpgrade, SecondClients,
                          ToolTargets)
 from .. import Backend, BackendError, Chart, Facts, Confinement, Progress, release_versions, table
@@ -240,12 +240,7 @@ class GlusterBackend(Backend, ToolTargets, ConfinedStorage, Grows, LiveSettings,
 
     seen_bricks: list[dict[str, Any]] = []
     GLUSTERD_SILENCE = 20  # s of questions unanswered by the first server's glusterd
-
-    @property
-    def silence(self) -> Silence:
-        if "_silence" not in self.__dict__:  # created on first use: tests build a backend without __init__
-            self._silence = Silence(self.GLUSTERD_SILENCE)
-        return self._silence
+    silence = SilenceOf(GLUSTERD_SILENCE)
 
     def alarms(self) -> list[str]:
         """A set of bricks below its quorum (replicate: the volume turns read-only; disperse:

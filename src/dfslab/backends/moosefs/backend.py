@@ -9,7 +9,7 @@ from typing import Any
 
 from ...polling import wait_until
 from ...runtime import CLIENT
-from ..silence import Silence
+from ..silence import SilenceOf
 from ..abilities import ClientSetup, HealthAlarms, RollingUpgrade, SecondClients
 from .. import Backend, BackendError, Chart, Facts, Progress, release_versions, table
 from . import SET_COPIES, chunkserver, cli, client, context, master, metalogger
@@ -164,12 +164,7 @@ class MooseFSBackend(Backend, SecondClients, HealthAlarms, ClientSetup, RollingU
 
     seen: cli.MasterView | None = None
     MASTER_SILENCE = 20.0  # s of questions unanswered by the master: every client's metadata call waits
-
-    @property
-    def silence(self) -> Silence:
-        if "_silence" not in self.__dict__:  # created on first use: tests build a backend without __init__
-            self._silence = Silence(self.MASTER_SILENCE)
-        return self._silence
+    silence = SilenceOf(MASTER_SILENCE)
 
     def sample(self) -> dict[str, tuple[float, str]]:
         try:
